@@ -1,0 +1,86 @@
+# shellcheck shell=bash
+# Sourced by .ci/test and .ci/lab: make the project-local virtual environment .venv and
+# put it first on PATH.
+#
+# - Creates .venv with python3.11 (or python3 if that is >= 3.11), upgrades pip in it and
+#   runs `pip install -e ".[widgets,symbolic,book,dev]"`.
+# - Skips the install when .venv/.dualarr-stamp holds the sha256 of pyproject.toml, so a
+#   second run takes well under two seconds. Delete the stamp (or .venv) to force one.
+# - Makes sure graphviz's `dot` exists: as root it apt-installs Debian's graphviz (log in
+#   .venv/apt-graphviz.log); otherwise it prints a hint and goes on. DUALARR_SKIP_APT=1
+#   skips that step.
+# Returns non-zero (never exits the caller's shell) when the install fails.
+
+_dualarr_setup() {
+    local root venv stamp want have py log
+    root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)" || return 1
+    venv="$root/.venv"
+    stamp="$venv/.dualarr-stamp"
+    log="$venv/pip-install.log"
+
+    py="${DUALARR_PYTHON:-python3.11}"
+    if ! command -v "$py" >/dev/null 2>&1; then
+        py=python3
+    fi
+    if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+        echo "setup: need Python >= 3.11 (python3.11 or python3); set DUALARR_PYTHON" >&2
+        return 1
+    fi
+
+    want="$(sha256sum "$root/pyproject.toml" | cut -d' ' -f1)" || return 1
+    have=""
+    if [ -x "$venv/bin/python" ] && [ -f "$stamp" ]; then
+        have="$(cat "$stamp")"
+    fi
+
+    if [ "$have" = "$want" ]; then
+        echo "setup: .venv is up to date with pyproject.toml"
+    else
+        local t0=$SECONDS
+        if [ ! -x "$venv/bin/python" ]; then
+            echo "setup: creating .venv with $("$py" --version 2>&1)"
+            "$py" -m venv "$venv" || return 1
+        fi
+        rm -f "$stamp"
+        echo "setup: installing dualarr[widgets,symbolic,book,dev] into .venv (log: .venv/pip-install.log)"
+        {
+            "$venv/bin/python" -m pip install --disable-pip-version-check --upgrade pip &&
+                (cd "$root" && "$venv/bin/python" -m pip install --disable-pip-version-check \
+                    -e ".[widgets,symbolic,book,dev]")
+        } >"$log" 2>&1
+        local rc=$?
+        if [ $rc -ne 0 ]; then
+            echo "setup: pip install failed (exit $rc); last lines of .venv/pip-install.log:" >&2
+            tail -n 30 "$log" >&2
+            return 1
+        fi
+        echo "$want" >"$stamp"
+        echo "setup: installed in $((SECONDS - t0)) s"
+    fi
+
+    if ! command -v dot >/dev/null 2>&1; then
+        if [ "${DUALARR_SKIP_APT:-0}" = "1" ]; then
+            echo "setup: graphviz 'dot' not found; DUALARR_SKIP_APT=1, not installing it (graph drawings will fail)"
+        elif [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+            local alog="$venv/apt-graphviz.log"
+            if { apt-get update -q &&
+                DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends graphviz
+            } >"$alog" 2>&1; then
+                echo "setup: installed graphviz ($(dot -V 2>&1))"
+            else
+                echo "setup: apt-get install graphviz failed (see .venv/apt-graphviz.log); graph drawings will fail" >&2
+            fi
+        else
+            echo "setup: graphviz 'dot' not found; install it (e.g. sudo apt-get install graphviz) to draw graphs"
+        fi
+    fi
+
+    export VIRTUAL_ENV="$venv"
+    case ":$PATH:" in
+        *":$venv/bin:"*) ;;
+        *) export PATH="$venv/bin:$PATH" ;;
+    esac
+    return 0
+}
+
+_dualarr_setup

@@ -1,0 +1,44 @@
+"""Terminal demo: ``python -m dualarr demo [n]`` prints the stages of the Fig. 18 example."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from .examples import fig18
+from .program import trace
+
+
+def demo(n: int) -> str:
+    """The stages of paper Fig. 18 for an input of length ``n``, as text."""
+    x = np.arange(1.0, n + 1.0)
+    program = trace(fig18, x)
+    lines = [
+        "dualarr demo: paper Fig. 18, sum(build1 n (\\i. x[i] * x[n-1-i]))",
+        f"x = {x.tolist()}",
+        "",
+        f"== source  {program.signature()}",
+        str(program),
+        "",
+        f"value = {float(program(x))!r}   (NumPy: {float(np.dot(x, x[::-1]))!r})",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dualarr", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo_parser = sub.add_parser("demo", help="print the stages of the paper's Fig. 18 example")
+    demo_parser.add_argument("n", nargs="?", type=int, default=5, help="length of x (default 5)")
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        if args.n < 1:
+            parser.error("n must be >= 1")
+        print(demo(args.n))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,824 @@
+"""The Python spellings of the core language (``shared/DESIGN.md`` §2).
+
+Each function builds core terms (paper Fig. 7) from traced :class:`Tensor` values:
+``build1``/``build``/``map``, indexing, ``gather``/``scatter``, ``let``, ``where``,
+``sum_outer``/``replicate``/``transpose``/``reshape``, casts, and the derived operations
+that are sugar over them (``sum``, ``mean``, ``min``/``max``, ``dot``, ``matmul``,
+``softmax``, ``logsumexp``, ``concatenate``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .core import (
+    ArgMax,
+    ArgMin,
+    Build1,
+    Cond,
+    Const,
+    DType,
+    Floor,
+    FromList,
+    Gather,
+    Index,
+    Iota,
+    Let,
+    Op,
+    OpKind,
+    Replicate,
+    Reshape,
+    Scatter,
+    SumOuter,
+    Term,
+    Transpose,
+    Var,
+    type_name,
+)
+from .errors import DtypeError, ShapeError, UnsupportedError, format_shape
+from .tensor import (
+    Operand,
+    Tensor,
+    as_term,
+    cast_to,
+    elementwise,
+    ensure_tensor,
+    new_var,
+    param_hints,
+    positional_arity,
+    promote,
+    static_int,
+)
+
+IndexFn = Callable[..., Any]
+
+# --------------------------------------------------------------------------------------
+# Constants and simple constructors
+# --------------------------------------------------------------------------------------
+
+
+def constant(value: Any, dtype: Any = None) -> Tensor:
+    """A constant array (``c`` in Fig. 7).  Works outside a trace too."""
+    array = np.asarray(value, dtype=dtype)
+    return Tensor(as_term(array, "constant"))
+
+
+def iota(n: int) -> Tensor:
+    """``iota n``: the int array ``[0, 1, …, n-1]``."""
+    return Tensor(Iota(static_int(n, "iota", "size")))
+
+
+def to_float(x: Operand, dtype: Any = np.float64) -> Tensor:
+    """int (or bool) → float, elementwise (``fromIntegral``)."""
+    t = ensure_tensor(x, "to_float")
+    target = DType.of_numpy(np.dtype(dtype), what="to_float")
+    if not target.is_float:
+        raise DtypeError(f"target type must be a float type, got {target}", op="to_float")
+    if t.term.dtype.is_float:
+        if t.term.dtype is not target:
+            raise DtypeError(
+                f"converting {t.term.dtype} to {target} is not supported", op="to_float"
+            )
+        return t
+    return Tensor(cast_to(t.term, target, "to_float"))
+
+
+def floor(x: Operand) -> Tensor:
+    """float → int, rounding down (``floor``); never differentiated."""
+    t = ensure_tensor(x, "floor")
+    if t.term.dtype is DType.INT64:
+        return t
+    if t.term.dtype is DType.BOOL:
+        return Tensor(cast_to(t.term, DType.INT64, "floor"))
+    return Tensor(Floor(t.term))
+
+
+# --------------------------------------------------------------------------------------
+# Elementwise operations
+# --------------------------------------------------------------------------------------
+
+
+def _unary(name: str, doc: str) -> Callable[[Operand], Tensor]:
+    def fn(x: Operand) -> Tensor:
+        return elementwise(name, x)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+exp = _unary("exp", "Elementwise e**x.")
+log = _unary("log", "Elementwise natural logarithm.")
+log1p = _unary("log1p", "Elementwise log(1 + x).")
+expm1 = _unary("expm1", "Elementwise e**x - 1.")
+sin = _unary("sin", "Elementwise sine.")
+cos = _unary("cos", "Elementwise cosine.")
+tan = _unary("tan", "Elementwise tangent.")
+asin = _unary("asin", "Elementwise arcsine.")
+acos = _unary("acos", "Elementwise arccosine.")
+atan = _unary("atan", "Elementwise arctangent.")
+sinh = _unary("sinh", "Elementwise hyperbolic sine.")
+cosh = _unary("cosh", "Elementwise hyperbolic cosine.")
+tanh = _unary("tanh", "Elementwise hyperbolic tangent.")
+sqrt = _unary("sqrt", "Elementwise square root.")
+recip = _unary("recip", "Elementwise 1/x.")
+sigmoid = _unary("sigmoid", "Elementwise logistic function 1/(1 + e**-x).")
+abs = _unary("abs", "Elementwise absolute value.")
+sign = _unary("sign", "Elementwise sign (-1, 0 or 1).")
+negative = _unary("neg", "Elementwise negation.")
+logical_not = _unary("not", "Elementwise logical not (bool).")
+
+
+def atan2(y: Operand, x: Operand) -> Tensor:
+    """Elementwise arctangent of y/x with the quadrant of (x, y)."""
+    return elementwise("atan2", y, x)
+
+
+def maximum(a: Operand, b: Operand) -> Tensor:
+    """Elementwise maximum."""
+    return elementwise("maximum", a, b)
+
+
+def minimum(a: Operand, b: Operand) -> Tensor:
+    """Elementwise minimum."""
+    return elementwise("minimum", a, b)
+
+
+def imax(a: Operand, b: Operand) -> Tensor:
+    """Maximum of integer (index) values."""
+    return _int_op("maximum", "imax", a, b)
+
+
+def imin(a: Operand, b: Operand) -> Tensor:
+    """Minimum of integer (index) values."""
+    return _int_op("minimum", "imin", a, b)
+
+
+def _int_op(op: str, name: str, a: Operand, b: Operand) -> Tensor:
+    result = elementwise(op, a, b)
+    if result.term.dtype is not DType.INT64:
+        raise DtypeError(f"needs int arguments, got {result.term.dtype}", op=name)
+    return result
+
+
+def logical_and(a: Operand, b: Operand) -> Tensor:
+    """Elementwise logical and (bool)."""
+    return elementwise("and", a, b)
+
+
+def logical_or(a: Operand, b: Operand) -> Tensor:
+    """Elementwise logical or (bool)."""
+    return elementwise("or", a, b)
+
+
+def relu(x: Operand) -> Tensor:
+    """``max(x, 0)`` as ``where(x > 0, x, 0)``: derivative 0 at 0 (as horde-ad's relu)."""
+    return where(ensure_tensor(x, "relu") > 0, x, 0)
+
+
+def where(cond: Operand, a: Operand, b: Operand) -> Tensor:
+    """Strict selection: both branches are evaluated (``cond`` of Fig. 7).
+
+    A rank-0 condition selects whole arrays (``cond c a b``); a condition of the
+    branches' shape selects elementwise.
+    """
+    c = ensure_tensor(cond, "where")
+    if c.term.dtype is not DType.BOOL:
+        raise DtypeError(
+            f"condition must be bool (a comparison), got {type_name(c.shape, c.term.dtype)}",
+            op="where",
+            shapes=[c.shape],
+        )
+    if c.shape == ():
+        ta, tb = promote("where", OpKind.SELECT, [a, b])
+        if ta.shape != tb.shape:
+            if ta.shape == ():
+                ta = _lift(ta, tb.shape)
+            elif tb.shape == ():
+                tb = _lift(tb, ta.shape)
+            else:
+                raise ShapeError(
+                    f"branches have different shapes {format_shape(ta.shape)} and "
+                    f"{format_shape(tb.shape)}",
+                    op="where",
+                    shapes=[ta.shape, tb.shape],
+                )
+        return Tensor(Cond(c.term, ta, tb))
+    return elementwise("select", c, a, b)
+
+
+def _lift(term: Term, shape: tuple[int, ...]) -> Term:
+    for extent in reversed(shape):
+        term = Replicate(extent, term)
+    return term
+
+
+# --------------------------------------------------------------------------------------
+# Binders: build1, build, map, let
+# --------------------------------------------------------------------------------------
+
+
+def build1(n: int, f: Callable[[Tensor], Operand]) -> Tensor:
+    """``build1 n (λi. f(i))``: the array ``[f(0), …, f(n-1)]`` (Fig. 7)."""
+    size = static_int(n, "build1", "size")
+    (hint,) = param_hints(f, 1, "i")
+    var = new_var("build1", hint, (), DType.INT64)
+    body = ensure_tensor(f(Tensor(var)), "build1")
+    return Tensor(Build1(size, var, body.term))
+
+
+def build(shape: Sequence[int] | int, f: Callable[..., Operand]) -> Tensor:
+    """``build sh (λi j …. f(i, j, …))``: nested ``build1``, outermost dimension first."""
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    sizes = [static_int(d, "build", "size") for d in dims]
+    hints = param_hints(f, len(sizes), "i")
+    variables = [new_var("build", h, (), DType.INT64) for h in hints]
+    body = ensure_tensor(f(*[Tensor(v) for v in variables]), "build").term
+    for size, var in zip(reversed(sizes), reversed(variables), strict=True):
+        body = Build1(size, var, body)
+    return Tensor(body)
+
+
+def map(f: Callable[[Tensor], Operand], x: Operand) -> Tensor:
+    """``build1 k (λi. f(x[i]))``: apply ``f`` to each row of ``x`` (its outer dimension)."""
+    t = ensure_tensor(x, "map")
+    if not t.shape:
+        raise ShapeError("needs an array of rank >= 1, got rank 0", op="map", shapes=[t.shape])
+    return build1(t.shape[0], lambda i: f(t[i]))
+
+
+def let(value: Operand, body: Callable[[Tensor], Operand]) -> Tensor:
+    """``let v = value in body(v)``: explicit sharing (Fig. 7)."""
+    bound = ensure_tensor(value, "let").term
+    (hint,) = param_hints(body, 1, "v")
+    var = new_var("let", hint, bound.shape, bound.dtype)
+    result = ensure_tensor(body(Tensor(var)), "let")
+    return Tensor(Let(var, bound, result.term))
+
+
+# --------------------------------------------------------------------------------------
+# Indexing, gather and scatter
+# --------------------------------------------------------------------------------------
+
+
+def _index_term(value: Any, op: str, position: int) -> Term:
+    """A rank-0 int term for one index component."""
+    if isinstance(value, bool):
+        raise DtypeError(f"index component {position} is a bool", op=op)
+    if isinstance(value, int | np.integer):
+        return Const(np.asarray(value, dtype=np.int64))
+    if isinstance(value, Tensor):
+        term = value.term
+        if term.dtype is not DType.INT64:
+            hint = " (use da.floor to turn floats into ints)" if term.dtype.is_float else ""
+            raise DtypeError(
+                f"index component {position} must be an int, got "
+                f"{type_name(term.shape, term.dtype)}{hint}",
+                op=op,
+                shapes=[term.shape],
+            )
+        if term.shape != ():
+            raise ShapeError(
+                f"index component {position} must be rank 0, got shape "
+                f"{format_shape(term.shape)}",
+                op=op,
+                shapes=[term.shape],
+            )
+        return term
+    raise DtypeError(
+        f"index component {position} must be an int, got {type(value).__name__}", op=op
+    )
+
+
+def _index_components(result: Any, op: str) -> tuple[Term, ...]:
+    items = tuple(result) if isinstance(result, tuple | list) else (result,)
+    return tuple(_index_term(v, op, k) for k, v in enumerate(items))
+
+
+def index(x: Operand, ix: Sequence[Any]) -> Tensor:
+    """``index x ix``: the subarray at ``ix`` (zeros when out of range, §5.2)."""
+    t = ensure_tensor(x, "index")
+    return Tensor(Index(t.term, _index_components(tuple(ix), "index")))
+
+
+def gather(shape: Sequence[int] | int, x: Operand, f: IndexFn) -> Tensor:
+    """``gather sh x (λis. f(is))``: ``out[is] = x[f(is)]`` for ``is`` in ``sh``.
+
+    ``f`` gets one int per dimension of ``sh`` and returns a tuple of ints (a prefix
+    index into ``x``); out-of-range reads give 0.
+    """
+    t = ensure_tensor(x, "gather")
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    outer = tuple(static_int(d, "gather", "shape") for d in dims)
+    hints = param_hints(f, len(outer), "i")
+    variables = tuple(new_var("gather", h, (), DType.INT64) for h in hints)
+    components = _index_components(f(*[Tensor(v) for v in variables]), "gather")
+    return Tensor(Gather(outer, t.term, variables, components))
+
+
+def scatter(shape: Sequence[int] | int, x: Operand, f: IndexFn) -> Tensor:
+    """``scatter sh x (λis. f(is))``: ``out[f(is)] += x[is]``; out-of-range writes drop.
+
+    ``f`` takes one int per leading dimension of ``x`` it ranges over (all of them when
+    it takes ``*args``) and returns a full index into ``sh``.
+    """
+    t = ensure_tensor(x, "scatter")
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    outer = tuple(static_int(d, "scatter", "shape") for d in dims)
+    arity = positional_arity(f)
+    n_vars = len(t.shape) if arity is None else arity
+    if n_vars > len(t.shape):
+        raise ShapeError(
+            f"index function takes {n_vars} variables but the source has shape "
+            f"{format_shape(t.shape)}",
+            op="scatter",
+            shapes=[t.shape],
+        )
+    hints = param_hints(f, n_vars, "i")
+    variables = tuple(new_var("scatter", h, (), DType.INT64) for h in hints)
+    components = _index_components(f(*[Tensor(v) for v in variables]), "scatter")
+    return Tensor(Scatter(outer, t.term, variables, components))
+
+
+def getitem(t: Tensor, item: Any) -> Tensor:
+    """``x[...]``: int and traced-int components index (out of range reads 0, so a
+    negative index reads 0 too, as in the paper); slices are static and follow Python;
+    one int array component gathers (``x[idx]``).
+    """
+    items = list(item) if isinstance(item, tuple) else [item]
+    if builtins.sum(1 for it in items if it is Ellipsis) > 1:
+        raise ShapeError("at most one `...` in an index", op="index", shapes=[t.shape])
+    if Ellipsis in [it if it is Ellipsis else None for it in items]:
+        at = next(k for k, it in enumerate(items) if it is Ellipsis)
+        fill = len(t.shape) - (len(items) - 1)
+        items[at : at + 1] = [slice(None)] * builtins.max(fill, 0)
+    if len(items) > len(t.shape):
+        raise ShapeError(
+            f"too many index components ({len(items)}) for shape {format_shape(t.shape)}",
+            op="index",
+            shapes=[t.shape],
+        )
+    for it in items:
+        if it is None:
+            raise UnsupportedError(
+                "`None`/np.newaxis in an index is not supported; use da.reshape", op="index"
+            )
+    scalars_then_full = True
+    seen_slice = False
+    for k, it in enumerate(items):
+        if isinstance(it, slice):
+            seen_slice = True
+            if it.indices(t.shape[k]) != (0, t.shape[k], 1):
+                scalars_then_full = False
+        elif seen_slice or _is_array_index(it):
+            scalars_then_full = False
+    if scalars_then_full:
+        scalar_items = [it for it in items if not isinstance(it, slice)]
+        components = tuple(_index_term(v, "index", k) for k, v in enumerate(scalar_items))
+        return Tensor(Index(t.term, components))
+    return _gather_index(t, items)
+
+
+def _is_array_index(value: Any) -> bool:
+    if isinstance(value, Tensor):
+        return value.shape != ()
+    return isinstance(value, list | np.ndarray)
+
+
+def _int(value: int) -> Const:
+    return Const(np.asarray(value, dtype=np.int64))
+
+
+def _affine(v: Term, start: int, step: int) -> Term:
+    """``start + step * v`` as a readable index term (``v + 1``, ``4 - v``, ``2 * v``)."""
+    scaled = v if builtins.abs(step) == 1 else Op("mul", (_int(builtins.abs(step)), v))
+    if step < 0:
+        return Op("sub", (_int(start), scaled))
+    if start < 0:
+        return Op("sub", (scaled, _int(-start)))
+    return Op("add", (scaled, _int(start))) if start else scaled
+
+
+def _gather_index(t: Tensor, items: list[Any]) -> Tensor:
+    """Slices and an int-array component become one gather."""
+    outer: list[int] = []
+    hints: list[str] = []
+    plan: list[tuple[str, Any]] = []
+    arrays = 0
+    for k, it in enumerate(items):
+        if isinstance(it, slice):
+            start, stop, step = it.indices(t.shape[k])
+            length = len(range(start, stop, step))
+            plan.append(("slice", (start, step, len(outer))))
+            outer.append(length)
+            hints.append("i")
+        elif _is_array_index(it):
+            arrays += 1
+            if arrays > 1:
+                raise UnsupportedError(
+                    "at most one int-array component per index; use da.gather", op="index"
+                )
+            arr = ensure_tensor(np.asarray(it) if not isinstance(it, Tensor) else it, "index")
+            if arr.term.dtype is not DType.INT64:
+                raise DtypeError(
+                    f"array index must hold ints, got {arr.term.dtype}",
+                    op="index",
+                    shapes=[arr.shape],
+                )
+            plan.append(("array", (arr.term, len(outer), len(arr.shape))))
+            outer.extend(arr.shape)
+            hints.extend(["i"] * len(arr.shape))
+        else:
+            plan.append(("scalar", _index_term(it, "index", k)))
+    variables = tuple(new_var("index", h, (), DType.INT64) for h in hints)
+    components: list[Term] = []
+    for kind, info in plan:
+        if kind == "slice":
+            start, step, at = info
+            components.append(_affine(variables[at], start, step))
+        elif kind == "array":
+            arr_term, at, rank = info
+            components.append(Index(arr_term, tuple(variables[at : at + rank])))
+        else:
+            components.append(info)
+    return Tensor(Gather(tuple(outer), t.term, variables, tuple(components)))
+
+
+# --------------------------------------------------------------------------------------
+# Structural operations
+# --------------------------------------------------------------------------------------
+
+
+def sum_outer(x: Operand) -> Tensor:
+    """``sumOuter x``: sum over the outermost dimension."""
+    t = ensure_tensor(x, "sum_outer")
+    return Tensor(SumOuter(_numeric(t.term, "sum_outer")))
+
+
+def replicate(n: int, x: Operand) -> Tensor:
+    """``replicate n x``: ``n`` copies of ``x`` along a new outer dimension."""
+    t = ensure_tensor(x, "replicate")
+    return Tensor(Replicate(static_int(n, "replicate", "count"), t.term))
+
+
+def transpose(x: Operand, perm: Sequence[int] | None = None) -> Tensor:
+    """``tr perm x``: dimension ``q`` of the result is dimension ``perm[q]`` of ``x``
+    (NumPy's convention; reversed dimensions by default)."""
+    t = ensure_tensor(x, "transpose")
+    rank = len(t.shape)
+    p = tuple(range(rank - 1, -1, -1)) if perm is None else tuple(int(a) for a in perm)
+    p = tuple(a + rank if a < 0 else a for a in p)
+    if p == tuple(range(rank)):
+        return t
+    return Tensor(Transpose(p, t.term))
+
+
+def reshape(x: Operand, shape: Sequence[int] | int) -> Tensor:
+    """``reshape sh x``: row-major; one dimension may be -1 (inferred)."""
+    t = ensure_tensor(x, "reshape")
+    dims = [shape] if isinstance(shape, int) else [int(d) for d in shape]
+    if dims.count(-1) > 1:
+        raise ShapeError("at most one dimension may be -1", op="reshape", shapes=[t.shape])
+    if -1 in dims:
+        known = math.prod(d for d in dims if d != -1)
+        total = math.prod(t.shape)
+        if known == 0 or total % known:
+            raise ShapeError(
+                f"cannot reshape {format_shape(t.shape)} to {dims}",
+                op="reshape",
+                shapes=[t.shape],
+            )
+        dims[dims.index(-1)] = total // known
+    new_shape = tuple(dims)
+    if new_shape == t.shape:
+        return t
+    return Tensor(Reshape(new_shape, t.term))
+
+
+def from_list(xs: Sequence[Operand]) -> Tensor:
+    """``fromList [x1..xn]``: stack values of one shape along a new outer dimension."""
+    if not xs:
+        raise ShapeError("needs at least one element", op="from_list")
+    terms = promote("from_list", OpKind.SELECT, list(xs))
+    return Tensor(FromList(tuple(terms)))
+
+
+def stack(xs: Sequence[Operand], axis: int = 0) -> Tensor:
+    """Stack along a new dimension ``axis`` (``fromList`` then ``tr``)."""
+    stacked = from_list(xs)
+    rank = len(stacked.shape)
+    axis = _axis(axis, rank, "stack")
+    if axis == 0:
+        return stacked
+    perm = list(range(1, rank))
+    perm.insert(axis, 0)
+    return transpose(stacked, perm)
+
+
+def concatenate(xs: Sequence[Operand], axis: int = 0) -> Tensor:
+    """Join arrays along an existing dimension.
+
+    Along the outer dimension each part is placed by a gather that reads out of range
+    (hence 0) outside its slot, and the parts are added: ``append a b =
+    gather [n+m] a (λ[i]. [i]) + gather [n+m] b (λ[i]. [i-n])``.
+    """
+    tensors = [ensure_tensor(x, "concatenate") for x in xs]
+    if not tensors:
+        raise ShapeError("needs at least one array", op="concatenate")
+    rank = len(tensors[0].shape)
+    if rank == 0:
+        raise ShapeError("cannot concatenate rank-0 values", op="concatenate")
+    axis = _axis(axis, rank, "concatenate")
+    if axis != 0:
+        perm = [axis, *[d for d in range(rank) if d != axis]]
+        inverse = [perm.index(d) for d in range(rank)]
+        joined = concatenate([transpose(t, perm) for t in tensors], 0)
+        return transpose(joined, inverse)
+    tails = {t.shape[1:] for t in tensors}
+    if len(tails) != 1:
+        raise ShapeError(
+            "arrays differ beyond the joined dimension: "
+            + ", ".join(format_shape(t.shape) for t in tensors),
+            op="concatenate",
+            shapes=[t.shape for t in tensors],
+        )
+    if len(tensors) == 1:
+        return tensors[0]
+    total = builtins.sum(t.shape[0] for t in tensors)
+    result: Tensor | None = None
+    offset = 0
+    for t in tensors:
+        var = new_var("concatenate", "i", (), DType.INT64)
+        part = Tensor(Gather((total,), t.term, (var,), (_affine(var, -offset, 1),)))
+        result = part if result is None else result + part
+        offset += t.shape[0]
+    assert result is not None
+    return result
+
+
+# --------------------------------------------------------------------------------------
+# Reductions and derived operations
+# --------------------------------------------------------------------------------------
+
+
+def _axis(axis: int, rank: int, op: str) -> int:
+    if not -rank <= axis < rank:
+        raise ShapeError(f"axis {axis} is out of range for rank {rank}", op=op)
+    return axis + rank if axis < 0 else axis
+
+
+def _axes(axis: int | Sequence[int] | None, rank: int, op: str) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(rank))
+    raw = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(_axis(a, rank, op) for a in raw)
+    if len(set(axes)) != len(axes):
+        raise ShapeError(f"repeated axis in {raw}", op=op)
+    return axes
+
+
+def _numeric(term: Term, op: str) -> Term:
+    return cast_to(term, DType.INT64, op) if term.dtype is DType.BOOL else term
+
+
+def _move_to_front(t: Tensor, axes: tuple[int, ...]) -> Tensor:
+    rest = [d for d in range(len(t.shape)) if d not in axes]
+    return transpose(t, [*axes, *rest])
+
+
+def sum(
+    x: Operand, axis: int | Sequence[int] | None = None, keepdims: bool = False
+) -> Tensor:
+    """Sum over ``axis`` (all by default): ``sumOuter`` after a transpose/reshape."""
+    t = ensure_tensor(x, "sum")
+    t = Tensor(_numeric(t.term, "sum"))
+    rank = len(t.shape)
+    axes = _axes(axis, rank, "sum")
+    if not axes:
+        result = t
+    elif len(axes) == rank and rank > 1:
+        result = Tensor(SumOuter(Reshape((math.prod(t.shape),), t.term)))
+    else:
+        moved = _move_to_front(t, axes)
+        term = moved.term
+        if len(axes) > 1:
+            term = Reshape((math.prod(moved.shape[: len(axes)]), *moved.shape[len(axes) :]), term)
+        result = Tensor(SumOuter(term))
+    return _keepdims(result, t.shape, axes) if keepdims else result
+
+
+def _keepdims(result: Tensor, shape: tuple[int, ...], axes: tuple[int, ...]) -> Tensor:
+    kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
+    return reshape(result, kept)
+
+
+def mean(x: Operand, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+    """Arithmetic mean over ``axis`` (all by default)."""
+    t = ensure_tensor(x, "mean")
+    axes = _axes(axis, len(t.shape), "mean")
+    count = math.prod(t.shape[a] for a in axes)
+    total = sum(t, axes, keepdims)
+    if not total.term.dtype.is_float:
+        total = to_float(total)
+    return total / float(count) if count else total * float("nan")
+
+
+def argmin(x: Operand, axis: int | None = None) -> Tensor:
+    """Index of a least element (flattened when ``axis`` is None), an int."""
+    return _arg("argmin", x, axis)
+
+
+def argmax(x: Operand, axis: int | None = None) -> Tensor:
+    """Index of a greatest element (flattened when ``axis`` is None), an int."""
+    return _arg("argmax", x, axis)
+
+
+def _arg(op: str, x: Operand, axis: int | None) -> Tensor:
+    t = ensure_tensor(x, op)
+    node = ArgMin if op == "argmin" else ArgMax
+    if axis is None:
+        flat = reshape(t, (t.size,)) if len(t.shape) != 1 else t
+        return Tensor(node(flat.term))
+    moved = _move_to_front(t, (_axis(axis, len(t.shape), op),))
+    return Tensor(node(moved.term))
+
+
+def min(x: Operand, axis: int | None = None) -> Tensor:
+    """Least element over ``axis`` (all by default); its gradient goes to one argmin."""
+    return _extremum("min", x, axis)
+
+
+def max(x: Operand, axis: int | None = None) -> Tensor:
+    """Greatest element over ``axis`` (all by default); its gradient goes to one argmax."""
+    return _extremum("max", x, axis)
+
+
+def _extremum(op: str, x: Operand, axis: int | None) -> Tensor:
+    t = ensure_tensor(x, op)
+    if t.shape == ():
+        return t
+    if t.size == 0:
+        raise ShapeError(
+            f"reduction over an empty array of shape {format_shape(t.shape)}",
+            op=op,
+            shapes=[t.shape],
+        )
+    node = ArgMin if op == "min" else ArgMax
+    if axis is None:
+        flat = reshape(t, (t.size,)) if len(t.shape) != 1 else t
+        return Tensor(Index(flat.term, (node(flat.term),)))
+    moved = _move_to_front(t, (_axis(axis, len(t.shape), op),))
+    best = node(moved.term)
+    if best.shape == ():
+        return Tensor(Index(moved.term, (best,)))
+    rest = best.shape
+    variables = tuple(new_var(op, "i", (), DType.INT64) for _ in rest)
+    which = Index(best, variables)
+    return Tensor(Gather(rest, moved.term, variables, (which, *variables)))
+
+
+def dot(a: Operand, b: Operand) -> Tensor:
+    """NumPy's ``dot`` for ranks 0–2 (a contraction over the last/first dimension)."""
+    ta, tb = ensure_tensor(a, "dot"), ensure_tensor(b, "dot")
+    if ta.shape == () or tb.shape == ():
+        return ta * tb
+    return matmul(ta, tb)
+
+
+def matmul(a: Operand, b: Operand) -> Tensor:
+    """Matrix product for ranks 1–2, written with replicate, tr, * and sumOuter."""
+    ta, tb = ensure_tensor(a, "matmul"), ensure_tensor(b, "matmul")
+    ra, rb = len(ta.shape), len(tb.shape)
+    if ra == 0 or rb == 0 or ra > 2 or rb > 2:
+        raise UnsupportedError(
+            f"matmul supports ranks 1 and 2, got {format_shape(ta.shape)} @ "
+            f"{format_shape(tb.shape)}; use da.build for batched products",
+            op="matmul",
+            shapes=[ta.shape, tb.shape],
+        )
+    inner_a = ta.shape[-1]
+    inner_b = tb.shape[0]
+    if inner_a != inner_b:
+        raise ShapeError(
+            f"inner dimensions differ: {format_shape(ta.shape)} @ {format_shape(tb.shape)}",
+            op="matmul",
+            shapes=[ta.shape, tb.shape],
+        )
+    if ra == 1 and rb == 1:
+        return sum_outer(ta * tb)
+    if ra == 2 and rb == 1:  # [m,n] @ [n] -> [m]
+        m = ta.shape[0]
+        return sum_outer(transpose(ta * replicate(m, tb), (1, 0)))
+    if ra == 1 and rb == 2:  # [n] @ [n,p] -> [p]
+        p = tb.shape[1]
+        return sum_outer(transpose(replicate(p, ta), (1, 0)) * tb)
+    m, p = ta.shape[0], tb.shape[1]
+    lhs = transpose(replicate(p, transpose(ta, (1, 0))), (1, 2, 0))  # [n,m,p]: a[i,k] at k,i,j
+    rhs = transpose(replicate(m, tb), (1, 0, 2))  # [n,m,p]: b[k,j] at k,i,j
+    return sum_outer(lhs * rhs)
+
+
+def _expand(t: Tensor, axis: int, n: int) -> Tensor:
+    """Insert a dimension of extent ``n`` at ``axis`` by replication."""
+    rank = len(t.shape) + 1
+    rep = replicate(n, t)
+    perm = list(range(1, rank))
+    perm.insert(axis, 0)
+    return transpose(rep, perm)
+
+
+def logsumexp(x: Operand, axis: int | None = None) -> Tensor:
+    """``log(sum(exp(x)))`` over ``axis`` (all by default), computed stably."""
+    t = ensure_tensor(x, "logsumexp")
+    if not t.term.dtype.is_float:
+        t = to_float(t)
+    if axis is None:
+        flat = reshape(t, (t.size,))
+        m = max(flat)
+        return m + log(sum(exp(flat - m)))
+    ax = _axis(axis, len(t.shape), "logsumexp")
+    m = max(t, ax)
+    shifted = t - _expand(m, ax, t.shape[ax])
+    return m + log(sum(exp(shifted), ax))
+
+
+def softmax(x: Operand, axis: int = -1) -> Tensor:
+    """``exp(x) / sum(exp(x))`` along ``axis``, computed stably."""
+    t = ensure_tensor(x, "softmax")
+    if not t.term.dtype.is_float:
+        t = to_float(t)
+    if t.shape == ():
+        raise ShapeError("needs an array of rank >= 1", op="softmax")
+    ax = _axis(axis, len(t.shape), "softmax")
+    n = t.shape[ax]
+    e = exp(t - _expand(max(t, ax), ax, n))
+    return e / _expand(sum(e, ax), ax, n)
+
+
+__all__ = [
+    "Tensor",
+    "Var",
+    "abs",
+    "acos",
+    "argmax",
+    "argmin",
+    "asin",
+    "atan",
+    "atan2",
+    "build",
+    "build1",
+    "concatenate",
+    "constant",
+    "cos",
+    "cosh",
+    "dot",
+    "exp",
+    "expm1",
+    "floor",
+    "from_list",
+    "gather",
+    "getitem",
+    "imax",
+    "imin",
+    "index",
+    "iota",
+    "let",
+    "log",
+    "log1p",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logsumexp",
+    "map",
+    "matmul",
+    "max",
+    "maximum",
+    "mean",
+    "min",
+    "minimum",
+    "negative",
+    "recip",
+    "relu",
+    "replicate",
+    "reshape",
+    "scatter",
+    "sigmoid",
+    "sign",
+    "sin",
+    "sinh",
+    "softmax",
+    "sqrt",
+    "stack",
+    "sum",
+    "sum_outer",
+    "tan",
+    "tanh",
+    "to_float",
+    "transpose",
+    "where",
+]

@@ -1,0 +1,176 @@
+"""Tracing a Python function into a closed core-language program (stage ``source``).
+
+``da.trace(f, *arrays_or_specs)`` runs ``f`` once on traced inputs and returns a
+:class:`Program`: its input variables, output terms (a DAG with sharing kept), a
+printer in the paper's notation and a reference evaluation when called on arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .core import DType, FreeVars, IdSupply, Term, Var, count_nodes, fresh_var, type_name
+from .errors import DtypeError, ShapeError, TracingError, UnsupportedError
+from .evaluate import Evaluator
+from .printer import input_names, print_program
+from .tensor import Tensor, TraceContext, as_term, enter_trace, exit_trace, param_hints
+
+
+@dataclass(frozen=True)
+class ShapeSpec:
+    """An input described by shape and element type only (tracing without data)."""
+
+    shape: tuple[int, ...]
+    dtype: Any = "float64"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        if any(d < 0 for d in self.shape):
+            raise ShapeError(f"negative dimension in {self.shape}", op="ShapeSpec")
+
+    @property
+    def core_dtype(self) -> DType:
+        return DType.of_numpy(np.dtype(self.dtype), what="ShapeSpec")
+
+
+def input_type(value: Any, position: int) -> tuple[tuple[int, ...], DType]:
+    """Shape and core element type of one argument (array, number or ShapeSpec)."""
+    if isinstance(value, ShapeSpec):
+        return value.shape, value.core_dtype
+    if isinstance(value, Tensor):
+        raise TracingError(
+            f"argument {position} is already a traced value: pass arrays or da.ShapeSpec",
+            op="trace",
+        )
+    if isinstance(value, bool | int | float | np.generic | np.ndarray | list | tuple):
+        array = np.asarray(value)
+        return tuple(array.shape), DType.of_numpy(array.dtype, what=f"argument {position}")
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:  # another array library's array
+        return tuple(int(d) for d in shape), DType.of_numpy(
+            np.dtype(str(dtype)), what=f"argument {position}"
+        )
+    raise UnsupportedError(
+        f"argument {position} of type {type(value).__name__} is not an array, a number "
+        "or a da.ShapeSpec",
+        op="trace",
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Program:
+    """A traced program: ``λinputs. outputs`` in the core language."""
+
+    name: str
+    inputs: tuple[Var, ...]
+    outputs: tuple[Term, ...]
+    tuple_output: bool
+    supply: IdSupply
+
+    @property
+    def term(self) -> Term:
+        """The output term (for a program with one output)."""
+        if self.tuple_output:
+            raise TracingError(
+                f"{self.name} returns {len(self.outputs)} values; use .outputs", op="term"
+            )
+        return self.outputs[0]
+
+    @property
+    def size(self) -> int:
+        """Number of distinct nodes of the program's DAG."""
+        return count_nodes(self.outputs)
+
+    def signature(self) -> str:
+        """``(x : float64[10]) -> float64[]``."""
+        params = ", ".join(
+            f"{self._names()[k]} : {type_name(v.shape, v.dtype)}" for k, v in enumerate(self.inputs)
+        )
+        results = ", ".join(type_name(t.shape, t.dtype) for t in self.outputs)
+        if self.tuple_output:
+            results = f"({results})"
+        return f"({params}) -> {results}"
+
+    def _names(self) -> list[str]:
+        return input_names(self.inputs)
+
+    def __str__(self) -> str:
+        return print_program(self.inputs, self.outputs, tuple_output=self.tuple_output)
+
+    def __repr__(self) -> str:
+        return f"<Program {self.name} {self.signature()}, {self.size} nodes>"
+
+    def _repr_markdown_(self) -> str:
+        return f"```\n{self}\n```"
+
+    def bind(self, *arrays: Any) -> dict[Var, np.ndarray]:
+        """Check ``arrays`` against the inputs' types and pair them with the variables."""
+        if len(arrays) != len(self.inputs):
+            raise TracingError(
+                f"{self.name} takes {len(self.inputs)} arguments, got {len(arrays)}", op="call"
+            )
+        env: dict[Var, np.ndarray] = {}
+        names = self._names()
+        for k, (var, value) in enumerate(zip(self.inputs, arrays, strict=True)):
+            array = np.asarray(value)
+            shape, dtype = input_type(array, k)
+            if shape != var.shape:
+                raise ShapeError(
+                    f"input {names[k]} was traced as {type_name(var.shape, var.dtype)}, "
+                    f"got shape {list(shape)}",
+                    op=self.name,
+                    shapes=[var.shape, shape],
+                )
+            if dtype is not var.dtype:
+                raise DtypeError(
+                    f"input {names[k]} was traced as {type_name(var.shape, var.dtype)}, "
+                    f"got {array.dtype}",
+                    op=self.name,
+                    shapes=[var.shape],
+                )
+            env[var] = array.astype(var.dtype.numpy(), copy=False)
+        return env
+
+    def __call__(self, *arrays: Any) -> Any:
+        """Evaluate with the reference evaluator (NumPy); one array or a tuple."""
+        values = Evaluator().run(list(self.outputs), self.bind(*arrays))
+        return tuple(values) if self.tuple_output else values[0]
+
+
+def trace(f: Callable[..., Any], *args: Any) -> Program:
+    """Trace ``f`` on arrays (or :class:`ShapeSpec`s) into a core-language program."""
+    if not callable(f):
+        raise TracingError(f"expected a function, got {type(f).__name__}", op="trace")
+    supply = IdSupply()
+    hints = param_hints(f, len(args), "x")
+    inputs = tuple(
+        fresh_var(supply, hint, *input_type(a, k))
+        for k, (hint, a) in enumerate(zip(hints, args, strict=True))
+    )
+    token = enter_trace(TraceContext(supply))
+    try:
+        result = f(*[Tensor(v) for v in inputs])
+    finally:
+        exit_trace(token)
+    name = getattr(f, "__name__", "program")
+    tuple_output = isinstance(result, tuple | list)
+    items = list(result) if tuple_output else [result]
+    if result is None or any(item is None for item in items):
+        raise TracingError(f"{name} returned None; return the computed value", op="trace")
+    outputs = tuple(as_term(item, "trace") for item in items)
+    free = FreeVars()
+    allowed = set(inputs)
+    for out in outputs:
+        leaked = [v for v in free(out) if v not in allowed]
+        if leaked:
+            raise TracingError(
+                f"{name} uses a traced value from outside this trace "
+                f"({', '.join(v.hint for v in leaked)}): pass it as an argument",
+                op="trace",
+            )
+    return Program(name, inputs, outputs, tuple_output, supply)

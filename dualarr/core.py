@@ -281,19 +281,14 @@ class Const(TermBase):
 class Var(TermBase):
     """A variable: an input, a ``let``-bound name or a bound index variable.
 
-    Variables are equal when their ids are equal.
+    ``id`` is unique within a program (from its :class:`IdSupply`); like every node,
+    a variable compares by identity, so variables of different traces never mix.
     """
 
     id: int
     hint: str
     shape: Shape
     dtype: DType
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Var) and other.id == self.id
-
-    def __hash__(self) -> int:
-        return hash(("Var", self.id))
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -886,7 +881,7 @@ def rebuild(node: Term, kids: tuple[Term, ...]) -> Term:
 
 
 def substitute(roots: Sequence[Term], mapping: dict[Var, Term]) -> list[Term]:
-    """Replace free occurrences of variables (by id) with terms, keeping sharing."""
+    """Replace free occurrences of variables with terms, keeping sharing."""
 
     def rewrite(node: Term, kids: tuple[Term, ...]) -> Term:
         if isinstance(node, Var):

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_SKIPPED = {"dualarr", "numpy"}  # frames of these modules are never the user's line
 
 
 def user_location() -> str | None:
@@ -21,7 +22,9 @@ def user_location() -> str | None:
     frame = sys._getframe(1)
     while frame is not None:
         filename = os.path.abspath(frame.f_code.co_filename)
-        if not filename.startswith(_PACKAGE_DIR + os.sep):
+        module = str(frame.f_globals.get("__name__", ""))
+        inside = filename.startswith(_PACKAGE_DIR + os.sep) or module.split(".")[0] in _SKIPPED
+        if not inside:
             lineno = frame.f_lineno
             source = linecache.getline(frame.f_code.co_filename, lineno).strip()
             where = f"{frame.f_code.co_filename}:{lineno}"

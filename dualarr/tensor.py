@@ -397,6 +397,14 @@ class Tensor:
             )
         return elementwise(op, *inputs)
 
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        name = getattr(func, "__name__", str(func))
+        raise UnsupportedError(
+            f"NumPy's {name} cannot run on traced values; use the dualarr function of the "
+            "same meaning (da.sum, da.matmul, da.where, …) or write it with da.build",
+            op=f"numpy.{name}",
+        )
+
     # -- arithmetic ----------------------------------------------------------------------
 
     def __add__(self, other: Operand) -> Tensor:

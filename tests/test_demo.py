@@ -1,0 +1,21 @@
+"""The terminal demo, as a user runs it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_python_m_dualarr_demo_prints_the_fig18_source_term() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "dualarr", "demo"], capture_output=True, text=True, check=True
+    )
+    assert r"\x. sumOuter (build1 5 (\i. x[i] * x[4 - i]))" in result.stdout
+    assert "value = 35.0" in result.stdout
+
+
+def test_demo_rejects_bad_arguments() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "dualarr", "demo", "0"], capture_output=True, text=True
+    )
+    assert result.returncode != 0 and "n must be >= 1" in result.stderr

@@ -9,6 +9,7 @@ the steps).  Usage: ``python benchmarks/bench_tracing.py [--repeat N]``.
 from __future__ import annotations
 
 import argparse
+import functools
 import platform
 import statistics
 import time
@@ -50,13 +51,13 @@ def main() -> None:
     for steps in (1500, 3000, 6000, 12000):
         f = chain(steps)
         program = da.trace(f, x)
-        t_trace = median_time(lambda f=f: da.trace(f, x), args.repeat)
-        t_print = median_time(lambda p=program: str(p), args.repeat)
-        t_eval = median_time(lambda p=program: p(x), args.repeat)
-        ratios = ("", "", "")
+        t_trace = median_time(functools.partial(da.trace, f, x), args.repeat)
+        t_print = median_time(functools.partial(str, program), args.repeat)
+        t_eval = median_time(functools.partial(program, x), args.repeat)
+        ratios = ["", "", ""]
         if previous is not None:
-            ratios = tuple(f"{now / before:.2f}" for now, before in
-                           zip((t_trace, t_print, t_eval), previous, strict=True))
+            ratios = [f"{now / before:.2f}" for now, before in
+                      zip((t_trace, t_print, t_eval), previous, strict=True)]
         print(f"{steps:>7} {program.size:>7} {t_trace:>9.4f} {t_print:>9.4f} {t_eval:>9.4f}"
               f" {ratios[0]:>8} {ratios[1]:>8} {ratios[2]:>8}")
         previous = (t_trace, t_print, t_eval)

@@ -1,0 +1,33 @@
+"""The README's code example runs and prints what it says."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import pathlib
+import re
+
+README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_readme_python_example_runs_as_documented() -> None:
+    text = README.read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks, "the README has a Python example"
+    for block in blocks:
+        out = io.StringIO()
+        namespace: dict[str, object] = {}
+        with contextlib.redirect_stdout(out):
+            exec(compile(block, str(README), "exec"), namespace)
+        for line in block.splitlines():
+            if line.startswith("print(") and "#" in line:
+                promised = line.split("#", 1)[1].strip()
+                assert promised in out.getvalue()
+
+
+def test_readme_has_exactly_two_setup_commands() -> None:
+    quick_start = README.read_text().split("## Quick start", 1)[1].split("##", 1)[0]
+    commands = re.findall(r"^bash (\S+)", quick_start, flags=re.M)
+    assert commands == [".ci/lab", ".ci/test"]
+    for command in commands:
+        assert (README.parent / command).is_file()

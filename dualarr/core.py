@@ -899,5 +899,25 @@ def constant(value: object, dtype: DType | None = None) -> Const:
     return Const(array)
 
 
+def zeros(shape: Shape, dtype: DType) -> Term:
+    """An array of zeros: ``replicate`` of a scalar constant (no large constant stored)."""
+    term: Term = Const(np.zeros((), dtype=dtype.numpy()))
+    for extent in reversed(shape):
+        term = Replicate(extent, term)
+    return term
+
+
+def int_const(value: int) -> Const:
+    """A rank-0 int constant (for index arithmetic)."""
+    return Const(np.asarray(value, dtype=np.int64))
+
+
+def static_int_value(term: Term) -> int | None:
+    """The value of a rank-0 int constant, or None for any other term."""
+    if isinstance(term, Const) and term.shape == () and term.dtype is DType.INT64:
+        return int(term.value)
+    return None
+
+
 def is_scalar_const(term: Term) -> bool:
     return isinstance(term, Const) and term.shape == ()

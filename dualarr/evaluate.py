@@ -43,9 +43,9 @@ from .core import (
     Var,
     assert_never,
     children,
-    postorder,
 )
 from .errors import DualarrError
+from .indexing import is_scalar_index_work
 
 Array = np.ndarray
 
@@ -360,36 +360,12 @@ class Evaluator:
         return result
 
     def _bulk_evaluable(self, term: Term, lambda_vars: frozenset[Var]) -> bool:
-        """Can ``term`` run with its lambda variables bound to whole index grids?
-
-        Yes when every subterm that depends on them (directly or through a ``let``) is a
-        rank-0 elementwise computation: the usual affine/modular index arithmetic and
-        lookups in arrays that do not depend on them.
-        """
+        """Can ``term`` run with its lambda variables bound to whole index grids?"""
         cached = self._bulk_ok.get(id(term))
-        if cached is not None:
-            return cached
-        order = postorder([term])
-        dependent_vars = set(lambda_vars)
-        position = {id(n): k for k, n in enumerate(order)}
-        lets = sorted((n for n in order if isinstance(n, Let)), key=lambda n: position[id(n.bound)])
-        for let in lets:
-            if self.free_vars(let.bound) & dependent_vars:
-                dependent_vars.add(let.var)
-        ok = True
-        for node in order:
-            if not (self.free_vars(node) & dependent_vars):
-                continue
-            if node.shape != () or not isinstance(
-                node, Var | Const | Op | Cond | Let | Index | FromIntegral | Floor
-            ):
-                ok = False
-                break
-            if isinstance(node, Index) and self.free_vars(node.array) & dependent_vars:
-                ok = False
-                break
-        self._bulk_ok[id(term)] = ok
-        return ok
+        if cached is None:
+            cached = is_scalar_index_work(term, lambda_vars, self.free_vars)
+            self._bulk_ok[id(term)] = cached
+        return cached
 
 
 def _floor_to_int(x: Array) -> Array:

@@ -5,6 +5,7 @@ the core language of the paper (stage ``source``) and, in later stages, vectoris
 differentiates, transposes and compiles it.  ``import dualarr as da``.
 """
 
+from .bot import NotBotNormal, is_bot_normal
 from .core import DType, Term
 from .errors import DtypeError, DualarrError, ShapeError, TracingError, UnsupportedError
 from .lang import (
@@ -66,8 +67,10 @@ from .lang import (
     transpose,
     where,
 )
+from .pipeline import Pipeline, pipeline
 from .program import Program, ShapeSpec, trace
 from .tensor import Tensor
+from .vmap import vmap
 
 __version__ = "0.1.0"
 
@@ -75,6 +78,8 @@ __all__ = [
     "DType",
     "DtypeError",
     "DualarrError",
+    "NotBotNormal",
+    "Pipeline",
     "Program",
     "ShapeError",
     "ShapeSpec",
@@ -106,6 +111,7 @@ __all__ = [
     "imin",
     "index",
     "iota",
+    "is_bot_normal",
     "let",
     "log",
     "log1p",
@@ -121,6 +127,7 @@ __all__ = [
     "min",
     "minimum",
     "negative",
+    "pipeline",
     "recip",
     "relu",
     "replicate",
@@ -140,5 +147,6 @@ __all__ = [
     "to_float",
     "trace",
     "transpose",
+    "vmap",
     "where",
 ]

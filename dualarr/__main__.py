@@ -8,13 +8,14 @@ import sys
 import numpy as np
 
 from .examples import fig18
-from .program import trace
+from .pipeline import pipeline
 
 
 def demo(n: int) -> str:
     """The stages of paper Fig. 18 for an input of length ``n``, as text."""
     x = np.arange(1.0, n + 1.0)
-    program = trace(fig18, x)
+    stages = pipeline(fig18, x)
+    program = stages.source
     lines = [
         "dualarr demo: paper Fig. 18, sum(build1 n (\\i. x[i] * x[n-1-i]))",
         f"x = {x.tolist()}",
@@ -22,7 +23,18 @@ def demo(n: int) -> str:
         f"== source  {program.signature()}",
         str(program),
         "",
-        f"value = {float(program(x))!r}   (NumPy: {float(np.dot(x, x[::-1]))!r})",
+        f"== bot_steps  (the bulk-operation transform, §5: {len(stages.bot_steps)} rules)",
+    ]
+    for step in stages.bot_steps:
+        lines += [f"{step.number}. {step.rule} ({step.figure})", f"   {step.before}",
+                  f"   ==> {step.after}"]
+    lines += [
+        "",
+        "== vectorised  (after the bot and simplification; no build1 is left)",
+        str(stages.vectorised),
+        "",
+        f"value = {float(program(x))!r}   (vectorised: {float(stages.vectorised(x))!r}, "
+        f"NumPy: {float(np.dot(x, x[::-1]))!r})",
     ]
     return "\n".join(lines)
 

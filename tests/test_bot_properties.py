@@ -9,6 +9,7 @@ from strategies import GeneratedProgram, programs
 from dualarr.bot import is_bot_normal, vectorise
 from dualarr.core import Build1, Const, FromList, Index, Scatter, Var, postorder
 from dualarr.evaluate import evaluate_many
+from dualarr.simplify import simplify
 
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
@@ -30,6 +31,10 @@ def test_bot_preserves_values_and_reaches_normal_form(gp: GeneratedProgram) -> N
     assert is_bot_normal(result.terms)
     (after,) = evaluate_many(list(result.terms), env)
     assert_same(after, before)
+    simplified = simplify(list(result.terms), gp.supply)
+    assert is_bot_normal(simplified)
+    (after_simplify,) = evaluate_many(simplified, env)
+    assert_same(after_simplify, before)
 
 
 @settings(max_examples=60, suppress_health_check=SLOW_OK)

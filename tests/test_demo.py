@@ -12,6 +12,8 @@ def test_python_m_dualarr_demo_prints_the_fig18_source_term() -> None:
     )
     assert r"\x. sumOuter (build1 5 (\i. x[i] * x[4 - i]))" in result.stdout
     assert "value = 35.0" in result.stdout
+    assert r"\x. sumOuter (x * gather [5] x (\[i]. [4 - i]))" in result.stdout
+    assert "build1-index (Fig. 11)" in result.stdout
 
 
 def test_demo_rejects_bad_arguments() -> None:

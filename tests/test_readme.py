@@ -14,9 +14,9 @@ def test_readme_python_example_runs_as_documented() -> None:
     text = README.read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     assert blocks, "the README has a Python example"
+    namespace: dict[str, object] = {}  # the blocks build on each other, as in a session
     for block in blocks:
         out = io.StringIO()
-        namespace: dict[str, object] = {}
         with contextlib.redirect_stdout(out):
             exec(compile(block, str(README), "exec"), namespace)
         for line in block.splitlines():

@@ -1,0 +1,273 @@
+"""Simplification of bulk terms (the cleanup after the bot, paper §5.1 and §7.1).
+
+Each rule is local and meaning-preserving, including out-of-range reads (which give 0).
+Rules and their origin:
+
+* gather of gather fuses into one gather (horde-ad ``AstSimplify``: ``astGatherR`` of
+  ``AstGather``), the inner index guarded when it might be out of range;
+* a gather whose index function is the identity is its array (§7.1, "can be simplified");
+* a gather that only permutes dimensions is a ``tr`` (horde-ad ``astGatherCase`` →
+  ``astTransposeAsGather`` read backwards);
+* a gather whose index ignores one of its variables is a ``replicate`` of a smaller gather
+  (horde-ad ``gatherFromNF`` / ``astGather`` with an unused variable);
+* a gather of a ``replicate`` at an in-range position reads the replicated array;
+* ``sumOuter (replicate n e)`` is ``e * n`` (horde-ad ``astSum`` of ``AstReplicate``);
+* ``(iota n)[j]`` is ``j`` when ``j`` is in range (horde-ad ``astIndex`` of ``AstIota``);
+* constant folding (elementwise operations, casts and indexing of constants, ``cond`` on
+  a constant), composition of ``tr`` and of ``reshape``, identity ``tr``/``reshape``;
+* dead ``let``s (the bound variable unused) are dropped.
+
+The pass is bottom-up over the DAG (linear, sharing kept); a rule builds its result from
+already simplified parts and simplifies only the few nodes it creates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import indexing as ix_
+from .bot import substitute_free
+from .core import (
+    ArgMax,
+    ArgMin,
+    Build1,
+    Cond,
+    Const,
+    DType,
+    Floor,
+    FreeVars,
+    FromIntegral,
+    FromList,
+    Gather,
+    IdSupply,
+    Index,
+    Iota,
+    Let,
+    Op,
+    Replicate,
+    Reshape,
+    Scatter,
+    SumOuter,
+    Term,
+    Transpose,
+    Var,
+    assert_never,
+    children,
+    fresh_var,
+    postorder,
+    rebuild,
+    static_int_value,
+)
+from .evaluate import ELEMENTWISE, index_array
+
+_FOLD_LIMIT = 64  # fold constants of at most this many elements (keeps terms readable)
+
+
+def _small_consts(terms: Sequence[Term]) -> bool:
+    return all(isinstance(t, Const) and t.value.size <= _FOLD_LIMIT for t in terms)
+
+
+def _position_of(var: Var, terms: Sequence[Term]) -> int | None:
+    for position, term in enumerate(terms):
+        if term is var:
+            return position
+    return None
+
+
+class Simplifier:
+    """Bottom-up simplification of a term DAG."""
+
+    def __init__(self, supply: IdSupply) -> None:
+        self.supply = supply
+        self.fv = FreeVars()
+
+    def run(self, roots: Sequence[Term]) -> list[Term]:
+        new: dict[int, Term] = {}
+        for node in postorder(roots):
+            kids = tuple(new[id(k)] for k in children(node))
+            new[id(node)] = self.mk(rebuild(node, kids))
+        return [new[id(r)] for r in roots]
+
+    # -- one node, children already simple --------------------------------------------
+
+    def mk(self, t: Term) -> Term:
+        match t:
+            case Const() | Var() | Iota() | Build1() | Scatter() | FromList():
+                return t
+            case Op(op=op, args=args):
+                return self._op(t, op, args)
+            case Cond(cond=c, if_true=a, if_false=b):
+                if isinstance(c, Const):
+                    return a if bool(c.value) else b
+                return t
+            case Let(var=x, body=body):
+                if x not in self.fv(body):  # dead let
+                    return body
+                return t
+            case Index(array=a, index=ix):
+                return self._index(t, a, ix)
+            case Gather(outer_shape=sh, array=a, vars=vs, index=ix):
+                return self._gather(t, sh, a, vs, ix)
+            case SumOuter(array=a):
+                if isinstance(a, Replicate):  # sumOuter (replicate n e) = e * n
+                    e = a.array
+                    factor: Term = Const(np.asarray(a.count, dtype=e.dtype.numpy()))
+                    for extent in reversed(e.shape):
+                        factor = Replicate(extent, factor)
+                    return self.mk(Op("mul", (e, factor)))
+                return t
+            case Replicate():
+                return t
+            case Transpose(perm=p, array=a):
+                if p == tuple(range(len(p))):
+                    return a
+                if isinstance(a, Transpose):  # tr p (tr q e) = tr (q ∘ p) e
+                    return self.mk(Transpose(tuple(a.perm[q] for q in p), a.array))
+                if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+                    return Const(np.transpose(a.value, p))
+                return t
+            case Reshape(new_shape=sh, array=a):
+                if sh == a.shape:
+                    return a
+                if isinstance(a, Reshape):
+                    return self.mk(Reshape(sh, a.array))
+                if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+                    return Const(np.reshape(a.value, sh))
+                return t
+            case FromIntegral(array=a, to=to):
+                if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+                    return Const(a.value.astype(to.numpy()))
+                return t
+            case Floor(array=a):
+                if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+                    return Const(np.floor(a.value).astype(np.int64))
+                return t
+            case ArgMin() | ArgMax():
+                return t
+            case _:
+                assert_never(t)
+
+    def _op(self, t: Op, op: str, args: tuple[Term, ...]) -> Term:
+        if _small_consts(args):
+            values = [a.value for a in args]  # type: ignore[union-attr]
+            with np.errstate(all="ignore"):
+                folded = np.asarray(ELEMENTWISE[op](*values)).astype(t.dtype.numpy())
+            return Const(folded)
+        if t.shape == () and t.dtype is DType.INT64 and len(args) == 2:
+            a, b = args
+            match op:
+                case "add":
+                    return ix_.add(a, b)
+                case "sub":
+                    return ix_.sub(a, b)
+                case "mul":
+                    return ix_.mul(a, b)
+                case "quot":
+                    return ix_.quot(a, b)
+                case "rem":
+                    return ix_.rem(a, b)
+        return t
+
+    def _index(self, t: Index, a: Term, ix: tuple[Term, ...]) -> Term:
+        if not ix:
+            return a
+        if isinstance(a, Const) and _small_consts(ix):
+            values = [np.asarray(c.value) for c in ix]  # type: ignore[union-attr]
+            return Const(index_array(a.value, values))
+        if isinstance(a, Iota):
+            (j,) = ix
+            value = static_int_value(j)
+            if value is not None:
+                return Const(np.asarray(value if 0 <= value < a.size else 0, dtype=np.int64))
+        return t
+
+    # -- gathers ------------------------------------------------------------------------
+
+    def _gather(
+        self,
+        t: Gather,
+        sh: tuple[int, ...],
+        a: Term,
+        vs: tuple[Var, ...],
+        ix: tuple[Term, ...],
+    ) -> Term:
+        known = {v: (0, extent - 1) for v, extent in zip(vs, sh, strict=True)}
+        # (iota n)[j] = j inside the index function, when j is in range
+        new_ix = self._iota_lookups(ix, known)
+        if any(n is not o for n, o in zip(new_ix, ix, strict=True)):
+            return self.mk(Gather(sh, a, vs, new_ix))
+        if not vs:  # gather [] a (λ[]. ix) = index a ix
+            return self.mk(Index(a, ix))
+        if isinstance(a, Gather):
+            fused = self._fuse(sh, vs, ix, a, known)
+            if fused is not None:
+                return self.mk(fused)
+        used = set().union(*(self.fv(c) for c in ix)) if ix else set()
+        for q, v in enumerate(vs):
+            if v not in used:  # the result does not depend on this variable: replicate
+                inner = self.mk(
+                    Gather(sh[:q] + sh[q + 1 :], a, vs[:q] + vs[q + 1 :], ix)
+                )
+                rank = len(t.shape)
+                replicated: Term = Replicate(sh[q], inner)
+                if q:
+                    replicated = self.mk(
+                        Transpose((*range(1, q + 1), 0, *range(q + 1, rank)), replicated)
+                    )
+                return replicated
+        positions = [_position_of(v, ix) for v in vs]
+        if len(ix) == len(vs) and all(p is not None for p in positions):
+            perm = tuple(p for p in positions if p is not None)
+            extents_match = all(sh[q] == a.shape[d] for q, d in enumerate(perm))
+            if extents_match:  # identity or a permutation of dimensions
+                tail = tuple(range(len(vs), len(a.shape)))
+                return self.mk(Transpose((*perm, *tail), a))
+        if isinstance(a, Replicate) and ix and ix_.provably_in_range(ix[:1], a.shape, known):
+            return self.mk(Gather(sh, a.array, vs, ix[1:]))
+        return t
+
+    def _iota_lookups(
+        self, ix: tuple[Term, ...], known: dict[Var, tuple[int, int]]
+    ) -> tuple[Term, ...]:
+        result = []
+        for comp in ix:
+            if isinstance(comp, Index) and isinstance(comp.array, Iota) and len(comp.index) == 1:
+                j = comp.index[0]
+                if ix_.provably_in_range((j,), comp.array.shape, known):
+                    result.append(j)
+                    continue
+            result.append(comp)
+        return tuple(result)
+
+    def _fuse(
+        self,
+        sh: tuple[int, ...],
+        vs: tuple[Var, ...],
+        f: tuple[Term, ...],
+        inner: Gather,
+        known: dict[Var, tuple[int, int]],
+    ) -> Term | None:
+        """``gather sh (gather sh2 b f2) f`` as one gather over ``b``."""
+        sh2, b, vs2, f2 = inner.outer_shape, inner.array, inner.vars, inner.index
+        n2 = len(sh2)
+        extra: tuple[Var, ...] = ()
+        if len(f) < n2:
+            extra = tuple(fresh_var(self.supply, v.hint, (), DType.INT64) for v in vs2[len(f) :])
+        args = (*f[:n2], *extra)
+        comps = list(substitute_free(f2, dict(zip(vs2, args, strict=True)), self.fv))
+        comps += list(f[n2:])
+        if not comps:
+            return None
+        bounds = dict(known)
+        bounds.update({v: (0, sh2[len(f) + q] - 1) for q, v in enumerate(extra)})
+        if not ix_.provably_in_range(f[:n2], sh2, bounds):
+            comps[0] = ix_.poison(ix_.all_in_range(f[:n2], sh2), comps[0])
+        outer = (*sh, *sh2[len(f) :]) if extra else sh
+        return Gather(outer, b, (*vs, *extra), tuple(comps))
+
+
+def simplify(roots: Sequence[Term], supply: IdSupply) -> list[Term]:
+    """Simplify a term DAG (see the module docstring for the rules)."""
+    return Simplifier(supply).run(roots)

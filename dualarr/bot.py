@@ -56,7 +56,7 @@ from .core import (
     zeros,
 )
 from .errors import DualarrError
-from .trampoline import run
+from .trampoline import collector_paused, run
 
 # --------------------------------------------------------------------------------------
 # Requests (one per pending ``build1``) and rewrites (one per rule application)
@@ -811,6 +811,11 @@ def vectorise(
 ) -> BotResult:
     """The bot on the DAG ``roots``: every ``build1`` eliminated (bottom-up) and every
     ``index`` pushed to a normal form; sharing kept."""
+    with collector_paused():
+        return _vectorise(roots, supply, record)
+
+
+def _vectorise(roots: Sequence[Term], supply: IdSupply, record: bool) -> BotResult:
     free_vars = FreeVars()
     recorder = _Recorder(roots) if record else None
     new: dict[int, Term] = {}

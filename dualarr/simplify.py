@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import indexing as ix_
-from .bot import substitute_free
+from .bot import IndexPusher, Push, substitute_free
 from .core import (
     ArgMax,
     ArgMin,
@@ -61,6 +61,7 @@ from .core import (
     static_int_value,
 )
 from .evaluate import ELEMENTWISE, index_array
+from .trampoline import collector_paused
 
 _FOLD_LIMIT = 64  # fold constants of at most this many elements (keeps terms readable)
 
@@ -198,8 +199,11 @@ class Simplifier:
         new_ix = self._iota_lookups(ix, known)
         if any(n is not o for n, o in zip(new_ix, ix, strict=True)):
             return self.mk(Gather(sh, a, vs, new_ix))
-        if not vs:  # gather [] a (λ[]. ix) = index a ix
-            return self.mk(Index(a, ix))
+        if not vs:  # gather [] a (λ[]. ix) = index a ix, pushed to a normal form
+            if isinstance(a, Var | Const | FromList | Scatter):
+                return self.mk(Index(a, ix))
+            pushed = IndexPusher(self.supply, self.fv).solve(Push(a, ix))
+            return self.run([pushed])[0]
         if isinstance(a, Gather):
             fused = self._fuse(sh, vs, ix, a, known)
             if fused is not None:
@@ -270,4 +274,5 @@ class Simplifier:
 
 def simplify(roots: Sequence[Term], supply: IdSupply) -> list[Term]:
     """Simplify a term DAG (see the module docstring for the rules)."""
-    return Simplifier(supply).run(roots)
+    with collector_paused():
+        return Simplifier(supply).run(roots)

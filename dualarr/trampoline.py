@@ -10,7 +10,9 @@ limit and shared subterms are handled once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Hashable
+import contextlib
+import gc
+from collections.abc import Callable, Generator, Hashable, Iterator
 from typing import Any, TypeVar
 
 Request = TypeVar("Request")
@@ -48,3 +50,20 @@ def run(
             stack.append((sub_key, solve(request)))
             value = None
     return memo[root_key]
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector during a pass that builds a large DAG.
+
+    The passes allocate many small, mostly acyclic nodes; the collector's full scans of
+    all live objects would otherwise make their time grow faster than the DAG.  Memory
+    is still freed by reference counting; cycles are collected after the pass.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -1,0 +1,90 @@
+"""Each simplifier rule on a small term: the printed result, and the value unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import dualarr as da
+from dualarr.evaluate import evaluate_many
+from dualarr.printer import print_program
+from dualarr.simplify import simplify
+
+
+def simplified(f: Callable[..., Any], *args: Any) -> str:
+    program = da.trace(f, *args)
+    terms = simplify(list(program.outputs), program.supply)
+    env = program.bind(*args)
+    for got, want in zip(evaluate_many(terms, env), evaluate_many(list(program.outputs), env),
+                         strict=True):
+        np.testing.assert_allclose(got, want)
+    return print_program(program.inputs, terms)
+
+
+X = np.arange(12.0).reshape(3, 4)
+
+
+def test_gather_of_gather_fuses() -> None:
+    text = simplified(
+        lambda x: da.gather([2], da.gather([3], x, lambda i: (2 - i,)), lambda j: (j + 1,)), X
+    )
+    assert text == r"\x. gather [2] x (\[j]. [2 - (j + 1)])"
+
+
+def test_fusion_guards_an_index_that_may_be_out_of_range() -> None:
+    text = simplified(
+        lambda x: da.gather([3], da.gather([2], x, lambda i: (i,)), lambda j: (j,)), X
+    )
+    assert "cond (0 <= j && j < 2) j (-1)" in text
+
+
+def test_identity_gather_is_the_array() -> None:
+    assert simplified(lambda x: da.gather([3, 4], x, lambda i, j: (i, j)), X) == r"\x. x"
+
+
+def test_permuting_gather_is_a_transpose() -> None:
+    assert simplified(lambda x: da.gather([4, 3], x, lambda j, i: (i, j)), X) == r"\x. tr [1,0] x"
+
+
+def test_gather_ignoring_a_variable_is_a_replicate() -> None:
+    text = simplified(lambda x: da.gather([5, 3], x, lambda k, i: (i,)), X)
+    assert text == r"\x. replicate 5 x"
+    text = simplified(lambda x: da.gather([3, 5], x, lambda i, k: (i,)), X)
+    assert text == r"\x. tr [1,0,2] (replicate 5 x)"
+
+
+def test_sum_outer_of_replicate_is_scaling() -> None:
+    assert simplified(lambda x: da.sum_outer(da.replicate(5, x[0])), X) == (
+        r"\x. x[0] * replicate 4 5.0"
+    )
+
+
+def test_index_of_iota_in_range() -> None:
+    text = simplified(lambda x: da.gather([3], x, lambda i: (da.iota(3)[i],)), X)
+    assert text == r"\x. x"
+
+
+def test_constant_folding_and_cond_on_constants() -> None:
+    assert simplified(lambda x: x[0, 0] * (2.0 * 3.0 + np.float64(1.0)), X) == (
+        r"\x. x[0, 0] * 7.0"
+    )
+    assert simplified(lambda x: da.where(da.constant(True), x[0], x[1]), X) == r"\x. x[0]"
+    assert simplified(lambda x: x[da.constant(np.arange(4) * 2)[1] + 0], X) == r"\x. x[2]"
+
+
+def test_transposes_and_reshapes_compose() -> None:
+    y = np.ones((2, 3, 4))
+    assert simplified(lambda y: da.transpose(da.transpose(y, (1, 2, 0)), (2, 0, 1)), y) == (
+        r"\y. y"
+    )
+    assert simplified(lambda y: da.reshape(da.reshape(y, (6, 4)), (4, 6)), y) == (
+        r"\y. reshape [4,6] y"
+    )
+
+
+def test_dead_let_is_dropped() -> None:
+    assert simplified(lambda x: da.let(da.exp(x), lambda e: x + 1.0), X) == (
+        r"\x. x + replicate 3 (replicate 4 1.0)"
+    )

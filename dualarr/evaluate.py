@@ -15,16 +15,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Generic
 
 import numpy as np
 
+from .algebra import A, Algebra, IndexFn
 from .core import (
     ArgMax,
     ArgMin,
     Build1,
     Cond,
     Const,
+    DType,
     Floor,
     FreeVars,
     FromIntegral,
@@ -37,6 +39,7 @@ from .core import (
     Replicate,
     Reshape,
     Scatter,
+    Shape,
     SumOuter,
     Term,
     Transpose,
@@ -166,24 +169,119 @@ def scatter_add(
 
 
 # --------------------------------------------------------------------------------------
-# The evaluator
+# NumPy as an algebra
+# --------------------------------------------------------------------------------------
+
+
+class NumpyAlgebra(Algebra[Array]):
+    """The core language on NumPy arrays, with the totality semantics of §5.2."""
+
+    def const(self, value: np.ndarray) -> Array:
+        return value
+
+    def full(self, shape: Shape, value: float | int | bool, dtype: DType) -> Array:
+        return np.broadcast_to(np.asarray(value, dtype=dtype.numpy()), shape)
+
+    def iota(self, n: int) -> Array:
+        return np.arange(n, dtype=np.int64)
+
+    def op(self, name: str, args: Sequence[Array], dtype: DType) -> Array:
+        return np.asarray(ELEMENTWISE[name](*args)).astype(dtype.numpy(), copy=False)
+
+    def cond(self, c: Array, a: Array, b: Array) -> Array:
+        cv = np.asarray(c)
+        if cv.ndim == 0:  # the usual, unbatched case
+            return a if bool(cv) else b
+        av, bv = np.asarray(a), np.asarray(b)  # batched (bulk index functions)
+        rank = builtins_max(av.ndim, bv.ndim) - cv.ndim
+        return np.where(cv.reshape(cv.shape + (1,) * builtins_max(rank, 0)), av, bv)
+
+    def from_integral(self, a: Array, dtype: DType) -> Array:
+        return np.asarray(a).astype(dtype.numpy())
+
+    def floor(self, a: Array) -> Array:
+        return _floor_to_int(np.asarray(a))
+
+    def index(self, a: Array, ix: Sequence[Array]) -> Array:
+        return index_array(a, ix)
+
+    def gather(self, outer: Shape, a: Array, fn: IndexFn) -> Array:
+        return index_array(a, fn)
+
+    def scatter(self, outer: Shape, a: Array, fn: IndexFn, n_vars: int) -> Array:
+        return scatter_add(np.asarray(a), fn, outer, n_vars)
+
+    def sum_outer(self, a: Array) -> Array:
+        return np.asarray(np.sum(a, axis=0, dtype=a.dtype))
+
+    def replicate(self, count: int, a: Array) -> Array:
+        a = np.asarray(a)
+        return np.broadcast_to(a, (count, *a.shape))
+
+    def transpose(self, perm: Sequence[int], a: Array) -> Array:
+        return np.transpose(a, perm)
+
+    def reshape(self, shape: Shape, a: Array) -> Array:
+        return np.reshape(a, shape)
+
+    def from_list(self, elems: Sequence[Array]) -> Array:
+        return np.stack([np.asarray(e) for e in elems])
+
+    def argmin(self, a: Array) -> Array:
+        return np.asarray(np.argmin(a, axis=0), dtype=np.int64)
+
+    def argmax(self, a: Array) -> Array:
+        return np.asarray(np.argmax(a, axis=0), dtype=np.int64)
+
+    def build1(self, rows: Sequence[Array], shape: Shape, dtype: DType) -> Array:
+        if not rows:
+            return np.zeros(shape, dtype=dtype.numpy())
+        return np.stack([np.asarray(r) for r in rows])
+
+    def index_point(self, value: int) -> Array:
+        return np.int64(value)  # type: ignore[return-value]
+
+    def index_grid(self, shape: Shape) -> list[Array] | None:
+        return list(np.indices(shape, dtype=np.int64)) if shape else []
+
+    def index_fn_from_bulk(self, components: Sequence[Array], grid: Shape) -> IndexFn:
+        return [np.broadcast_to(np.asarray(c), grid) for c in components]
+
+    def index_fn_from_points(self, columns: Sequence[Sequence[Array]], grid: Shape) -> IndexFn:
+        return [np.asarray(c, dtype=np.int64).reshape(grid) for c in columns]
+
+    def index_fn_constant(self, ix: Sequence[Array]) -> IndexFn:
+        return [np.asarray(i, dtype=np.int64) for i in ix]
+
+
+builtins_max = max
+
+
+# --------------------------------------------------------------------------------------
+# The interpreter
 # --------------------------------------------------------------------------------------
 
 Env = dict[Var, tuple[Any, int]]  # variable -> (value, level at which it was bound)
 
 
-class Evaluator:
-    """Evaluates terms; reusable across calls (free-variable analysis is memoised)."""
+class Interpreter(Generic[A]):
+    """Interprets terms in an :class:`Algebra`; reusable across calls.
 
-    def __init__(self) -> None:
+    The DAG is walked iteratively, each node once per environment; nodes are memoised
+    at the level of their innermost free variable, so inside ``build1`` only what
+    depends on the index variable is recomputed per element.
+    """
+
+    def __init__(self, algebra: Algebra[A]) -> None:
+        self.algebra = algebra
         self.free_vars = FreeVars()
         self._bulk_ok: dict[int, bool] = {}
 
-    def run(self, roots: Sequence[Term], inputs: Mapping[Var, Any]) -> list[Array]:
-        env: Env = {var: (np.asarray(value), 0) for var, value in inputs.items()}
+    def run(self, roots: Sequence[Term], inputs: Mapping[Var, A]) -> list[A]:
+        env: Env = {var: (value, 0) for var, value in inputs.items()}
         memos: list[dict[int, Any]] = [{}]
         with np.errstate(all="ignore"):
-            return [np.asarray(self._eval(root, env, memos)) for root in roots]
+            return [self._eval(root, env, memos) for root in roots]
 
     # -- core loop -----------------------------------------------------------------
 
@@ -201,18 +299,15 @@ class Evaluator:
         return level
 
     def _eval(self, root: Term, env: Env, memos: list[dict[int, Any]]) -> Any:
-        """Evaluate ``root`` iteratively; recursion only for ``build1`` bodies."""
+        """Interpret ``root`` iteratively; recursion only for ``build1`` bodies."""
         levels: dict[int, int] = {}
 
-        def cached(node: Term) -> tuple[bool, Any]:
+        def cached(node: Term) -> bool:
             level = levels.get(id(node))
             if level is None:
                 level = self._level(node, env, len(memos))
                 levels[id(node)] = level
-            memo = memos[level]
-            if id(node) in memo:
-                return True, memo[id(node)]
-            return False, None
+            return id(node) in memos[level]
 
         def store(node: Term, value: Any) -> None:
             memos[levels[id(node)]][id(node)] = value
@@ -225,10 +320,14 @@ class Evaluator:
         while stack:
             node, state = stack.pop()
             if state == 0:
-                done, _ = cached(node)
-                if done:
+                if cached(node):
                     continue
                 if isinstance(node, Var):
+                    if node not in env:
+                        raise DualarrError(
+                            f"unbound variable {node.hint}#{node.id} while evaluating",
+                            op="evaluate",
+                        )
                     store(node, env[node][0])
                     continue
                 if isinstance(node, Let):
@@ -247,12 +346,11 @@ class Evaluator:
                     stack.append((kid, 0))
             elif state == 2:
                 assert isinstance(node, Let)
-                bound_value = get(node.bound)
-                env[node.var] = (bound_value, levels[id(node.bound)])
+                env[node.var] = (get(node.bound), levels[id(node.bound)])
                 stack.append((node, 1))
                 stack.append((node.body, 0))
             else:
-                if cached(node)[0]:
+                if cached(node):
                     continue
                 store(node, self._compute(node, get, env, memos))
         return get(root)
@@ -260,54 +358,49 @@ class Evaluator:
     def _compute(
         self, node: Term, get: Callable[[Term], Any], env: Env, memos: list[dict[int, Any]]
     ) -> Any:
+        alg = self.algebra
         match node:
             case Const(value=value):
-                return value
+                return alg.const(value)
             case Var():
                 return env[node][0]
             case Op(op=op, args=args):
-                return np.asarray(ELEMENTWISE[op](*[get(a) for a in args])).astype(
-                    node.dtype.numpy(), copy=False
-                )
+                return alg.op(op, [get(a) for a in args], node.dtype)
             case Cond(cond=c, if_true=a, if_false=b):
-                cv = np.asarray(get(c))
-                av, bv = get(a), get(b)
-                if cv.ndim == 0:  # the usual, unbatched case
-                    return av if bool(cv) else bv
-                return np.where(cv.reshape(cv.shape + (1,) * len(node.shape)), av, bv)
+                return alg.cond(get(c), get(a), get(b))
             case Let(body=body):
                 return get(body)
             case Build1(size=size, var=var, body=body):
                 return self._build1(size, var, body, node, env, memos)
             case Index(array=array, index=index):
-                return index_array(get(array), [get(i) for i in index])
+                return alg.index(get(array), [get(i) for i in index])
             case Gather(outer_shape=sh, array=array, vars=vs, index=index):
-                ix = self._index_function(vs, sh, index, env, memos)
-                return index_array(get(array), ix)
+                fn = self._index_function(vs, sh, index, env, memos)
+                return alg.gather(sh, get(array), fn)
             case Scatter(outer_shape=sh, array=array, vars=vs, index=index):
-                source = get(array)
-                ix = self._index_function(vs, source.shape[: len(vs)], index, env, memos)
-                return scatter_add(source, ix, sh, len(vs))
+                grid = array.shape[: len(vs)]
+                fn = self._index_function(vs, grid, index, env, memos)
+                return alg.scatter(sh, get(array), fn, len(vs))
             case SumOuter(array=a):
-                return np.sum(get(a), axis=0, dtype=node.dtype.numpy())
-            case Replicate(array=a):
-                return np.broadcast_to(get(a), node.shape)
+                return alg.sum_outer(get(a))
+            case Replicate(count=k, array=a):
+                return alg.replicate(k, get(a))
             case Transpose(perm=perm, array=a):
-                return np.transpose(get(a), perm)
+                return alg.transpose(perm, get(a))
             case Reshape(new_shape=sh, array=a):
-                return np.reshape(get(a), sh)
+                return alg.reshape(sh, get(a))
             case FromList(elems=elems):
-                return np.stack([np.asarray(get(e)) for e in elems])
+                return alg.from_list([get(e) for e in elems])
             case Iota(size=n):
-                return np.arange(n, dtype=np.int64)
+                return alg.iota(n)
             case FromIntegral(array=a, to=to):
-                return np.asarray(get(a)).astype(to.numpy())
+                return alg.from_integral(get(a), to)
             case Floor(array=a):
-                return _floor_to_int(np.asarray(get(a)))
+                return alg.floor(get(a))
             case ArgMin(array=a):
-                return np.argmin(get(a), axis=0).astype(np.int64)
+                return alg.argmin(get(a))
             case ArgMax(array=a):
-                return np.argmax(get(a), axis=0).astype(np.int64)
+                return alg.argmax(get(a))
             case _:
                 assert_never(node)
 
@@ -315,16 +408,14 @@ class Evaluator:
 
     def _build1(
         self, size: int, var: Var, body: Term, node: Term, env: Env, memos: list[dict[int, Any]]
-    ) -> Array:
+    ) -> Any:
         level = len(memos)
-        values = []
+        rows = []
         for i in range(size):
-            env[var] = (np.int64(i), level)
-            values.append(np.asarray(self._eval(body, env, [*memos, {}])))
+            env[var] = (self.algebra.index_point(i), level)
+            rows.append(self._eval(body, env, [*memos, {}]))
         env.pop(var, None)
-        if not values:
-            return np.zeros(node.shape, dtype=node.dtype.numpy())
-        return np.stack(values)
+        return self.algebra.build1(rows, node.shape, node.dtype)
 
     def _index_function(
         self,
@@ -333,31 +424,28 @@ class Evaluator:
         index: tuple[Term, ...],
         env: Env,
         memos: list[dict[int, Any]],
-    ) -> list[Array]:
-        """Evaluate ``λvs. index`` on every point of ``grid_shape`` at once."""
-        if not index:
-            return []
+    ) -> IndexFn:
+        """Interpret ``λvs. index`` on every point of ``grid_shape`` (in bulk if possible)."""
+        alg = self.algebra
         level = len(memos)
-        if all(self._bulk_evaluable(i, frozenset(vs)) for i in index):
-            grids = list(np.indices(grid_shape, dtype=np.int64)) if grid_shape else []
+        grids = alg.index_grid(grid_shape)
+        if grids is not None and all(self._bulk_evaluable(i, frozenset(vs)) for i in index):
             for var, grid in zip(vs, grids, strict=True):
                 env[var] = (grid, level)
             inner = [*memos, {}]
-            result = [
-                np.broadcast_to(np.asarray(self._eval(i, env, inner)), grid_shape) for i in index
-            ]
+            fn = alg.index_fn_from_bulk([self._eval(i, env, inner) for i in index], grid_shape)
         else:  # an index function with array-valued inner computations: loop
             columns: list[list[Any]] = [[] for _ in index]
             for point in np.ndindex(*grid_shape):
                 for var, value in zip(vs, point, strict=True):
-                    env[var] = (np.int64(value), level)
+                    env[var] = (alg.index_point(value), level)
                 inner = [*memos, {}]
                 for column, i in zip(columns, index, strict=True):
                     column.append(self._eval(i, env, inner))
-            result = [np.asarray(c, dtype=np.int64).reshape(grid_shape) for c in columns]
+            fn = alg.index_fn_from_points(columns, grid_shape)
         for var in vs:
             env.pop(var, None)
-        return result
+        return fn
 
     def _bulk_evaluable(self, term: Term, lambda_vars: frozenset[Var]) -> bool:
         """Can ``term`` run with its lambda variables bound to whole index grids?"""
@@ -366,6 +454,17 @@ class Evaluator:
             cached = is_scalar_index_work(term, lambda_vars, self.free_vars)
             self._bulk_ok[id(term)] = cached
         return cached
+
+
+class Evaluator(Interpreter[Array]):
+    """The reference evaluator: the core language on NumPy arrays."""
+
+    def __init__(self) -> None:
+        super().__init__(NumpyAlgebra())
+
+    def run(self, roots: Sequence[Term], inputs: Mapping[Var, Any]) -> list[Array]:
+        values = super().run(roots, {v: np.asarray(x) for v, x in inputs.items()})
+        return [np.asarray(v) for v in values]
 
 
 def _floor_to_int(x: Array) -> Array:

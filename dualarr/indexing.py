@@ -177,13 +177,14 @@ def is_scalar_index_work(term: Term, variables: frozenset[Var] | set[Var], fv: F
 
 ZERO_PRESERVING = frozenset(
     {
-        *("add", "sub", "mul", "neg", "abs", "sign", "sin", "tan", "asin", "atan", "sinh"),
+        *("add", "sub", "mul", "abs", "sign", "sin", "tan", "asin", "atan", "sinh"),
         *("tanh", "sqrt", "expm1", "log1p", "maximum", "minimum", "atan2", "select"),
         *("quot", "rem", "and", "or", "lt", "gt", "ne"),
     }
 )
-"""Elementwise operations with ``op(0, …, 0) == 0``: indexing commutes with them even
-out of range (where every argument reads 0)."""
+"""Elementwise operations with ``op(+0, …, +0) == +0`` (the sign of zero included:
+``neg`` is not here, ``-0.0`` divides differently): indexing commutes with them even
+out of range, where every argument reads 0."""
 
 
 def bounds(term: Term, known: dict[Var, tuple[int, int]]) -> tuple[int, int] | None:

@@ -5,6 +5,7 @@ the core language of the paper (stage ``source``) and, in later stages, vectoris
 differentiates, transposes and compiles it.  ``import dualarr as da``.
 """
 
+from .api import grad, jacobian, jvp, value_and_grad, vjp
 from .bot import NotBotNormal, is_bot_normal
 from .core import DType, Term
 from .errors import DtypeError, DualarrError, ShapeError, TracingError, UnsupportedError
@@ -107,11 +108,14 @@ __all__ = [
     "floor",
     "from_list",
     "gather",
+    "grad",
     "imax",
     "imin",
     "index",
     "iota",
     "is_bot_normal",
+    "jacobian",
+    "jvp",
     "let",
     "log",
     "log1p",
@@ -147,6 +151,8 @@ __all__ = [
     "to_float",
     "trace",
     "transpose",
+    "value_and_grad",
+    "vjp",
     "vmap",
     "where",
 ]

@@ -112,6 +112,11 @@ class Algebra(Generic[A]):
         """The index function of no variables returning ``ix`` (used by one-hot)."""
         raise NotImplementedError
 
+    # -- static facts of values ----------------------------------------------------------
+
+    def shape(self, a: A) -> Shape:
+        raise NotImplementedError
+
     # -- derived, for derivative rules and the reverse pass ------------------------------
 
     def add(self, a: A, b: A, dtype: DType) -> A:

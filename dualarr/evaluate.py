@@ -206,6 +206,9 @@ class NumpyAlgebra(Algebra[Array]):
         return index_array(a, ix)
 
     def gather(self, outer: Shape, a: Array, fn: IndexFn) -> Array:
+        if not fn:  # an index function with no components reads all of ``a`` everywhere
+            a = np.asarray(a)
+            return np.broadcast_to(a, (*outer, *a.shape))
         return index_array(a, fn)
 
     def scatter(self, outer: Shape, a: Array, fn: IndexFn, n_vars: int) -> Array:
@@ -237,6 +240,9 @@ class NumpyAlgebra(Algebra[Array]):
         if not rows:
             return np.zeros(shape, dtype=dtype.numpy())
         return np.stack([np.asarray(r) for r in rows])
+
+    def shape(self, a: Array) -> Shape:
+        return tuple(np.shape(a))
 
     def index_point(self, value: int) -> Array:
         return np.int64(value)  # type: ignore[return-value]

@@ -1,0 +1,290 @@
+"""The differentiation API: ``grad``, ``value_and_grad``, ``vjp``, ``jvp``, ``jacobian``.
+
+Like JAX's, over the pipeline of the paper: the function is traced, vectorised by the bot
+and simplified (cached per function and input types), differentiated with dual arrays
+(§6) and its Delta evaluated by the reverse pass of Fig. 17 (``mode="interpret"``, the
+concrete dual-arrays path).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import delta as dl
+from .core import IdSupply, Var, type_name
+from .dual import Dual, DualAlgebra
+from .errors import DtypeError, DualarrError, ShapeError
+from .evaluate import Interpreter, NumpyAlgebra
+from .pipeline import vectorise_program
+from .program import Program, input_type, trace
+from .reverse import ReverseState, ReverseStats, backprop, eval_delta, forward
+
+MODES = ("interpret",)
+_CACHE_SIZE = 128
+_programs: OrderedDict[Hashable, Program] = OrderedDict()
+
+
+def vectorised_program(f: Callable[..., Any], args: Sequence[Any]) -> Program:
+    """``f`` traced on ``args``' types, vectorised and simplified; cached per types."""
+    types = tuple((shape, dtype) for shape, dtype in (input_type(a, k) for k, a in enumerate(args)))
+    try:
+        key: Hashable = (f, types)
+        hash(key)
+    except TypeError:
+        key = None
+    if key is not None and key in _programs:
+        _programs.move_to_end(key)
+        return _programs[key]
+    program, _ = vectorise_program(trace(f, *args))
+    if key is not None:
+        _programs[key] = program
+        if len(_programs) > _CACHE_SIZE:
+            _programs.popitem(last=False)
+    return program
+
+
+@dataclass
+class DualRun:
+    """The dual-arrays forward pass of one program on concrete inputs."""
+
+    program: Program
+    values: list[Any]
+    deltas: list[dl.Delta]
+    algebra: DualAlgebra
+    differentiated: tuple[int, ...]
+
+
+def dual_run(program: Program, args: Sequence[Any], positions: Sequence[int]) -> DualRun:
+    """Run D (Figs. 12–15) with NumPy primals; argument ``k`` in ``positions`` gets
+    ``Input k`` as its Delta."""
+    env_values = program.bind(*args)
+    alg = DualAlgebra(NumpyAlgebra(), IdSupply())
+    env: dict[Var, Any] = {}
+    for k, var in enumerate(program.inputs):
+        value = env_values[var]
+        if k in positions:
+            env[var] = Dual(value, dl.Input(k, var.shape, var.dtype))
+        elif var.dtype.is_float:
+            env[var] = Dual(value, dl.Zero(var.shape, var.dtype))
+        else:
+            env[var] = value
+    outputs = Interpreter(alg).run(list(program.outputs), env)
+    values, deltas = [], []
+    for term, out in zip(program.outputs, outputs, strict=True):
+        values.append(np.asarray(alg.prim(out)))
+        deltas.append(
+            out.delta if isinstance(out, Dual) else dl.Zero(term.shape, term.dtype)
+        )
+    return DualRun(program, values, deltas, alg, tuple(positions))
+
+
+def _check_mode(mode: str, op: str) -> None:
+    if mode not in MODES:
+        raise DualarrError(
+            f"unknown mode {mode!r}; available: {', '.join(MODES)}", op=op
+        )
+
+
+def _positions(argnums: int | Sequence[int], count: int, op: str) -> tuple[int, ...]:
+    raw = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    positions = []
+    for a in raw:
+        if not -count <= a < count:
+            raise DualarrError(f"argnums {a} is out of range for {count} arguments", op=op)
+        positions.append(a % count)
+    return tuple(positions)
+
+
+def _check_differentiable(program: Program, positions: Sequence[int], op: str) -> None:
+    for k in positions:
+        var = program.inputs[k]
+        if not var.dtype.is_float:
+            raise DtypeError(
+                f"argument {k} ({var.hint} : {type_name(var.shape, var.dtype)}) is not a "
+                "float array; differentiate with respect to float inputs only",
+                op=op,
+            )
+
+
+def _result(array: Any, like: Var) -> np.ndarray:
+    return np.array(np.broadcast_to(array, like.shape), dtype=like.dtype.numpy())
+
+
+def _gradients(
+    run: DualRun, seeds: Sequence[tuple[dl.Delta, Any]], stats: ReverseStats | None = None
+) -> dict[int, Any]:
+    alg = NumpyAlgebra()
+    state = ReverseState()
+    stats = stats if stats is not None else ReverseStats()
+    with np.errstate(all="ignore"):
+        for delta, cotangent in seeds:
+            eval_delta(alg, state, cotangent, delta, stats)
+        return backprop(alg, state, stats).grad
+
+
+def value_and_grad(
+    f: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode: str = "interpret"
+) -> Callable[..., tuple[Any, Any]]:
+    """``f``'s value and gradient with respect to ``argnums`` (``f`` returns a rank-0
+    float); a tuple of gradients when ``argnums`` is a tuple."""
+    _check_mode(mode, "value_and_grad")
+
+    def wrapped(*args: Any) -> tuple[Any, Any]:
+        positions = _positions(argnums, len(args), "grad")
+        program = vectorised_program(f, args)
+        _check_differentiable(program, positions, "grad")
+        if program.tuple_output or program.outputs[0].shape != ():
+            shapes = [type_name(t.shape, t.dtype) for t in program.outputs]
+            raise ShapeError(
+                f"grad needs a function returning one rank-0 float, got {', '.join(shapes)}; "
+                "use da.vjp or da.jacobian for other outputs",
+                op="grad",
+                shapes=[t.shape for t in program.outputs],
+            )
+        out = program.outputs[0]
+        if not out.dtype.is_float:
+            raise DtypeError(f"grad needs a float output, got {out.dtype}", op="grad")
+        run = dual_run(program, args, positions)
+        seed = np.ones((), dtype=out.dtype.numpy())
+        grads = _gradients(run, [(run.deltas[0], seed)])
+        results = tuple(
+            _result(grads.get(k, np.zeros((), program.inputs[k].dtype.numpy())),
+                    program.inputs[k])
+            for k in positions
+        )
+        value = run.values[0][()]
+        return value, (results[0] if isinstance(argnums, int) else results)
+
+    wrapped.__name__ = f"value_and_grad({getattr(f, '__name__', 'f')})"
+    return wrapped
+
+
+def grad(
+    f: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode: str = "interpret"
+) -> Callable[..., Any]:
+    """The gradient of ``f`` (rank-0 float output) with respect to ``argnums``, like
+    ``jax.grad``."""
+    inner = value_and_grad(f, argnums, mode=mode)
+
+    def wrapped(*args: Any) -> Any:
+        return inner(*args)[1]
+
+    wrapped.__name__ = f"grad({getattr(f, '__name__', 'f')})"
+    return wrapped
+
+
+def vjp(f: Callable[..., Any], *args: Any) -> tuple[Any, Callable[..., tuple[Any, ...]]]:
+    """``(f(*args), pullback)``; ``pullback(cotangent)`` gives one cotangent per argument
+    (``None`` for integer and bool arguments)."""
+    program = vectorised_program(f, args)
+    positions = tuple(k for k, v in enumerate(program.inputs) if v.dtype.is_float)
+    run = dual_run(program, args, positions)
+    value = tuple(run.values) if program.tuple_output else run.values[0]
+
+    def pullback(*cotangents: Any) -> tuple[Any, ...]:
+        cts = cotangents[0] if len(cotangents) == 1 else cotangents
+        items = list(cts) if program.tuple_output else [cts]
+        if len(items) != len(program.outputs):
+            raise DualarrError(
+                f"expected {len(program.outputs)} cotangents, got {len(items)}", op="vjp"
+            )
+        seeds = []
+        for term, delta, ct in zip(program.outputs, run.deltas, items, strict=True):
+            array = np.asarray(ct, dtype=term.dtype.numpy() if term.dtype.is_float else None)
+            if array.shape != term.shape:
+                raise ShapeError(
+                    f"cotangent of shape {list(array.shape)} for an output of type "
+                    f"{type_name(term.shape, term.dtype)}",
+                    op="vjp",
+                    shapes=[array.shape, term.shape],
+                )
+            seeds.append((delta, array))
+        grads = _gradients(run, seeds)
+        return tuple(
+            _result(grads.get(k, np.zeros((), v.dtype.numpy())), v) if k in positions else None
+            for k, v in enumerate(program.inputs)
+        )
+
+    return value, pullback
+
+
+def jvp(
+    f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
+) -> tuple[Any, Any]:
+    """``(f(*primals), tangent of f's output)`` along ``tangents`` (forward evaluation of
+    the Delta, "evalFwd")."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise DualarrError(
+            f"{len(primals)} primals but {len(tangents)} tangents", op="jvp"
+        )
+    program = vectorised_program(f, primals)
+    positions = tuple(k for k, v in enumerate(program.inputs) if v.dtype.is_float)
+    run = dual_run(program, primals, positions)
+    seeds: dict[int, Any] = {}
+    for k in positions:
+        var = program.inputs[k]
+        t = np.asarray(tangents[k], dtype=var.dtype.numpy())
+        if t.shape != var.shape:
+            raise ShapeError(
+                f"tangent {k} has shape {list(t.shape)}, the argument "
+                f"{type_name(var.shape, var.dtype)}",
+                op="jvp",
+                shapes=[t.shape, var.shape],
+            )
+        seeds[k] = t
+    alg = NumpyAlgebra()
+    with np.errstate(all="ignore"):
+        outs = [
+            np.array(np.broadcast_to(forward(alg, d, seeds), term.shape))
+            if term.dtype.is_float
+            else np.zeros(term.shape)
+            for d, term in zip(run.deltas, program.outputs, strict=True)
+        ]
+    if program.tuple_output:
+        return tuple(run.values), tuple(outs)
+    return run.values[0], outs[0]
+
+
+def jacobian(
+    f: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode: str = "interpret"
+) -> Callable[..., Any]:
+    """The Jacobian, shape ``output.shape + input.shape``: one reverse pass per output
+    element over one forward pass (paper App. A)."""
+    _check_mode(mode, "jacobian")
+
+    def wrapped(*args: Any) -> Any:
+        positions = _positions(argnums, len(args), "jacobian")
+        program = vectorised_program(f, args)
+        _check_differentiable(program, positions, "jacobian")
+        if program.tuple_output:
+            raise DualarrError("jacobian needs a function with one output", op="jacobian")
+        out = program.outputs[0]
+        if not out.dtype.is_float:
+            raise DtypeError(f"jacobian needs a float output, got {out.dtype}", op="jacobian")
+        run = dual_run(program, args, positions)
+        blocks: dict[int, np.ndarray] = {
+            k: np.zeros(out.shape + program.inputs[k].shape, program.inputs[k].dtype.numpy())
+            for k in positions
+        }
+        for element in np.ndindex(*out.shape):
+            seed = np.zeros(out.shape, dtype=out.dtype.numpy())
+            seed[element] = 1
+            grads = _gradients(run, [(run.deltas[0], seed)])
+            for k in positions:
+                if k in grads:
+                    blocks[k][element] = np.broadcast_to(grads[k], program.inputs[k].shape)
+        results = tuple(blocks[k] for k in positions)
+        return results[0] if isinstance(argnums, int) else results
+
+    wrapped.__name__ = f"jacobian({getattr(f, '__name__', 'f')})"
+    return wrapped
+
+
+__all__ = ["grad", "jacobian", "jvp", "value_and_grad", "vjp"]
+

@@ -7,8 +7,11 @@ import sys
 
 import numpy as np
 
+from .api import dual_run
+from .evaluate import NumpyAlgebra
 from .examples import fig18
 from .pipeline import pipeline
+from .reverse import ReverseStats, reverse
 
 
 def demo(n: int) -> str:
@@ -35,6 +38,18 @@ def demo(n: int) -> str:
         "",
         f"value = {float(program(x))!r}   (vectorised: {float(stages.vectorised(x))!r}, "
         f"NumPy: {float(np.dot(x, x[::-1]))!r})",
+    ]
+    run = dual_run(stages.vectorised, (x,), (0,))
+    stats = ReverseStats()
+    gradient = reverse(NumpyAlgebra(), run.deltas[0], np.ones(()), stats)[0]
+    lines += [
+        "",
+        "== dual arrays  (§6: the forward pass builds this Delta term, Share ids increasing)",
+        str(run.deltas[0]),
+        "",
+        f"reverse pass (Fig. 17): Share ids evaluated {stats.share_order} (largest first)",
+        f"gradient = {np.asarray(gradient).tolist()}   (by hand, 2 * reversed x: "
+        f"{(2 * x[::-1]).tolist()})",
     ]
     return "\n".join(lines)
 

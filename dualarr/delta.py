@@ -18,21 +18,33 @@ from .core import DType, Shape, assert_never
 from .errors import DualarrError
 
 
+class DeltaBase:
+    """Printing shared by every Delta node (iterative, each Share once)."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return format_delta(self)  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:
+        return f"<Delta {format_delta(self)[:200]}>"  # type: ignore[arg-type]
+
+
 def _set(node: object, **values: object) -> None:
     for name, value in values.items():
         object.__setattr__(node, name, value)
 
 
-@dataclass(frozen=True, eq=False)
-class Zero:
+@dataclass(frozen=True, eq=False, repr=False)
+class Zero(DeltaBase):
     """The zero linear map (of a given shape)."""
 
     shape: Shape
     dtype: DType
 
 
-@dataclass(frozen=True, eq=False)
-class Input:
+@dataclass(frozen=True, eq=False, repr=False)
+class Input(DeltaBase):
     """``Input n``: the tangent of the ``n``-th differentiated input."""
 
     index: int
@@ -40,8 +52,8 @@ class Input:
     dtype: DType
 
 
-@dataclass(frozen=True, eq=False)
-class Add:
+@dataclass(frozen=True, eq=False, repr=False)
+class Add(DeltaBase):
     """``d1 + d2``."""
 
     left: Delta
@@ -53,8 +65,8 @@ class Add:
         _set(self, shape=self.left.shape, dtype=self.left.dtype)
 
 
-@dataclass(frozen=True, eq=False)
-class Scale:
+@dataclass(frozen=True, eq=False, repr=False)
+class Scale(DeltaBase):
     """``factor ⊙ d``: elementwise multiplication by a primal value of ``d``'s shape."""
 
     factor: Any
@@ -66,8 +78,8 @@ class Scale:
         _set(self, shape=self.delta.shape, dtype=self.delta.dtype)
 
 
-@dataclass(frozen=True, eq=False)
-class Share:
+@dataclass(frozen=True, eq=False, repr=False)
+class Share(DeltaBase):
     """``Share id d``: the node ``d``, shared; evaluated once in the reverse pass."""
 
     id: int
@@ -79,8 +91,8 @@ class Share:
         _set(self, shape=self.delta.shape, dtype=self.delta.dtype)
 
 
-@dataclass(frozen=True, eq=False)
-class Index:
+@dataclass(frozen=True, eq=False, repr=False)
+class Index(DeltaBase):
     """``d[ix]`` with primal index values."""
 
     delta: Delta
@@ -92,8 +104,8 @@ class Index:
         _set(self, shape=self.delta.shape[len(self.index) :], dtype=self.delta.dtype)
 
 
-@dataclass(frozen=True, eq=False)
-class Gather:
+@dataclass(frozen=True, eq=False, repr=False)
+class Gather(DeltaBase):
     """``gather outer d f`` with ``f`` an evaluated index function of the primal algebra."""
 
     outer: Shape
@@ -111,8 +123,8 @@ class Gather:
         return len(self.delta.shape) - (len(self.shape) - len(self.outer))
 
 
-@dataclass(frozen=True, eq=False)
-class Scatter:
+@dataclass(frozen=True, eq=False, repr=False)
+class Scatter(DeltaBase):
     """``scatter outer d f``: sums ``d`` over its first ``n_vars`` dimensions into ``outer``."""
 
     outer: Shape
@@ -126,8 +138,8 @@ class Scatter:
         _set(self, shape=(*self.outer, *self.delta.shape[self.n_vars :]), dtype=self.delta.dtype)
 
 
-@dataclass(frozen=True, eq=False)
-class SumOuter:
+@dataclass(frozen=True, eq=False, repr=False)
+class SumOuter(DeltaBase):
     delta: Delta
     shape: Shape = field(init=False)
     dtype: DType = field(init=False)
@@ -136,8 +148,8 @@ class SumOuter:
         _set(self, shape=self.delta.shape[1:], dtype=self.delta.dtype)
 
 
-@dataclass(frozen=True, eq=False)
-class Replicate:
+@dataclass(frozen=True, eq=False, repr=False)
+class Replicate(DeltaBase):
     count: int
     delta: Delta
     shape: Shape = field(init=False)
@@ -147,8 +159,8 @@ class Replicate:
         _set(self, shape=(self.count, *self.delta.shape), dtype=self.delta.dtype)
 
 
-@dataclass(frozen=True, eq=False)
-class Transpose:
+@dataclass(frozen=True, eq=False, repr=False)
+class Transpose(DeltaBase):
     perm: tuple[int, ...]
     delta: Delta
     shape: Shape = field(init=False)
@@ -162,8 +174,8 @@ class Transpose:
         )
 
 
-@dataclass(frozen=True, eq=False)
-class Reshape:
+@dataclass(frozen=True, eq=False, repr=False)
+class Reshape(DeltaBase):
     new_shape: Shape
     delta: Delta
     shape: Shape = field(init=False)
@@ -173,8 +185,8 @@ class Reshape:
         _set(self, shape=tuple(self.new_shape), dtype=self.delta.dtype)
 
 
-@dataclass(frozen=True, eq=False)
-class FromList:
+@dataclass(frozen=True, eq=False, repr=False)
+class FromList(DeltaBase):
     deltas: tuple[Delta, ...]
     shape: Shape = field(init=False)
     dtype: DType = field(init=False)
@@ -291,3 +303,67 @@ def check_invariants(roots: Iterable[Delta]) -> None:
                     )
                 continue  # its own subtree was checked when it was visited
             stack.extend(delta_children(below))
+
+
+def _describe_value(value: Any) -> str:
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        return repr(value)
+    if len(shape) == 0:
+        try:
+            return repr(float(value))
+        except (TypeError, ValueError):
+            return str(value)
+    dtype = getattr(value, "dtype", "")
+    text = str(value)
+    if len(text) <= 40 and "\n" not in text:
+        return text
+    return f"<{dtype}{list(shape)}>".replace(" ", "")
+
+
+def format_delta(root: Delta) -> str:
+    """The Delta DAG in the paper's notation, one line per Share node (id order):
+    ``s3 = SumOuter s2``; other nodes are written inline."""
+    order = delta_postorder([root])
+    text: dict[int, str] = {}
+    lines: list[str] = []
+
+    def ref(d: Delta) -> str:
+        if isinstance(d, Share):
+            return f"s{d.id}"
+        inner = text[id(d)]
+        return inner if isinstance(d, Zero | Input) else f"({inner})"
+
+    for d in order:
+        match d:
+            case Zero(shape=shape):
+                text[id(d)] = f"Zero{list(shape)}".replace(" ", "")
+            case Input(index=n):
+                text[id(d)] = f"Input {n}"
+            case Add(left=a, right=b):
+                text[id(d)] = f"Add {ref(a)} {ref(b)}"
+            case Scale(factor=f, delta=x):
+                text[id(d)] = f"Scale {_describe_value(f)} {ref(x)}"
+            case Share(id=i, delta=x):
+                lines.append(f"s{i} = {text[id(x)]}")
+                text[id(d)] = f"s{i}"
+            case Index(delta=x, index=ix):
+                text[id(d)] = f"Index {ref(x)} [{', '.join(_describe_value(i) for i in ix)}]"
+            case Gather(outer=outer, delta=x):
+                text[id(d)] = f"Gather {list(outer)} {ref(x)} (λ…)".replace(", ", ",")
+            case Scatter(outer=outer, delta=x):
+                text[id(d)] = f"Scatter {list(outer)} {ref(x)} (λ…)".replace(", ", ",")
+            case SumOuter(delta=x):
+                text[id(d)] = f"SumOuter {ref(x)}"
+            case Replicate(count=k, delta=x):
+                text[id(d)] = f"Replicate {k} {ref(x)}"
+            case Transpose(perm=p, delta=x):
+                text[id(d)] = f"Tr {list(p)} {ref(x)}".replace(", ", ",")
+            case Reshape(new_shape=sh, delta=x):
+                text[id(d)] = f"Reshape {list(sh)} {ref(x)}".replace(", ", ",")
+            case FromList(deltas=xs):
+                text[id(d)] = "FromList [" + ", ".join(ref(x) for x in xs) + "]"
+            case _:
+                assert_never(d)
+    lines.append(ref(root) if isinstance(root, Share) else text[id(root)])
+    return "\n".join(lines)

@@ -23,6 +23,7 @@ from .evaluate import Interpreter, NumpyAlgebra
 from .pipeline import vectorise_program
 from .program import Program, input_type, trace
 from .reverse import ReverseState, ReverseStats, backprop, eval_delta, forward
+from .trampoline import collector_paused
 
 MODES = ("interpret",)
 _CACHE_SIZE = 128
@@ -73,7 +74,8 @@ def dual_run(program: Program, args: Sequence[Any], positions: Sequence[int]) ->
             env[var] = Dual(value, dl.Zero(var.shape, var.dtype))
         else:
             env[var] = value
-    outputs = Interpreter(alg).run(list(program.outputs), env)
+    with collector_paused():
+        outputs = Interpreter(alg).run(list(program.outputs), env)
     values, deltas = [], []
     for term, out in zip(program.outputs, outputs, strict=True):
         values.append(np.asarray(alg.prim(out)))
@@ -121,7 +123,7 @@ def _gradients(
     alg = NumpyAlgebra()
     state = ReverseState()
     stats = stats if stats is not None else ReverseStats()
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), collector_paused():
         for delta, cotangent in seeds:
             eval_delta(alg, state, cotangent, delta, stats)
         return backprop(alg, state, stats).grad

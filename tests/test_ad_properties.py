@@ -73,7 +73,8 @@ def test_gradients_agree_with_finite_differences(gp: GeneratedProgram, seed: int
     fd = directional_fd(program, arrays, tangent, c, 1e-6)
     fd_half = directional_fd(program, arrays, tangent, c, 5e-7)
     assume(close(fd, fd_half, scale, 1e-5))  # skip the rare point next to a kink
-    assert close(reverse, fd, scale, 1e-4), (reverse, fd)
+    assert close(reverse, fd, scale, 1e-4), (reverse, fd)  # the gradient (vjp)
+    assert close(forward, fd, scale, 1e-4), (forward, fd)  # the jvp
 
 
 @settings(max_examples=100, suppress_health_check=SLOW_OK)

@@ -1,0 +1,50 @@
+"""The gradient and sharing benchmarks run end to end (small sizes: a smoke run).
+
+Peers that are not installed are reported as such, never as an error; installed ones
+run too (each in its own process), and every gradient is checked against NumPy's.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+
+
+def run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+
+
+def test_bench_gradients_quick() -> None:
+    result = run("bench_gradients.py", "--quick")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert out.startswith("# bench_gradients.py --quick  (")
+    assert "cores," in out.splitlines()[0]
+    assert "## median ms per gradient" in out
+    assert "## ratio to the NumPy gradient" in out
+    assert "## time to first gradient" in out
+    for workload in ("W1", "W2", "W3", "W4", "W5", "W6"):
+        assert f"\n{workload} " in out
+    assert "# numpy    ok" in out and "# dualarr  ok" in out
+    for peer in ("autograd", "jax", "jax.jit", "torch"):
+        line = next(s for s in out.splitlines() if s.startswith(f"# {peer} "))
+        assert "ok:" in line or "not installed" in line, line
+
+
+def test_bench_sharing_small() -> None:
+    result = run("bench_sharing.py", "--sizes", "200", "400", "--repeat", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("# bench_sharing.py  (")
+    head = next(i for i, s in enumerate(lines) if s.split()[:3] == ["N", "Delta", "Share"])
+    rows = [s.split() for s in lines[head + 1:] if not s.startswith("#")]
+    assert [r[0] for r in rows] == ["200", "400"]
+    assert int(rows[1][1]) == 2 * int(rows[0][1]) - 3  # Delta nodes linear in N
+    assert "2.00x Delta nodes" in lines[-1]

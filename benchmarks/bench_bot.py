@@ -3,7 +3,8 @@
 Programs of about 100, 1,000 and 10,000 nodes are made of repeated blocks mixing every
 kind of work the bot meets: ``build1`` over index arithmetic with ``//`` and ``%``,
 ``cond``, ``let``, gathers, reductions and a nested ``build1``.  Each size is timed
-several times (median).  Usage: ``python benchmarks/bench_bot.py [--repeat N]``.
+several times; the table shows the fastest run (least disturbed by the machine, as
+``timeit`` recommends) and the median.  Usage: ``python benchmarks/bench_bot.py [--repeat N]``.
 """
 
 from __future__ import annotations
@@ -41,13 +42,13 @@ def blocks_program(blocks: int) -> Callable[[da.Tensor, da.Tensor], da.Tensor]:
     return f
 
 
-def median_time(action: Callable[[], object], repeat: int) -> float:
+def run_times(action: Callable[[], object], repeat: int) -> list[float]:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
         action()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return times
 
 
 def main() -> None:
@@ -57,7 +58,8 @@ def main() -> None:
     x, y = np.linspace(-1, 1, N), np.linspace(0, 2, N)
     print(f"# {platform.python_implementation()} {platform.python_version()}, "
           f"{platform.machine()}, numpy {np.__version__}")
-    print(f"{'blocks':>7} {'nodes':>7} {'bot+simplify s':>15} {'ratio':>7} {'nodes ratio':>12}")
+    print(f"{'blocks':>7} {'nodes':>7} {'min s':>9} {'median s':>9} {'ratio':>7}"
+          f" {'nodes ratio':>12}")
     previous: tuple[int, float] | None = None
     for blocks in (3, 30, 300):
         program = da.trace(blocks_program(blocks), x, y)
@@ -66,12 +68,15 @@ def main() -> None:
             result = vectorise(program.outputs, program.supply)
             return simplify(list(result.terms), program.supply)
 
-        seconds = median_time(run, args.repeat)
+        # small programs are timed more often: their runs are short and noisier
+        times = run_times(run, args.repeat * max(1, 300 // (blocks * 10)))
+        seconds, median = min(times), statistics.median(times)
         ratio = nodes_ratio = ""
         if previous is not None:
             ratio = f"{seconds / previous[1]:.2f}"
             nodes_ratio = f"{program.size / previous[0]:.2f}"
-        print(f"{blocks:>7} {program.size:>7} {seconds:>15.4f} {ratio:>7} {nodes_ratio:>12}")
+        print(f"{blocks:>7} {program.size:>7} {seconds:>9.4f} {median:>9.4f} {ratio:>7}"
+              f" {nodes_ratio:>12}")
         previous = (program.size, seconds)
 
 

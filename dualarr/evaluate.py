@@ -141,6 +141,8 @@ def index_array(array: Array, index: Sequence[Array]) -> Array:
     if array.size == 0 or math.prod(batch) == 0:
         return np.zeros(batch + tail, dtype=array.dtype)
     picked = array[tuple(clipped)]
+    if valid.all():  # the common case: no read out of range, nothing to mask
+        return picked
     mask = valid.reshape(batch + (1,) * len(tail))
     return np.where(mask, picked, np.zeros((), dtype=array.dtype))
 
@@ -163,8 +165,16 @@ def scatter_add(
         linear = linear * extent + comp
     flat_valid = valid.reshape(-1)
     values = source.reshape(math.prod(grid_shape), math.prod(tail))
-    if out.size and flat_valid.any():
-        np.add.at(out, linear.reshape(-1)[flat_valid], values[flat_valid])
+    if not out.size or not flat_valid.any():
+        return out.reshape(outer_shape + tail)
+    targets = linear.reshape(-1)
+    if not flat_valid.all():
+        targets, values = targets[flat_valid], values[flat_valid]
+    if out.shape[1] == 1 and source.dtype.kind == "f":
+        # one value per target: bincount adds (in order) far faster than add.at
+        summed = np.bincount(targets, weights=values[:, 0], minlength=out.shape[0])
+        return summed.astype(source.dtype, copy=False).reshape(outer_shape + tail)
+    np.add.at(out, targets, values)
     return out.reshape(outer_shape + tail)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from . import indexing as ix_
 from .core import (
     ArgMax,
     ArgMin,
@@ -29,7 +30,6 @@ from .core import (
     Index,
     Iota,
     Let,
-    Op,
     OpKind,
     Replicate,
     Reshape,
@@ -38,6 +38,7 @@ from .core import (
     Term,
     Transpose,
     Var,
+    int_const,
     type_name,
 )
 from .errors import DtypeError, ShapeError, UnsupportedError, format_shape
@@ -390,18 +391,12 @@ def _is_array_index(value: Any) -> bool:
     return isinstance(value, list | np.ndarray)
 
 
-def _int(value: int) -> Const:
-    return Const(np.asarray(value, dtype=np.int64))
-
-
 def _affine(v: Term, start: int, step: int) -> Term:
     """``start + step * v`` as a readable index term (``v + 1``, ``4 - v``, ``2 * v``)."""
-    scaled = v if builtins.abs(step) == 1 else Op("mul", (_int(builtins.abs(step)), v))
+    scaled = ix_.mul(int_const(builtins.abs(step)), v)
     if step < 0:
-        return Op("sub", (_int(start), scaled))
-    if start < 0:
-        return Op("sub", (scaled, _int(-start)))
-    return Op("add", (scaled, _int(start))) if start else scaled
+        return ix_.sub(int_const(start), scaled)
+    return ix_.add(scaled, int_const(start))
 
 
 def _gather_index(t: Tensor, items: list[Any]) -> Tensor:

@@ -31,6 +31,11 @@ class Algebra(Generic[A]):
     methods serve terms being interpreted and values built by derivative rules.
     """
 
+    @property
+    def symbolic_index_functions(self) -> bool:
+        """Index functions stay symbolic (never tabulated point by point)."""
+        return False
+
     # -- leaves ----------------------------------------------------------------------
 
     def const(self, value: np.ndarray) -> A:

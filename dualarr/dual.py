@@ -39,6 +39,10 @@ class DualAlgebra(Algebra[Any]):
         self.supply = supply if supply is not None else IdSupply()
         self.shared = 0  # number of Share nodes made
 
+    @property
+    def symbolic_index_functions(self) -> bool:
+        return self.p.symbolic_index_functions
+
     # -- plumbing ------------------------------------------------------------------
 
     def share(self, d: dl.Delta) -> dl.Delta:

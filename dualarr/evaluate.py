@@ -444,8 +444,11 @@ class Interpreter(Generic[A]):
         """Interpret ``λvs. index`` on every point of ``grid_shape`` (in bulk if possible)."""
         alg = self.algebra
         level = len(memos)
+        symbolic = alg.symbolic_index_functions
         grids = alg.index_grid(grid_shape)
-        if grids is not None and all(self._bulk_evaluable(i, frozenset(vs)) for i in index):
+        if grids is not None and (
+            symbolic or all(self._bulk_evaluable(i, frozenset(vs)) for i in index)
+        ):
             for var, grid in zip(vs, grids, strict=True):
                 env[var] = (grid, level)
             inner = [*memos, {}]

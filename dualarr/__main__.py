@@ -12,6 +12,7 @@ from .evaluate import NumpyAlgebra
 from .examples import fig18
 from .pipeline import pipeline
 from .reverse import ReverseStats, reverse
+from .symbolic import symbolic_gradient
 
 
 def demo(n: int) -> str:
@@ -50,6 +51,12 @@ def demo(n: int) -> str:
         f"reverse pass (Fig. 17): Share ids evaluated {stats.share_order} (largest first)",
         f"gradient = {np.asarray(gradient).tolist()}   (by hand, 2 * reversed x: "
         f"{(2 * x[::-1]).tolist()})",
+    ]
+    symbolic = symbolic_gradient(stages.vectorised)
+    lines += [
+        "",
+        "== symbolic gradient  (§7, App. D: the same rules and reverse pass on terms)",
+        str(symbolic.gradient),
     ]
     return "\n".join(lines)
 

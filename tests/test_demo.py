@@ -16,6 +16,7 @@ def test_python_m_dualarr_demo_prints_the_fig18_source_term() -> None:
     assert "build1-index (Fig. 11)" in result.stdout
     assert "s3 = SumOuter s2" in result.stdout
     assert "gradient = [10.0, 8.0, 6.0, 4.0, 2.0]" in result.stdout
+    assert "scatter [5] (x * t2)" in result.stdout
 
 
 def test_demo_rejects_bad_arguments() -> None:

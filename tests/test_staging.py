@@ -11,38 +11,20 @@ from hypothesis import strategies as st
 from strategies import GeneratedProgram, programs
 
 import dualarr as da
-from dualarr import delta as dl
+from dualarr import symbolic as sym
 from dualarr.api import vectorised_program
-from dualarr.core import IdSupply, Term, Var, bound_vars, fresh_var, postorder
-from dualarr.dual import Dual, DualAlgebra
-from dualarr.evaluate import Interpreter, evaluate_many
+from dualarr.core import Term, Var, bound_vars, postorder
+from dualarr.evaluate import evaluate_many
 from dualarr.examples import fig18
 from dualarr.printer import print_program
-from dualarr.reverse import reverse
-from dualarr.simplify import simplify
-from dualarr.staging import TermAlgebra
 
 
 def symbolic_gradient(
     f: Callable[..., Any], args: tuple[Any, ...]
 ) -> tuple[list[Var], list[Term]]:
     """(inputs + [dt], [value, gradient per float input]) as terms."""
-    program = vectorised_program(f, args)
-    terms_alg = TermAlgebra(program.supply)
-    alg = DualAlgebra(terms_alg, IdSupply())
-    env = {
-        v: Dual(v, dl.Input(k, v.shape, v.dtype)) if v.dtype.is_float else v
-        for k, v in enumerate(program.inputs)
-    }
-    (out,) = Interpreter(alg).run(list(program.outputs), env)
-    dt = fresh_var(program.supply, "dt", out.primal.shape, out.primal.dtype)
-    grads = reverse(terms_alg, out.delta, dt)
-    positions = [k for k, v in enumerate(program.inputs) if v.dtype.is_float]
-    results = [out.primal] + [
-        grads.get(k, terms_alg.zeros(program.inputs[k].shape, program.inputs[k].dtype))
-        for k in positions
-    ]
-    return [*program.inputs, dt], simplify(results, program.supply)
+    result = sym.symbolic_gradient(vectorised_program(f, args))
+    return list(result.gradient.inputs), list(result.gradient.outputs)
 
 
 def test_fig18_symbolic_gradient_is_a_term_with_one_gather_and_its_scatter() -> None:

@@ -13,6 +13,7 @@ from strategies import GeneratedProgram, programs
 import dualarr as da
 from dualarr import symbolic as sym
 from dualarr.api import vectorised_program
+from dualarr.codegen import compile_program
 from dualarr.core import Term, Var, bound_vars, postorder
 from dualarr.evaluate import evaluate_many
 from dualarr.examples import fig18
@@ -61,6 +62,26 @@ def test_symbolic_gradient_equals_the_concrete_one(gp: GeneratedProgram) -> None
     cotangents = pullback(np.float64(1.0))
     np.testing.assert_allclose(value, concrete_value, rtol=1e-9, equal_nan=True)
     for k, g in zip(positions, grads, strict=True):
+        np.testing.assert_allclose(
+            np.broadcast_to(g, arrays[k].shape), cotangents[k], rtol=1e-9, atol=1e-12,
+            equal_nan=True,
+        )
+
+
+@settings(max_examples=200, suppress_health_check=SLOW_OK)
+@given(programs(float_only=True, output_shapes=st.just(())))
+def test_generated_code_of_the_symbolic_gradient_equals_the_concrete_one(
+    gp: GeneratedProgram,
+) -> None:
+    f = gp.function()
+    arrays = tuple(gp.arrays)
+    result = sym.symbolic_gradient(vectorised_program(f, arrays))
+    compiled = compile_program(result.gradient.inputs, result.gradient.outputs)
+    value, *grads = compiled(*arrays, np.float64(1.0))
+    concrete_value, pullback = da.vjp(f, *arrays)
+    cotangents = pullback(np.float64(1.0))
+    np.testing.assert_allclose(value, concrete_value, rtol=1e-9, equal_nan=True)
+    for k, g in zip(result.positions, grads, strict=True):
         np.testing.assert_allclose(
             np.broadcast_to(g, arrays[k].shape), cotangents[k], rtol=1e-9, atol=1e-12,
             equal_nan=True,

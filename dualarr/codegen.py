@@ -1,0 +1,628 @@
+"""Code generation: a vectorised term DAG as Python source over an array namespace (§7.5).
+
+The input is a closed, ``build1``-free DAG (the output of the bot and the simplifier);
+the output is one function ``def program(xp, helpers, x, ...)`` written against the
+array-API names (``xp.sin``, ``xp.sum(axis=0)``, ``xp.permute_dims``, ``xp.where``...),
+returning a tuple.  Sharing is kept: a node used twice (or needed by name) gets one
+line ``tN = ...`` placed in the innermost scope of its free variables, the rule of
+:mod:`dualarr.printer`; unshared nodes are inlined.  Every ``let`` is an assignment.
+
+Gather and scatter index functions run in bulk: the lambda's variables are bound to
+index grids and the index expressions become array expressions, then
+``helpers.gather`` / ``helpers.scatter`` apply the totality semantics (out-of-range
+reads give 0, out-of-range writes are dropped).  An index function that is not scalar
+index work (:func:`dualarr.indexing.is_scalar_index_work`) is evaluated by a generated
+Python loop over its grid.  Integer ``//`` and ``%`` call ``helpers.quot`` /
+``helpers.rem`` (``a // 0 == a``, ``a % 0 == a``).  Every traversal is iterative.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from .core import (
+    ArgMax,
+    ArgMin,
+    Build1,
+    Cond,
+    Const,
+    DType,
+    Floor,
+    FreeVars,
+    FromIntegral,
+    FromList,
+    Gather,
+    Index,
+    Iota,
+    Let,
+    Op,
+    Replicate,
+    Reshape,
+    Scatter,
+    SumOuter,
+    Term,
+    Transpose,
+    Var,
+    assert_never,
+    bound_vars,
+    children,
+)
+from .errors import DualarrError
+from .evaluate import index_array, scatter_add
+from .indexing import is_scalar_index_work
+
+__all__ = ["HELPERS", "CompiledProgram", "compile_program", "generate"]
+
+# --------------------------------------------------------------------------------------
+# Run-time helpers (the ``helpers`` argument of generated functions)
+# --------------------------------------------------------------------------------------
+
+
+def _quot(a: Any, b: Any) -> Any:
+    """Integer floor division with ``a // 0 == a``."""
+    zero = b == 0
+    return np.where(zero, a, np.floor_divide(a, np.where(zero, 1, b)))
+
+
+def _rem(a: Any, b: Any) -> Any:
+    """Integer remainder (sign of the divisor) with ``a % 0 == a``."""
+    zero = b == 0
+    return np.where(zero, a, np.remainder(a, np.where(zero, 1, b)))
+
+
+def _sigmoid(a: Any) -> Any:
+    return 1 / (1 + np.exp(-a))
+
+
+def _floor(a: Any) -> Any:
+    """Float to int, rounding down (``nan`` becomes 0, ``±inf`` a huge int)."""
+    bound = float(2**62)
+    x = np.asarray(a)
+    return np.floor(np.where(np.isnan(x), 0.0, np.clip(x, -bound, bound))).astype(np.int64)
+
+
+def _grid(shape: tuple[int, ...]) -> list[np.ndarray]:
+    """One index grid per dimension of ``shape`` (the lambda's variables, in bulk)."""
+    return list(np.indices(shape, dtype=np.int64)) if shape else []
+
+
+def _points(shape: tuple[int, ...]) -> Iterator[tuple[np.int64, ...]]:
+    """Every point of ``shape`` in row-major order (the loop fallback)."""
+    for point in np.ndindex(*shape):
+        yield tuple(np.int64(p) for p in point)
+
+
+def _columns(count: int) -> list[list[Any]]:
+    return [[] for _ in range(count)]
+
+
+def _from_points(columns: Sequence[Sequence[Any]], shape: tuple[int, ...]) -> list[np.ndarray]:
+    return [np.asarray(c, dtype=np.int64).reshape(shape) for c in columns]
+
+
+def _index(array: Any, components: Sequence[Any]) -> Any:
+    """``array[components]``: 0 where a component is out of range (bulk or scalar)."""
+    return index_array(np.asarray(array), components)
+
+
+def _gather(array: Any, components: Sequence[Any], outer_shape: tuple[int, ...]) -> Any:
+    """``out[is] = array[components[is]]`` over ``outer_shape``; out of range reads 0."""
+    a = np.asarray(array)
+    if not components:
+        return np.broadcast_to(a, (*outer_shape, *a.shape))
+    return index_array(a, [np.broadcast_to(np.asarray(c), outer_shape) for c in components])
+
+
+def _scatter(
+    array: Any, components: Sequence[Any], outer_shape: tuple[int, ...], n_vars: int
+) -> Any:
+    """``out[components[is]] += array[is]``; out-of-range writes are dropped."""
+    return scatter_add(np.asarray(array), components, outer_shape, n_vars)
+
+
+HELPERS = SimpleNamespace(
+    quot=_quot,
+    rem=_rem,
+    sigmoid=_sigmoid,
+    floor=_floor,
+    grid=_grid,
+    points=_points,
+    columns=_columns,
+    from_points=_from_points,
+    index=_index,
+    gather=_gather,
+    scatter=_scatter,
+)
+"""The ``helpers`` namespace passed to generated functions (NumPy implementations)."""
+
+# --------------------------------------------------------------------------------------
+# Names and literals
+# --------------------------------------------------------------------------------------
+
+_RESERVED = {"xp", "helpers", "float", "True", "False", "None"}
+
+
+class _Namer:
+    """Valid, unique Python identifiers from variable hints."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set(_RESERVED)
+        self.counters: dict[str, int] = {}
+
+    def fresh(self, hint: str, *, numbered: bool = False) -> str:
+        base = re.sub(r"\W", "_", hint) or "v"
+        if base[0].isdigit():
+            base = "v" + base
+        if keyword.iskeyword(base) or keyword.issoftkeyword(base):
+            base += "_"
+        if not numbered and base not in self.used:
+            self.used.add(base)
+            return base
+        n = self.counters.get(base, 0)
+        while True:
+            n += 1
+            name = f"{base}{n}"
+            if name not in self.used:
+                break
+        self.counters[base] = n
+        self.used.add(name)
+        return name
+
+
+def _scalar(value: object) -> str:
+    if isinstance(value, np.bool_ | bool):
+        return "True" if value else "False"
+    if isinstance(value, np.integer | int):
+        return str(int(value))
+    f = float(value)  # type: ignore[arg-type]
+    if math.isnan(f):
+        return "float('nan')"
+    if math.isinf(f):
+        return "float('inf')" if f > 0 else "-float('inf')"
+    return repr(f)
+
+
+def _const_text(value: np.ndarray, dtype: DType) -> str:
+    if value.ndim == 0:
+        if dtype is DType.BOOL:
+            return f"xp.asarray({_scalar(value[()])})"
+        return f"xp.{dtype}({_scalar(value[()])})"
+    flat = ", ".join(_scalar(v) for v in value.reshape(-1))
+    return f"xp.reshape(xp.asarray([{flat}], dtype=xp.{dtype}), {_shape(value.shape)})"
+
+
+def _shape(shape: Sequence[int]) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _targets(names: Sequence[str]) -> str:
+    return f"({names[0]},)" if len(names) == 1 else ", ".join(names)
+
+
+# Python precedences of the emitted expressions (higher binds tighter).
+_ATOM = 12
+_POW = 9
+_UNARY = 8
+_MUL = 7
+_ADD = 6
+_CMP = 4
+_IFELSE = 1
+
+_INFIX: dict[str, tuple[str, int]] = {
+    "add": ("+", _ADD),
+    "sub": ("-", _ADD),
+    "mul": ("*", _MUL),
+    "div": ("/", _MUL),
+    "pow": ("**", _POW),
+    "lt": ("<", _CMP),
+    "le": ("<=", _CMP),
+    "gt": (">", _CMP),
+    "ge": (">=", _CMP),
+    "eq": ("==", _CMP),
+    "ne": ("!=", _CMP),
+}
+
+_CALL: dict[str, str] = {
+    **{n: f"xp.{n}" for n in ("exp", "log", "log1p", "expm1", "sin", "cos", "tan")},
+    **{n: f"xp.{n}" for n in ("sinh", "cosh", "tanh", "sqrt", "asin", "acos", "atan")},
+    **{n: f"xp.{n}" for n in ("atan2", "abs", "sign", "maximum", "minimum")},
+    "sigmoid": "helpers.sigmoid",
+    "quot": "helpers.quot",
+    "rem": "helpers.rem",
+    "not": "xp.logical_not",
+    "and": "xp.logical_and",
+    "or": "xp.logical_or",
+    "select": "xp.where",
+}
+
+_MAX_NEST = 6  # inline expressions at most this deep (the parser's nesting limit)
+_MAX_WIDTH = 88  # a longer inline expression gets its own line
+
+# --------------------------------------------------------------------------------------
+# The generator
+# --------------------------------------------------------------------------------------
+
+_TOP = 0  # scope key of the function body; a lambda's scope is keyed by id(binder)
+
+
+@dataclass
+class _Chunk:
+    """Lines emitted into one scope (the function body or one index function)."""
+
+    lines: list[str]
+
+
+class _Generator:
+    """Analyses the DAG (uses, scopes) and emits one function, all iteratively."""
+
+    def __init__(self, inputs: Sequence[Var], outputs: Sequence[Term], name: str) -> None:
+        if not name.isidentifier() or keyword.iskeyword(name):
+            raise DualarrError(f"{name!r} is not a valid function name", op="codegen")
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.name = name
+        self.fv = FreeVars()
+        self.binder: dict[Var, Term] = {}
+        self.names: dict[int, str] = {}
+        self.namer = _Namer()
+        for var in self.inputs:
+            self.names[id(var)] = self.namer.fresh(var.hint)
+
+    # -- analysis ------------------------------------------------------------------
+
+    def _kids(self, node: Term) -> tuple[Term, ...]:
+        """Dependencies in emission order: a let-bound variable depends on its bound."""
+        if isinstance(node, Var):
+            binder = self.binder.get(node)
+            return (binder.bound,) if isinstance(binder, Let) else ()
+        if isinstance(node, Let):
+            return (node.var, node.body)
+        return children(node)
+
+    def _order(self) -> list[Term]:
+        """Post-order over :meth:`_kids` (iterative)."""
+        order: list[Term] = []
+        seen: set[int] = set()
+        for root in self.outputs:
+            if id(root) in seen:
+                continue
+            seen.add(id(root))
+            stack: list[tuple[Term, Iterator[Term]]] = [(root, iter(self._kids(root)))]
+            while stack:
+                node, kids = stack[-1]
+                for kid in kids:
+                    if id(kid) not in seen:
+                        seen.add(id(kid))
+                        stack.append((kid, iter(self._kids(kid))))
+                        break
+                else:
+                    stack.pop()
+                    order.append(node)
+        return order
+
+    def _analyse(self) -> list[Term]:
+        # binders (reject build1 and variables bound twice), via the real children
+        plain: list[Term] = []
+        seen: set[int] = set()
+        stack: list[Term] = list(self.outputs)
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            plain.append(node)
+            if isinstance(node, Build1):
+                raise DualarrError(
+                    "cannot generate code for build1: vectorise the program first "
+                    "(dualarr.pipeline.vectorise_program)",
+                    op="codegen",
+                )
+            for var in bound_vars(node)[0]:
+                if var in self.binder and self.binder[var] is not node:
+                    raise DualarrError(f"variable {var.hint}#{var.id} is bound twice", op="codegen")
+                self.binder[var] = node
+            stack.extend(children(node))
+        inputs = set(self.inputs)
+        for root in self.outputs:
+            for var in self.fv(root):
+                if var not in inputs:
+                    raise DualarrError(
+                        f"the program is not closed: {var.hint}#{var.id} is free", op="codegen"
+                    )
+        order = self._order()
+        # lambda nesting depth of every node (longest path), parents first
+        nest: dict[int, int] = {id(r): 0 for r in self.outputs}
+        for node in reversed(order):
+            d = nest.get(id(node), 0)
+            scoped = bound_vars(node)[1] if isinstance(node, Gather | Scatter) else ()
+            for position, kid in enumerate(children(node)):
+                kd = d + (1 if position in scoped else 0)
+                if kd > nest.get(id(kid), -1):
+                    nest[id(kid)] = kd
+        self.depth: dict[int, int] = {_TOP: 0}
+        for node in order:
+            if isinstance(node, Gather | Scatter):
+                self.depth[id(node)] = nest.get(id(node), 0) + 1
+        # home scope of every node: the innermost lambda whose variables it mentions
+        self.home: dict[int, int] = {}
+        for node in order:
+            if isinstance(node, Var):
+                binder = self.binder.get(node)
+                if binder is None:
+                    home = _TOP
+                elif isinstance(binder, Let):
+                    home = self.home[id(binder.bound)]
+                else:
+                    home = id(binder)
+            else:
+                home = _TOP
+                for kid in self._kids(node):
+                    h = self.home[id(kid)]
+                    if h != id(node) and self.depth[h] > self.depth[home]:
+                        home = h
+            self.home[id(node)] = home
+        # uses, seeing through lets (a let is an alias of its body)
+        self.uses: dict[int, int] = {}
+        self.cross: set[int] = set()  # used from another scope: needs a name
+        for root in self.outputs:
+            target = self._resolve(root)
+            self.uses[id(target)] = self.uses.get(id(target), 0) + 1
+        for node in order:
+            if isinstance(node, Let):
+                continue
+            for kid in self._kids(node):
+                target = self._resolve(kid)
+                self.uses[id(target)] = self.uses.get(id(target), 0) + 1
+                inside = isinstance(node, Gather | Scatter) and self.home[id(target)] == id(node)
+                if self.home[id(target)] != self.home[id(node)] and not inside:
+                    self.cross.add(id(target))
+            if isinstance(node, Cond):  # strict: both branches computed first
+                self.cross.update(
+                    (id(self._resolve(node.if_true)), id(self._resolve(node.if_false)))
+                )
+        self.bulk: dict[int, bool] = {}
+        for node in order:
+            if isinstance(node, Gather | Scatter):
+                vs = frozenset(node.vars)
+                self.bulk[id(node)] = all(is_scalar_index_work(i, vs, self.fv) for i in node.index)
+        return order
+
+    @staticmethod
+    def _resolve(node: Term) -> Term:
+        while isinstance(node, Let):
+            node = node.body
+        return node
+
+    # -- emission ------------------------------------------------------------------
+
+    def generate(self) -> str:
+        order = self._analyse()
+        self.text: dict[int, tuple[str, int, int]] = {}  # id -> (text, precedence, nesting)
+        self.chunks: dict[int, _Chunk] = {_TOP: _Chunk([])}
+        for node in order:
+            self._emit(node)
+        params = ", ".join(["xp", "helpers", *(self.names[id(v)] for v in self.inputs)])
+        results = [self._ref(r, 0) for r in self.outputs]
+        ret = "(" + ", ".join(results) + ("," if len(results) == 1 else "") + ")"
+        body = [*self.chunks[_TOP].lines, f"return {ret}"]
+        head = [
+            f"def {self.name}({params}):",
+            '    """Generated by dualarr.codegen (paper §7.5)."""',
+        ]
+        return "\n".join([*head, *("    " + line for line in body)]) + "\n"
+
+    def _ref(self, node: Term, need: int) -> str:
+        text, prec, _ = self.text[id(node)]
+        return f"({text})" if prec < need else text
+
+    def _nest(self, node: Term) -> int:
+        return self.text[id(node)][2]
+
+    def _lines(self, node: Term) -> list[str]:
+        home = self.home[id(node)]
+        chunk = self.chunks.get(home)
+        if chunk is None:
+            chunk = self.chunks[home] = _Chunk([])
+        return chunk.lines
+
+    def _bind(self, node: Term, expr: str) -> None:
+        """Emit ``tN = expr`` in the node's home scope; the node is then its name."""
+        name = self.namer.fresh("t", numbered=True)
+        self._lines(node).append(f"{name} = {expr}")
+        self.text[id(node)] = (name, _ATOM, 0)
+
+    def _emit(self, node: Term) -> None:
+        match node:
+            case Var():
+                binder = self.binder.get(node)
+                if id(node) not in self.names:
+                    self.names[id(node)] = self.namer.fresh(node.hint)
+                name = self.names[id(node)]
+                if isinstance(binder, Let):
+                    self._lines(node).append(f"{name} = {self._ref(binder.bound, 0)}")
+                self.text[id(node)] = (name, _ATOM, 0)
+                return
+            case Let(body=body):
+                self.text[id(node)] = self.text[id(body)]
+                return
+            case Gather() | Scatter():
+                self._emit_indexed(node)
+                return
+            case _:
+                pass
+        expr, prec = self._expr(node)
+        kids = children(node)
+        nest = 1 + max((self._nest(k) for k in kids), default=0)
+        trivial = isinstance(node, Const) and node.value.ndim == 0
+        named = not trivial and (
+            self.uses.get(id(node), 0) != 1
+            or id(node) in self.cross
+            or nest > _MAX_NEST
+            or len(expr) > _MAX_WIDTH
+            or (isinstance(node, Const) and node.value.size > 0)
+        )
+        if named:
+            self._bind(node, expr)
+        else:
+            self.text[id(node)] = (expr, prec, nest)
+
+    def _bulk_scope(self, node: Term) -> bool:
+        home = self.home[id(node)]
+        return home != _TOP and self.bulk.get(home, False)
+
+    def _expr(self, node: Term) -> tuple[str, int]:
+        ref = self._ref
+        match node:
+            case Const(value=value):
+                return _const_text(value, node.dtype), _ATOM
+            case Op(op=op, args=args):
+                return self._op(op, args)
+            case Cond(cond=c, if_true=a, if_false=b):
+                if self._bulk_scope(node):  # batched over an index grid
+                    return f"xp.where({ref(c, 0)}, {ref(a, 0)}, {ref(b, 0)})", _ATOM
+                return (
+                    f"{ref(a, _IFELSE + 1)} if {ref(c, _IFELSE + 1)} else {ref(b, _IFELSE)}",
+                    _IFELSE,
+                )
+            case Index(array=a, index=index):
+                comps = ", ".join(ref(i, 0) for i in index)
+                return f"helpers.index({ref(a, 0)}, [{comps}])", _ATOM
+            case SumOuter(array=a):
+                return f"xp.sum({ref(a, 0)}, axis=0)", _ATOM
+            case Replicate(array=a):
+                return f"xp.broadcast_to({ref(a, 0)}, {_shape(node.shape)})", _ATOM
+            case Transpose(perm=perm, array=a):
+                return f"xp.permute_dims({ref(a, 0)}, {_shape(perm)})", _ATOM
+            case Reshape(new_shape=sh, array=a):
+                return f"xp.reshape({ref(a, 0)}, {_shape(sh)})", _ATOM
+            case FromList(elems=elems):
+                return "xp.stack([" + ", ".join(ref(e, 0) for e in elems) + "])", _ATOM
+            case Iota(size=n):
+                return f"xp.arange({n}, dtype=xp.int64)", _ATOM
+            case FromIntegral(array=a, to=to):
+                return f"xp.astype({ref(a, 0)}, xp.{to})", _ATOM
+            case Floor(array=a):
+                return f"helpers.floor({ref(a, 0)})", _ATOM
+            case ArgMin(array=a):
+                return f"xp.argmin({ref(a, 0)}, axis=0)", _ATOM
+            case ArgMax(array=a):
+                return f"xp.argmax({ref(a, 0)}, axis=0)", _ATOM
+            case Var() | Let() | Build1() | Gather() | Scatter():
+                raise AssertionError(f"{type(node).__name__} is emitted elsewhere")
+            case _:
+                assert_never(node)
+
+    def _op(self, op: str, args: tuple[Term, ...]) -> tuple[str, int]:
+        ref = self._ref
+        infix = _INFIX.get(op)
+        if infix is not None:
+            symbol, p = infix
+            a, b = args
+            if p == _CMP:  # Python chains comparisons: parenthesise both sides
+                return f"{ref(a, p + 1)} {symbol} {ref(b, p + 1)}", p
+            if p == _POW:
+                return f"{ref(a, p + 1)} ** {ref(b, p)}", p
+            return f"{ref(a, p)} {symbol} {ref(b, p + 1)}", p
+        if op == "neg":
+            return f"-{ref(args[0], _UNARY)}", _UNARY
+        if op == "recip":
+            return f"1.0 / {ref(args[0], _MUL + 1)}", _MUL
+        return _CALL[op] + "(" + ", ".join(ref(a, 0) for a in args) + ")", _ATOM
+
+    def _emit_indexed(self, node: Gather | Scatter) -> None:
+        """Grids (or a loop), the lambda's own lines, then the gather/scatter call."""
+        inner = self.chunks.pop(id(node), _Chunk([]))
+        for var in node.vars:
+            if id(var) not in self.names:
+                self.names[id(var)] = self.namer.fresh(var.hint)
+        names = [self.names[id(v)] for v in node.vars]
+        kind = "gather" if isinstance(node, Gather) else "scatter"
+        grid = node.outer_shape if isinstance(node, Gather) else node.array.shape[: len(node.vars)]
+        result = self.namer.fresh("t", numbered=True)
+        lines = self._lines(node)
+        params = ", ".join(names)
+        if self.bulk[id(node)]:
+            lines.append(
+                f"# {kind} {list(node.outer_shape)} (\\[{params}]. ...): index grids, bulk index"
+            )
+            if names:
+                lines.append(f"{_targets(names)} = helpers.grid({_shape(grid)})")
+            lines.extend(inner.lines)
+            comps = "[" + ", ".join(self._ref(i, 0) for i in node.index) + "]"
+        else:
+            cols = f"{result}_ix"
+            lines.append(
+                f"# {kind} {list(node.outer_shape)} (\\[{params}]. ...): the index function "
+                "is not scalar index work (it computes arrays from its variables), "
+                "so it is evaluated point by point"
+            )
+            lines.append(f"{cols} = helpers.columns({len(node.index)})")
+            lines.append(
+                f"for {_targets(names) if names else '_'} in helpers.points({_shape(grid)}):"
+            )
+            body = [*inner.lines]
+            body += [f"{cols}[{k}].append({self._ref(i, 0)})" for k, i in enumerate(node.index)]
+            lines.extend("    " + line for line in body or ["pass"])
+            comps = f"helpers.from_points({cols}, {_shape(grid)})"
+        array = self._ref(node.array, 0)
+        if isinstance(node, Gather):
+            call = f"helpers.gather({array}, {comps}, {_shape(node.outer_shape)})"
+        else:
+            call = (
+                f"helpers.scatter({array}, {comps}, {_shape(node.outer_shape)}, {len(node.vars)})"
+            )
+        lines.append(f"{result} = {call}")
+        self.text[id(node)] = (result, _ATOM, 0)
+
+
+def generate(inputs: Sequence[Var], outputs: Sequence[Term], name: str = "program") -> str:
+    """Python source of ``def name(xp, helpers, *inputs)`` returning the outputs (§7.5).
+
+    ``outputs`` must be closed over ``inputs`` and free of ``build1`` (vectorise first).
+    """
+    return _Generator(inputs, outputs, name).generate()
+
+
+class CompiledProgram:
+    """Generated source, compiled once; calling it runs the program on NumPy arrays."""
+
+    def __init__(
+        self, inputs: Sequence[Var], outputs: Sequence[Term], name: str = "program"
+    ) -> None:
+        self.inputs = tuple(inputs)
+        self.output_dtypes = tuple(t.dtype.numpy() for t in outputs)
+        self.name = name
+        self.source = generate(inputs, outputs, name)
+        namespace: dict[str, Any] = {}
+        exec(compile(self.source, f"<dualarr.codegen {name}>", "exec"), namespace)
+        self._function: Callable[..., tuple[Any, ...]] = namespace[name]
+
+    def __call__(self, *arrays: Any) -> tuple[np.ndarray, ...]:
+        if len(arrays) != len(self.inputs):
+            raise DualarrError(
+                f"{self.name} takes {len(self.inputs)} arrays, got {len(arrays)}", op="codegen"
+            )
+        with np.errstate(all="ignore"):
+            values = self._function(np, HELPERS, *(np.asarray(a) for a in arrays))
+        return tuple(
+            np.asarray(v).astype(dt, copy=False)
+            for v, dt in zip(values, self.output_dtypes, strict=True)
+        )
+
+    def __repr__(self) -> str:
+        return f"<CompiledProgram {self.name}: {self.source.count(chr(10))} lines>"
+
+
+def compile_program(
+    inputs: Sequence[Var], outputs: Sequence[Term], name: str = "program"
+) -> CompiledProgram:
+    """:func:`generate` then ``exec`` once: a callable over NumPy arrays."""
+    return CompiledProgram(inputs, outputs, name)

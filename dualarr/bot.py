@@ -47,6 +47,7 @@ from .core import (
     Transpose,
     Var,
     assert_never,
+    bound_vars,
     children,
     fresh_var,
     int_const,
@@ -242,6 +243,13 @@ class Rewriter:
     def fresh_index_var(self) -> Var:
         return fresh_var(self.supply, self.hint, (), DType.INT64)
 
+    def fresh_let(self, var: Var, bound: Term, body: Term) -> Term:
+        """``let var = bound in body`` with a fresh variable: a rewritten ``let`` must not
+        bind a variable that the original ``let`` (still elsewhere in the DAG) binds."""
+        renamed = fresh_var(self.supply, var.hint, var.shape, var.dtype)
+        (new_body,) = substitute_free([body], {var: renamed}, self.fv, self.supply)
+        return Let(renamed, bound, new_body)
+
     def _keep(self, *terms: Term) -> None:
         self._alive.extend(terms)
 
@@ -289,12 +297,14 @@ class Rewriter:
         n, m = len(sh), len(ix)
         ok = ix_.all_in_range(ix[:n], sh)
         if m >= n:
-            comps = substitute_free(f, dict(zip(vs, ix[:n], strict=True)), self.fv)
+            comps = substitute_free(
+                f, dict(zip(vs, ix[:n], strict=True)), self.fv, self.supply
+            )
             result = _guarded_index(b, (*comps, *ix[n:]), ok)
         else:
             rest_vars = tuple(self.fresh_index_var() for _ in range(m, n))
             mapping = dict(zip(vs, (*ix, *rest_vars), strict=True))
-            comps = substitute_free(f, mapping, self.fv)
+            comps = substitute_free(f, mapping, self.fv, self.supply)
             if comps:
                 comps[0] = ix_.poison(ok, comps[0])
                 result = Gather(sh[m:], b, rest_vars, tuple(comps))
@@ -350,7 +360,7 @@ class Vectoriser(Rewriter):
         mapping: dict[Var, Term] = {self.i: new_i}
         for x, xv in self.vectorised_let.items():
             mapping[x] = Index(xv, (new_i,))
-        return tuple(substitute_free(terms, mapping, self.fv))
+        return tuple(substitute_free(terms, mapping, self.fv, self.supply))
 
     def with_index_function(
         self,
@@ -511,9 +521,12 @@ class Vectoriser(Rewriter):
     def let_rule(self, rule: str, x: Var, bound: Term, body: Request) -> Rewrite:
         """``B[let x = e1 in e2] = let x' = B[e1] in B[e2[x := x'[i]]]`` (Fig. 9)."""
         new_var = self.bind_let(x, bound)
-        if new_var is x:  # the bound value does not mention i: the let stays as it is
-            return Rewrite(rule, "Fig. 9", (body,), lambda rs: Let(x, bound, rs[0]))
-        return Rewrite(rule, "Fig. 9", (Vec(bound), body), lambda rs: Let(new_var, rs[0], rs[1]))
+        if new_var is x:  # the bound value does not mention i: the let stays outside B
+            return Rewrite(rule, "Fig. 9", (body,), lambda rs: self.fresh_let(x, bound, rs[0]))
+        return Rewrite(
+            rule, "Fig. 9", (Vec(bound), body),
+            lambda rs: self.fresh_let(new_var, rs[0], rs[1]),
+        )
 
     # -- Fig. 10 and 11: push index down, or gather --------------------------------------
 
@@ -626,7 +639,8 @@ class IndexPusher(Rewriter):
                 return self.index_op("index-op", a, ix, Push)
             case Let(var=x, bound=bound, body=body):
                 return Rewrite(
-                    "index-let", "Fig. 10", (Push(body, ix),), lambda rs: Let(x, bound, rs[0])
+                    "index-let", "Fig. 10", (Push(body, ix),),
+                    lambda rs: self.fresh_let(x, bound, rs[0]),
                 )
             case Cond(cond=c, if_true=p, if_false=q):
                 return Rewrite(
@@ -699,9 +713,17 @@ def _replace_nodes(terms: Sequence[Term], replacement: dict[int, Term]) -> list[
 
 
 def substitute_free(
-    terms: Sequence[Term], mapping: dict[Var, Term], free_vars: FreeVars
+    terms: Sequence[Term],
+    mapping: dict[Var, Term],
+    free_vars: FreeVars,
+    supply: IdSupply | None = None,
 ) -> list[Term]:
-    """Replace free variables, rebuilding only the nodes that mention one (sharing kept)."""
+    """Replace free variables, rebuilding only the nodes that mention one (sharing kept).
+
+    With a ``supply``, every binder that is rebuilt binds fresh variables, so the copy
+    never binds a variable that the original (which may stay in the DAG) binds too.
+    """
+    mapping = dict(mapping)
     keys = set(mapping)
     new: dict[int, Term] = {}
 
@@ -720,14 +742,39 @@ def substitute_free(
             continue
         kids = children(node)
         if not expanded:
+            if supply is not None:
+                for var in bound_vars(node)[0]:
+                    if var not in mapping:
+                        mapping[var] = fresh_var(supply, var.hint, var.shape, var.dtype)
+                        keys.add(var)
             stack.append((node, True))
             stack.extend((kid, False) for kid in kids if id(kid) not in new and touched(kid))
             continue
-        rebuilt = rebuild(node, tuple(new.get(id(kid), kid) for kid in kids))
+        rebuilt = _rebuild_binding(node, tuple(new.get(id(kid), kid) for kid in kids), mapping)
         if isinstance(rebuilt, Index) and isinstance(rebuilt.array, Index):  # x'[j][ix]
             rebuilt = Index(rebuilt.array.array, (*rebuilt.array.index, *rebuilt.index))
         new[id(node)] = rebuilt
     return [new.get(id(t), t) for t in terms]
+
+
+def _rebuild_binding(node: Term, kids: tuple[Term, ...], mapping: dict[Var, Term]) -> Term:
+    """``node`` with new children and, for a binder, its variables renamed by ``mapping``."""
+
+    def renamed(var: Var) -> Var:
+        target = mapping.get(var, var)
+        return target if isinstance(target, Var) else var
+
+    match node:
+        case Let(var=var):
+            return Let(renamed(var), kids[0], kids[1])
+        case Build1(size=size, var=var):
+            return Build1(size, renamed(var), kids[0])
+        case Gather(outer_shape=sh, vars=vs):
+            return Gather(sh, kids[0], tuple(renamed(v) for v in vs), tuple(kids[1:]))
+        case Scatter(outer_shape=sh, vars=vs):
+            return Scatter(sh, kids[0], tuple(renamed(v) for v in vs), tuple(kids[1:]))
+        case _:
+            return rebuild(node, kids)
 
 
 # --------------------------------------------------------------------------------------

@@ -362,11 +362,17 @@ class _Generator:
                     home = self.home[id(binder.bound)]
                 else:
                     home = id(binder)
-            else:
+            else:  # the innermost binder of its free variables (its own are not free)
                 home = _TOP
-                for kid in self._kids(node):
-                    h = self.home[id(kid)]
-                    if h != id(node) and self.depth[h] > self.depth[home]:
+                for var in self.fv(node):
+                    binder = self.binder.get(var)
+                    if binder is None:
+                        h = _TOP
+                    elif isinstance(binder, Let):
+                        h = self.home.get(id(binder.bound), _TOP)
+                    else:
+                        h = id(binder)
+                    if self.depth[h] > self.depth[home]:
                         home = h
             self.home[id(node)] = home
         # uses, seeing through lets (a let is an alias of its body)

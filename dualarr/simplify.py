@@ -158,17 +158,24 @@ class Simplifier:
             return Const(folded)
         if t.shape == () and t.dtype is DType.INT64 and len(args) == 2:
             a, b = args
+            result: Term = t
             match op:
                 case "add":
-                    return ix_.add(a, b)
+                    result = ix_.add(a, b)
                 case "sub":
-                    return ix_.sub(a, b)
+                    result = ix_.sub(a, b)
                 case "mul":
-                    return ix_.mul(a, b)
+                    result = ix_.mul(a, b)
                 case "quot":
-                    return ix_.quot(a, b)
+                    result = ix_.quot(a, b)
                 case "rem":
-                    return ix_.rem(a, b)
+                    result = ix_.rem(a, b)
+            same = (
+                isinstance(result, Op)
+                and result.op == op
+                and all(x is y for x, y in zip(result.args, args, strict=True))
+            )
+            return t if same else result  # keep the node: simplify is idempotent
         return t
 
     def _index(self, t: Index, a: Term, ix: tuple[Term, ...]) -> Term:
@@ -260,7 +267,9 @@ class Simplifier:
         if len(f) < n2:
             extra = tuple(fresh_var(self.supply, v.hint, (), DType.INT64) for v in vs2[len(f) :])
         args = (*f[:n2], *extra)
-        comps = list(substitute_free(f2, dict(zip(vs2, args, strict=True)), self.fv))
+        comps = list(
+            substitute_free(f2, dict(zip(vs2, args, strict=True)), self.fv, self.supply)
+        )
         comps += list(f[n2:])
         if not comps:
             return None

@@ -12,7 +12,6 @@ from .evaluate import NumpyAlgebra
 from .examples import fig18
 from .pipeline import pipeline
 from .reverse import ReverseStats, reverse
-from .symbolic import symbolic_gradient
 
 
 def demo(n: int) -> str:
@@ -52,11 +51,25 @@ def demo(n: int) -> str:
         f"gradient = {np.asarray(gradient).tolist()}   (by hand, 2 * reversed x: "
         f"{(2 * x[::-1]).tolist()})",
     ]
-    symbolic = symbolic_gradient(stages.vectorised)
+    value, (compiled_gradient,) = stages(x)
     lines += [
         "",
-        "== symbolic gradient  (§7, App. D: the same rules and reverse pass on terms)",
-        str(symbolic.gradient),
+        "== forward  (§7, App. D: the same rules on terms: primal term and symbolic Delta)",
+        str(stages.forward),
+        "",
+        "== delta  (Eq. 6: primal bindings, then a Delta that mentions only variables)",
+        str(stages.delta),
+        "",
+        "== shared  (Fig. 19: the symbolic reverse pass; duplicated cotangents are shared)",
+        str(stages.shared),
+        "",
+        "== gradient  (Figs. 20-21: share -> let, the wrapper, simplified)",
+        str(stages.gradient),
+        "",
+        "== python  (§7.5: the generated code, compiled once)",
+        stages.python.rstrip("\n"),
+        "",
+        f"compiled: value = {float(value)!r}, gradient = {compiled_gradient.tolist()}",
     ]
     return "\n".join(lines)
 

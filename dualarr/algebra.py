@@ -93,6 +93,15 @@ class Algebra(Generic[A]):
     def argmax(self, a: A) -> A:
         raise NotImplementedError
 
+    def contract(self, spec: str, a: A, b: A) -> A:
+        """A tensor contraction in einsum notation (see :class:`dualarr.core.Contract`)."""
+        raise NotImplementedError
+
+    def share(self, a: A) -> A:
+        """Mark a value used more than once (§7.2): the identity on concrete arrays; the
+        symbolic algebra wraps the term in an explicit ``share``."""
+        return a
+
     def build1(self, rows: Sequence[A], shape: Shape, dtype: DType) -> A:
         """Stack the rows of an element-by-element ``build1`` (``shape`` of the result)."""
         raise NotImplementedError

@@ -1,9 +1,11 @@
 """The differentiation API: ``grad``, ``value_and_grad``, ``vjp``, ``jvp``, ``jacobian``.
 
 Like JAX's, over the pipeline of the paper: the function is traced, vectorised by the bot
-and simplified (cached per function and input types), differentiated with dual arrays
-(§6) and its Delta evaluated by the reverse pass of Fig. 17 (``mode="interpret"``, the
-concrete dual-arrays path).
+and simplified (cached per function and input types).  Then, by default
+(``mode="compiled"``), differentiated at compile time (§7): the gradient program is
+generated as Python once per (function, shapes, dtypes, backend) and run on every call.
+``mode="interpret"`` selects the concrete dual-arrays path instead: D with NumPy primals
+(§6) and the reverse pass of Fig. 17 over the Delta, on every call.
 """
 
 from __future__ import annotations
@@ -20,24 +22,31 @@ from .core import IdSupply, Var, type_name
 from .dual import Dual, DualAlgebra
 from .errors import DtypeError, DualarrError, ShapeError
 from .evaluate import Interpreter, NumpyAlgebra
-from .pipeline import vectorise_program
+from .pipeline import CompiledGradient, compile_gradient, vectorise_program
 from .program import Program, input_type, trace
 from .reverse import ReverseState, ReverseStats, backprop, eval_delta, forward
 from .trampoline import collector_paused
 
-MODES = ("interpret",)
+MODES = ("compiled", "interpret")
+BACKEND = "numpy"
 _CACHE_SIZE = 128
 _programs: OrderedDict[Hashable, Program] = OrderedDict()
+_gradients: OrderedDict[Hashable, CompiledGradient] = OrderedDict()
+
+
+def _cache_key(f: Callable[..., Any], args: Sequence[Any]) -> Hashable | None:
+    types = tuple((shape, dtype) for shape, dtype in (input_type(a, k) for k, a in enumerate(args)))
+    try:
+        key: Hashable = (f, types, BACKEND)
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def vectorised_program(f: Callable[..., Any], args: Sequence[Any]) -> Program:
     """``f`` traced on ``args``' types, vectorised and simplified; cached per types."""
-    types = tuple((shape, dtype) for shape, dtype in (input_type(a, k) for k, a in enumerate(args)))
-    try:
-        key: Hashable = (f, types)
-        hash(key)
-    except TypeError:
-        key = None
+    key = _cache_key(f, args)
     if key is not None and key in _programs:
         _programs.move_to_end(key)
         return _programs[key]
@@ -47,6 +56,28 @@ def vectorised_program(f: Callable[..., Any], args: Sequence[Any]) -> Program:
         if len(_programs) > _CACHE_SIZE:
             _programs.popitem(last=False)
     return program
+
+
+def compiled_gradient(f: Callable[..., Any], args: Sequence[Any]) -> CompiledGradient:
+    """The compiled gradient program of ``f`` for ``args``' types (every stage of §7 and
+    code generation), cached per (function, shapes, dtypes, backend)."""
+    key = _cache_key(f, args)
+    if key is not None and key in _gradients:
+        _gradients.move_to_end(key)
+        return _gradients[key]
+    with collector_paused():
+        result = compile_gradient(vectorised_program(f, args))
+    if key is not None:
+        _gradients[key] = result
+        if len(_gradients) > _CACHE_SIZE:
+            _gradients.popitem(last=False)
+    return result
+
+
+def clear_caches() -> None:
+    """Forget every traced, vectorised and compiled program."""
+    _programs.clear()
+    _gradients.clear()
 
 
 @dataclass
@@ -117,7 +148,14 @@ def _result(array: Any, like: Var) -> np.ndarray:
     return np.array(np.broadcast_to(array, like.shape), dtype=like.dtype.numpy())
 
 
-def _gradients(
+def _select(
+    by_position: dict[int, Any], positions: Sequence[int], argnums: int | Sequence[int]
+) -> Any:
+    results = tuple(by_position[k] for k in positions)
+    return results[0] if isinstance(argnums, int) else results
+
+
+def _concrete_gradients(
     run: DualRun, seeds: Sequence[tuple[dl.Delta, Any]], stats: ReverseStats | None = None
 ) -> dict[int, Any]:
     alg = NumpyAlgebra()
@@ -130,10 +168,11 @@ def _gradients(
 
 
 def value_and_grad(
-    f: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode: str = "interpret"
+    f: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode: str = "compiled"
 ) -> Callable[..., tuple[Any, Any]]:
     """``f``'s value and gradient with respect to ``argnums`` (``f`` returns a rank-0
-    float); a tuple of gradients when ``argnums`` is a tuple."""
+    float); a tuple of gradients when ``argnums`` is a tuple.  ``mode="compiled"`` runs
+    the generated gradient program, ``mode="interpret"`` the concrete reverse pass."""
     _check_mode(mode, "value_and_grad")
 
     def wrapped(*args: Any) -> tuple[Any, Any]:
@@ -151,9 +190,14 @@ def value_and_grad(
         out = program.outputs[0]
         if not out.dtype.is_float:
             raise DtypeError(f"grad needs a float output, got {out.dtype}", op="grad")
+        if mode == "compiled":
+            compiled = compiled_gradient(f, args)
+            value_array, all_grads = compiled(*args)
+            by_position = dict(zip(compiled.positions, all_grads, strict=True))
+            return value_array[()], _select(by_position, positions, argnums)
         run = dual_run(program, args, positions)
         seed = np.ones((), dtype=out.dtype.numpy())
-        grads = _gradients(run, [(run.deltas[0], seed)])
+        grads = _concrete_gradients(run, [(run.deltas[0], seed)])
         results = tuple(
             _result(grads.get(k, np.zeros((), program.inputs[k].dtype.numpy())),
                     program.inputs[k])
@@ -167,7 +211,7 @@ def value_and_grad(
 
 
 def grad(
-    f: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode: str = "interpret"
+    f: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode: str = "compiled"
 ) -> Callable[..., Any]:
     """The gradient of ``f`` (rank-0 float output) with respect to ``argnums``, like
     ``jax.grad``."""
@@ -180,11 +224,19 @@ def grad(
     return wrapped
 
 
-def vjp(f: Callable[..., Any], *args: Any) -> tuple[Any, Callable[..., tuple[Any, ...]]]:
+def vjp(
+    f: Callable[..., Any], *args: Any, mode: str = "compiled"
+) -> tuple[Any, Callable[..., tuple[Any, ...]]]:
     """``(f(*args), pullback)``; ``pullback(cotangent)`` gives one cotangent per argument
-    (``None`` for integer and bool arguments)."""
+    (``None`` for integer and bool arguments).  A function with one float output uses
+    the compiled gradient program (``mode="compiled"``); tuple outputs and
+    ``mode="interpret"`` use the concrete reverse pass."""
+    _check_mode(mode, "vjp")
     program = vectorised_program(f, args)
     positions = tuple(k for k, v in enumerate(program.inputs) if v.dtype.is_float)
+    single = not program.tuple_output and program.outputs[0].dtype.is_float
+    if mode == "compiled" and single:
+        return _compiled_vjp(f, args, program, positions)
     run = dual_run(program, args, positions)
     value = tuple(run.values) if program.tuple_output else run.values[0]
 
@@ -206,11 +258,36 @@ def vjp(f: Callable[..., Any], *args: Any) -> tuple[Any, Callable[..., tuple[Any
                     shapes=[array.shape, term.shape],
                 )
             seeds.append((delta, array))
-        grads = _gradients(run, seeds)
+        grads = _concrete_gradients(run, seeds)
         return tuple(
             _result(grads.get(k, np.zeros((), v.dtype.numpy())), v) if k in positions else None
             for k, v in enumerate(program.inputs)
         )
+
+    return value, pullback
+
+
+def _compiled_vjp(
+    f: Callable[..., Any], args: Sequence[Any], program: Program, positions: Sequence[int]
+) -> tuple[Any, Callable[..., tuple[Any, ...]]]:
+    compiled = compiled_gradient(f, args)
+    term = program.outputs[0]
+    value = np.asarray(program(*args))
+
+    def pullback(*cotangents: Any) -> tuple[Any, ...]:
+        if len(cotangents) != 1:
+            raise DualarrError(f"expected 1 cotangent, got {len(cotangents)}", op="vjp")
+        array = np.asarray(cotangents[0], dtype=term.dtype.numpy())
+        if array.shape != term.shape:
+            raise ShapeError(
+                f"cotangent of shape {list(array.shape)} for an output of type "
+                f"{type_name(term.shape, term.dtype)}",
+                op="vjp",
+                shapes=[array.shape, term.shape],
+            )
+        _, grads = compiled(*args, cotangent=array)
+        by_position = dict(zip(compiled.positions, grads, strict=True))
+        return tuple(by_position[k] if k in positions else None for k in range(len(args)))
 
     return value, pullback
 
@@ -254,7 +331,7 @@ def jvp(
 
 
 def jacobian(
-    f: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode: str = "interpret"
+    f: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode: str = "compiled"
 ) -> Callable[..., Any]:
     """The Jacobian, shape ``output.shape + input.shape``: one reverse pass per output
     element over one forward pass (paper App. A)."""
@@ -269,15 +346,26 @@ def jacobian(
         out = program.outputs[0]
         if not out.dtype.is_float:
             raise DtypeError(f"jacobian needs a float output, got {out.dtype}", op="jacobian")
-        run = dual_run(program, args, positions)
         blocks: dict[int, np.ndarray] = {
             k: np.zeros(out.shape + program.inputs[k].shape, program.inputs[k].dtype.numpy())
             for k in positions
         }
+        if mode == "compiled":
+            compiled = compiled_gradient(f, args)
+            for element in np.ndindex(*out.shape):
+                seed = np.zeros(out.shape, dtype=out.dtype.numpy())
+                seed[element] = 1
+                _, all_grads = compiled(*args, cotangent=seed)
+                for k, g in zip(compiled.positions, all_grads, strict=True):
+                    if k in blocks:
+                        blocks[k][element] = g
+            results = tuple(blocks[k] for k in positions)
+            return results[0] if isinstance(argnums, int) else results
+        run = dual_run(program, args, positions)
         for element in np.ndindex(*out.shape):
             seed = np.zeros(out.shape, dtype=out.dtype.numpy())
             seed[element] = 1
-            grads = _gradients(run, [(run.deltas[0], seed)])
+            grads = _concrete_gradients(run, [(run.deltas[0], seed)])
             for k in positions:
                 if k in grads:
                     blocks[k][element] = np.broadcast_to(grads[k], program.inputs[k].shape)
@@ -288,5 +376,14 @@ def jacobian(
     return wrapped
 
 
-__all__ = ["grad", "jacobian", "jvp", "value_and_grad", "vjp"]
+__all__ = [
+    "MODES",
+    "clear_caches",
+    "compiled_gradient",
+    "grad",
+    "jacobian",
+    "jvp",
+    "value_and_grad",
+    "vjp",
+]
 

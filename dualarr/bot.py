@@ -28,6 +28,7 @@ from .core import (
     Build1,
     Cond,
     Const,
+    Contract,
     DType,
     Floor,
     FreeVars,
@@ -42,6 +43,7 @@ from .core import (
     Replicate,
     Reshape,
     Scatter,
+    Share,
     SumOuter,
     Term,
     Transpose,
@@ -51,6 +53,7 @@ from .core import (
     children,
     fresh_var,
     int_const,
+    parse_contraction,
     postorder,
     rebuild,
     transform,
@@ -511,6 +514,15 @@ class Vectoriser(Rewriter):
                     "build1-argmax", "Fig. 9", (Vec(a),),
                     lambda rs: ArgMax(Transpose(_swap01(len(rs[0].shape)), rs[0])),
                 )
+            case Contract(spec=spec, left=a, right=b):
+                left, right, out = parse_contraction(spec)
+                z = next(c for c in _SPEC_LETTERS if c not in spec)
+                return Rewrite(
+                    "build1-contract", "§7.6", (Vec(a), Vec(b)),
+                    lambda rs: Contract(f"{z}{left},{z}{right}->{z}{out}", rs[0], rs[1]),
+                )
+            case Share(array=a):
+                return Rewrite("build1-share", "§7.2", (Vec(a),), _same)
             case Build1():
                 raise DualarrError("internal: an inner build1 was not vectorised first", op="bot")
             case Const() | Iota():
@@ -596,7 +608,7 @@ class Vectoriser(Rewriter):
                 return Rewrite(
                     "index-floor", "Fig. 10", (VecIndex(b, ix),), lambda rs: Floor(rs[0])
                 )
-            case Var() | FromList() | Scatter():
+            case Var() | FromList() | Scatter() | Contract() | Share():
                 # a normal form that mentions i: vectorise it and take the diagonal (rule D)
                 new_i = self.fresh_index_var()
                 return self.with_index_function(
@@ -631,7 +643,7 @@ class IndexPusher(Rewriter):
         if not ix:
             return Rewrite("index-nil", "Fig. 10", (), lambda _: a)
         match a:
-            case Var() | Const() | FromList() | Scatter():
+            case Var() | Const() | FromList() | Scatter() | Contract() | Share():
                 return Rewrite("", "Theorem 5.1", (), lambda _: Index(a, ix))  # normal form
             case Index(array=b, index=ix1):
                 return Rewrite("index-index", "Fig. 10", (Push(b, (*ix1, *ix)),), _same)
@@ -687,6 +699,9 @@ class IndexPusher(Rewriter):
                 raise DualarrError("internal: an inner build1 was not vectorised first", op="bot")
             case _:
                 assert_never(a)
+
+
+_SPEC_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def _guarded_index(b: Term, comps: tuple[Term, ...], ok: Term) -> Term:
@@ -903,12 +918,12 @@ class NotBotNormal(DualarrError):
 def check_bot_normal(roots: Sequence[Term]) -> None:
     """Raise :class:`NotBotNormal` naming the offending subterm unless Theorem 5.1 holds:
     no ``build1``, and every ``index`` is of a variable, a constant, a ``fromList`` or a
-    ``scatter``."""
+    ``scatter`` (or a ``contract``/``share``, which only simplification introduces)."""
     for node in postorder(roots):
         if isinstance(node, Build1):
             raise NotBotNormal(f"build1 remains: {_short(node)}", node)
         if isinstance(node, Index) and not isinstance(
-            node.array, Var | Const | FromList | Scatter
+            node.array, Var | Const | FromList | Scatter | Contract | Share
         ):
             raise NotBotNormal(
                 f"index of a {type(node.array).__name__} (not a normal form): {_short(node)}",

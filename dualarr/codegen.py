@@ -34,6 +34,7 @@ from .core import (
     Build1,
     Cond,
     Const,
+    Contract,
     DType,
     Floor,
     FreeVars,
@@ -47,6 +48,7 @@ from .core import (
     Replicate,
     Reshape,
     Scatter,
+    Share,
     SumOuter,
     Term,
     Transpose,
@@ -56,7 +58,7 @@ from .core import (
     children,
 )
 from .errors import DualarrError
-from .evaluate import index_array, scatter_add
+from .evaluate import contract, index_array, scatter_add
 from .indexing import is_scalar_index_work
 
 __all__ = ["HELPERS", "CompiledProgram", "compile_program", "generate"]
@@ -133,6 +135,7 @@ HELPERS = SimpleNamespace(
     rem=_rem,
     sigmoid=_sigmoid,
     floor=_floor,
+    contract=contract,
     grid=_grid,
     points=_points,
     columns=_columns,
@@ -263,7 +266,13 @@ class _Chunk:
 class _Generator:
     """Analyses the DAG (uses, scopes) and emits one function, all iteratively."""
 
-    def __init__(self, inputs: Sequence[Var], outputs: Sequence[Term], name: str) -> None:
+    def __init__(
+        self,
+        inputs: Sequence[Var],
+        outputs: Sequence[Term],
+        name: str,
+        bindings: Sequence[tuple[Var, Term]] = (),
+    ) -> None:
         if not name.isidentifier() or keyword.iskeyword(name):
             raise DualarrError(f"{name!r} is not a valid function name", op="codegen")
         self.inputs = list(inputs)
@@ -271,6 +280,8 @@ class _Generator:
         self.name = name
         self.fv = FreeVars()
         self.binder: dict[Var, Term] = {}
+        # top-level bindings (a let-program, Fig. 21) act as lets around the body
+        self.top_lets = {var: Let(var, term, var) for var, term in bindings}
         self.names: dict[int, str] = {}
         self.namer = _Namer()
         for var in self.inputs:
@@ -312,7 +323,8 @@ class _Generator:
         # binders (reject build1 and variables bound twice), via the real children
         plain: list[Term] = []
         seen: set[int] = set()
-        stack: list[Term] = list(self.outputs)
+        stack: list[Term] = [*self.outputs, *(let.bound for let in self.top_lets.values())]
+        self.binder.update(self.top_lets)
         while stack:
             node = stack.pop()
             if id(node) in seen:
@@ -330,8 +342,8 @@ class _Generator:
                     raise DualarrError(f"variable {var.hint}#{var.id} is bound twice", op="codegen")
                 self.binder[var] = node
             stack.extend(children(node))
-        inputs = set(self.inputs)
-        for root in self.outputs:
+        inputs = set(self.inputs) | set(self.top_lets)
+        for root in [*self.outputs, *(let.bound for let in self.top_lets.values())]:
             for var in self.fv(root):
                 if var not in inputs:
                     raise DualarrError(
@@ -521,6 +533,13 @@ class _Generator:
                 return f"xp.argmin({ref(a, 0)}, axis=0)", _ATOM
             case ArgMax(array=a):
                 return f"xp.argmax({ref(a, 0)}, axis=0)", _ATOM
+            case Contract(spec=spec, left=a, right=b):
+                return f'helpers.contract(xp, "{spec}", {ref(a, 0)}, {ref(b, 0)})', _ATOM
+            case Share():
+                raise DualarrError(
+                    "share nodes are let-converted (Fig. 20) before code generation",
+                    op="codegen",
+                )
             case Var() | Let() | Build1() | Gather() | Scatter():
                 raise AssertionError(f"{type(node).__name__} is emitted elsewhere")
             case _:
@@ -589,24 +608,35 @@ class _Generator:
         self.text[id(node)] = (result, _ATOM, 0)
 
 
-def generate(inputs: Sequence[Var], outputs: Sequence[Term], name: str = "program") -> str:
+def generate(
+    inputs: Sequence[Var],
+    outputs: Sequence[Term],
+    name: str = "program",
+    bindings: Sequence[tuple[Var, Term]] = (),
+) -> str:
     """Python source of ``def name(xp, helpers, *inputs)`` returning the outputs (§7.5).
 
-    ``outputs`` must be closed over ``inputs`` and free of ``build1`` (vectorise first).
+    ``outputs`` must be closed over ``inputs`` and the ``bindings`` (a let-program's
+    top-level ``let``s, each one line named after its variable) and free of ``build1``.
     """
-    return _Generator(inputs, outputs, name).generate()
+    return _Generator(inputs, outputs, name, bindings).generate()
 
 
 class CompiledProgram:
     """Generated source, compiled once; calling it runs the program on NumPy arrays."""
 
     def __init__(
-        self, inputs: Sequence[Var], outputs: Sequence[Term], name: str = "program"
+        self,
+        inputs: Sequence[Var],
+        outputs: Sequence[Term],
+        name: str = "program",
+        bindings: Sequence[tuple[Var, Term]] = (),
     ) -> None:
         self.inputs = tuple(inputs)
         self.output_dtypes = tuple(t.dtype.numpy() for t in outputs)
+        self.output_shapes = tuple(t.shape for t in outputs)
         self.name = name
-        self.source = generate(inputs, outputs, name)
+        self.source = generate(inputs, outputs, name, bindings)
         namespace: dict[str, Any] = {}
         exec(compile(self.source, f"<dualarr.codegen {name}>", "exec"), namespace)
         self._function: Callable[..., tuple[Any, ...]] = namespace[name]
@@ -628,7 +658,10 @@ class CompiledProgram:
 
 
 def compile_program(
-    inputs: Sequence[Var], outputs: Sequence[Term], name: str = "program"
+    inputs: Sequence[Var],
+    outputs: Sequence[Term],
+    name: str = "program",
+    bindings: Sequence[tuple[Var, Term]] = (),
 ) -> CompiledProgram:
     """:func:`generate` then ``exec`` once: a callable over NumPy arrays."""
-    return CompiledProgram(inputs, outputs, name)
+    return CompiledProgram(inputs, outputs, name, bindings)

@@ -634,6 +634,81 @@ class ArgMax(TermBase):
         _set(self, shape=_check_reduce("argmax", self.array), dtype=DType.INT64)
 
 
+@dataclass(frozen=True, eq=False, repr=False)
+class Contract(TermBase):
+    """``contract s a b``: a sum of products of two float arrays (a tensor contraction).
+
+    ``spec`` is einsum notation ``"ij,jk->ik"``.  The gradient simplifier (§7.6, as
+    horde-ad's ``AstMatmul2``/``AstDot0``) introduces it for ``sumOuter (a * b)``
+    patterns.  Every letter occurs at most once per operand and in exactly two or three
+    of (``a``, ``b``, result): no letter is summed over or broadcast from one operand
+    alone, so the transpose of a contraction is again a contraction.
+    """
+
+    spec: str
+    left: Term
+    right: Term
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        shapes = [self.left.shape, self.right.shape]
+        a, b, out = parse_contraction(self.spec)
+        sizes: dict[str, int] = {}
+        for letters, operand in ((a, self.left), (b, self.right)):
+            if len(letters) != len(operand.shape):
+                raise ShapeError(
+                    f"{self.spec!r} needs operands of rank {len(a)} and {len(b)}",
+                    op="contract",
+                    shapes=shapes,
+                )
+            for letter, extent in zip(letters, operand.shape, strict=True):
+                if sizes.setdefault(letter, extent) != extent:
+                    raise ShapeError(
+                        f"dimension {letter!r} of {self.spec!r} has two sizes",
+                        op="contract",
+                        shapes=shapes,
+                    )
+        if self.left.dtype != self.right.dtype or not self.left.dtype.is_float:
+            raise DtypeError("needs two float arrays of one element type", op="contract")
+        _set(self, shape=tuple(sizes[c] for c in out), dtype=self.left.dtype)
+
+
+def parse_contraction(spec: str) -> tuple[str, str, str]:
+    """The three letter strings of a well-formed contraction spec (see :class:`Contract`)."""
+    try:
+        operands, out = spec.split("->")
+        a, b = operands.split(",")
+    except ValueError:
+        raise ShapeError(f"malformed contraction {spec!r}", op="contract") from None
+    for letters in (a, b, out):
+        if len(set(letters)) != len(letters) or (not letters.isalpha() and letters):
+            raise ShapeError(f"malformed contraction {spec!r}", op="contract")
+    for letter in set(a + b + out):
+        if (letter in a) + (letter in b) + (letter in out) < 2:
+            raise ShapeError(
+                f"dimension {letter!r} of {spec!r} occurs in one place only", op="contract"
+            )
+    return a, b, out
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Share(TermBase):
+    """``share_k e``: explicit global sharing in a gradient term (paper §7.2, Fig. 19).
+
+    The symbolic reverse pass wraps every duplicated cotangent in a ``share`` with a
+    fresh, increasing id; let conversion (Fig. 20) turns each into one ``let``.
+    """
+
+    id: int
+    array: Term
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _set(self, shape=self.array.shape, dtype=self.array.dtype)
+
+
 def _check_reduce(op: str, array: Term) -> Shape:
     if not array.shape or array.shape[0] == 0:
         raise ShapeError(
@@ -671,6 +746,8 @@ Term: TypeAlias = (
     | Floor
     | ArgMin
     | ArgMax
+    | Contract
+    | Share
 )
 """A term of the core language (paper Fig. 7)."""
 
@@ -713,8 +790,11 @@ def children(term: Term) -> tuple[Term, ...]:
             | Floor(array=a)
             | ArgMin(array=a)
             | ArgMax(array=a)
+            | Share(array=a)
         ):
             return (a,)
+        case Contract(left=a, right=b):
+            return (a, b)
         case FromList(elems=elems):
             return elems
         case _:
@@ -758,6 +838,10 @@ def with_children(term: Term, kids: Sequence[Term]) -> Term:
             return ArgMin(kids[0])
         case ArgMax():
             return ArgMax(kids[0])
+        case Contract(spec=spec):
+            return Contract(spec, kids[0], kids[1])
+        case Share(id=i):
+            return Share(i, kids[0])
         case _:
             assert_never(term)
 

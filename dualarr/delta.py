@@ -10,11 +10,11 @@ arrays on the concrete path, terms on the symbolic path of §7).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from .core import DType, Shape, assert_never
+from .core import DType, Shape, assert_never, parse_contraction
 from .errors import DualarrError
 
 
@@ -186,6 +186,29 @@ class Reshape(DeltaBase):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class Contract(DeltaBase):
+    """``contract spec d factor``: a contraction (:class:`dualarr.core.Contract`) linear
+    in its first operand, the Delta of either operand of a primal contraction."""
+
+    spec: str
+    delta: Delta
+    factor: Any
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        shape = contraction_shape(self.spec, self.delta.shape, tuple(self.factor.shape))
+        _set(self, shape=shape, dtype=self.delta.dtype)
+
+
+def contraction_shape(spec: str, left: Shape, right: Shape) -> Shape:
+    """The result shape of ``contract spec`` on operands of these shapes."""
+    a, b, out = parse_contraction(spec)
+    sizes = dict(zip(a, left, strict=True)) | dict(zip(b, right, strict=True))
+    return tuple(sizes[c] for c in out)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class FromList(DeltaBase):
     deltas: tuple[Delta, ...]
     shape: Shape = field(init=False)
@@ -210,6 +233,7 @@ Delta: TypeAlias = (
     | Transpose
     | Reshape
     | FromList
+    | Contract
 )
 """A Delta term (paper Fig. 16, for the core language of Fig. 7)."""
 
@@ -232,6 +256,7 @@ def delta_children(d: Delta) -> tuple[Delta, ...]:
             | Replicate(delta=x)
             | Transpose(delta=x)
             | Reshape(delta=x)
+            | Contract(delta=x)
         ):
             return (x,)
         case _:
@@ -260,6 +285,61 @@ def delta_postorder(roots: Iterable[Delta]) -> list[Delta]:
                 stack.pop()
                 order.append(node)
     return order
+
+
+def primal_values(d: Delta) -> tuple[Any, ...]:
+    """The primal values a node mentions: factors, index values, index-function results
+    (for symbolic Deltas these are terms; the variables of a lambda are not included)."""
+    match d:
+        case Scale(factor=f) | Contract(factor=f):
+            return (f,)
+        case Index(index=ix):
+            return tuple(ix)
+        case Gather(fn=fn) | Scatter(fn=fn):
+            return tuple(fn[1])
+        case _:
+            return ()
+
+
+def map_primal_values(roots: list[Delta], f: Callable[[Any], Any]) -> list[Delta]:
+    """Rebuild a Delta DAG with ``f`` applied to every primal value it mentions (see
+    :func:`primal_values`); sharing and Share ids are kept."""
+    new: dict[int, Delta] = {}
+    for d in delta_postorder(roots):
+        kids = [new[id(k)] for k in delta_children(d)]
+        match d:
+            case Zero() | Input():
+                out: Delta = d
+            case Add():
+                out = Add(kids[0], kids[1])
+            case Scale(factor=x):
+                out = Scale(f(x), kids[0])
+            case Contract(spec=spec, factor=x):
+                out = Contract(spec, kids[0], f(x))
+            case Share(id=i):
+                out = Share(i, kids[0])
+            case Index(index=ix):
+                out = Index(kids[0], tuple(f(i) for i in ix))
+            case Gather(outer=outer, fn=(vs, comps), shape=shape):
+                out = Gather(outer, kids[0], (vs, tuple(f(c) for c in comps)), shape)
+            case Scatter(outer=outer, fn=(vs, comps), n_vars=n_vars):
+                out = Scatter(outer, kids[0], (vs, tuple(f(c) for c in comps)), n_vars)
+            case Gather() | Scatter():
+                raise AssertionError("index functions are (variables, components) pairs")
+            case SumOuter():
+                out = SumOuter(kids[0])
+            case Replicate(count=k):
+                out = Replicate(k, kids[0])
+            case Transpose(perm=p):
+                out = Transpose(p, kids[0])
+            case Reshape(new_shape=sh):
+                out = Reshape(sh, kids[0])
+            case FromList():
+                out = FromList(tuple(kids))
+            case _:
+                assert_never(d)
+        new[id(d)] = out
+    return [new[id(r)] for r in roots]
 
 
 @dataclass(frozen=True)
@@ -321,7 +401,11 @@ def _describe_value(value: Any) -> str:
     return f"<{dtype}{list(shape)}>".replace(" ", "")
 
 
-def format_delta(root: Delta) -> str:
+def format_delta(
+    root: Delta,
+    describe: Callable[[Any], str] = _describe_value,
+    describe_fn: Callable[[Any], str] = lambda fn: "(λ…)",
+) -> str:
     """The Delta DAG in the paper's notation, one line per Share node (id order):
     ``s3 = SumOuter s2``; other nodes are written inline."""
     order = delta_postorder([root])
@@ -343,16 +427,18 @@ def format_delta(root: Delta) -> str:
             case Add(left=a, right=b):
                 text[id(d)] = f"Add {ref(a)} {ref(b)}"
             case Scale(factor=f, delta=x):
-                text[id(d)] = f"Scale {_describe_value(f)} {ref(x)}"
+                text[id(d)] = f"Scale {describe(f)} {ref(x)}"
             case Share(id=i, delta=x):
                 lines.append(f"s{i} = {text[id(x)]}")
                 text[id(d)] = f"s{i}"
             case Index(delta=x, index=ix):
-                text[id(d)] = f"Index {ref(x)} [{', '.join(_describe_value(i) for i in ix)}]"
-            case Gather(outer=outer, delta=x):
-                text[id(d)] = f"Gather {list(outer)} {ref(x)} (λ…)".replace(", ", ",")
-            case Scatter(outer=outer, delta=x):
-                text[id(d)] = f"Scatter {list(outer)} {ref(x)} (λ…)".replace(", ", ",")
+                text[id(d)] = f"Index {ref(x)} [{', '.join(describe(i) for i in ix)}]"
+            case Gather(outer=outer, delta=x, fn=fn):
+                dims = str(list(outer)).replace(" ", "")
+                text[id(d)] = f"Gather {dims} {ref(x)} {describe_fn(fn)}"
+            case Scatter(outer=outer, delta=x, fn=fn):
+                dims = str(list(outer)).replace(" ", "")
+                text[id(d)] = f"Scatter {dims} {ref(x)} {describe_fn(fn)}"
             case SumOuter(delta=x):
                 text[id(d)] = f"SumOuter {ref(x)}"
             case Replicate(count=k, delta=x):
@@ -361,6 +447,8 @@ def format_delta(root: Delta) -> str:
                 text[id(d)] = f"Tr {list(p)} {ref(x)}".replace(", ", ",")
             case Reshape(new_shape=sh, delta=x):
                 text[id(d)] = f"Reshape {list(sh)} {ref(x)}".replace(", ", ",")
+            case Contract(spec=spec, delta=x, factor=f):
+                text[id(d)] = f"Contract {spec!r} {ref(x)} {describe(f)}"
             case FromList(deltas=xs):
                 text[id(d)] = "FromList [" + ", ".join(ref(x) for x in xs) + "]"
             case _:

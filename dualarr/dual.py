@@ -16,7 +16,7 @@ from typing import Any, Generic
 
 from . import delta as dl
 from .algebra import A, Algebra, IndexFn
-from .core import DType, IdSupply, Shape
+from .core import DType, IdSupply, Shape, parse_contraction
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,7 +45,7 @@ class DualAlgebra(Algebra[Any]):
 
     # -- plumbing ------------------------------------------------------------------
 
-    def share(self, d: dl.Delta) -> dl.Delta:
+    def share_delta(self, d: dl.Delta) -> dl.Delta:
         if isinstance(d, dl.Zero | dl.Share | dl.Input):
             return d
         self.shared += 1
@@ -61,7 +61,7 @@ class DualAlgebra(Algebra[Any]):
         return dl.Zero(self.p.shape(v), dtype)
 
     def dual(self, primal: Any, delta: dl.Delta) -> Dual[Any]:
-        return Dual(primal, self.share(delta))
+        return Dual(primal, self.share_delta(delta))
 
     def shape(self, a: Any) -> Shape:
         return self.p.shape(self.prim(a))
@@ -110,7 +110,7 @@ class DualAlgebra(Algebra[Any]):
         options = dl.FromList((self.delta_of(a, dtype), self.delta_of(b, dtype)))
         if isinstance(options.deltas[0], dl.Zero) and isinstance(options.deltas[1], dl.Zero):
             return Dual(y, dl.Zero(shape, dtype))
-        return self.dual(y, dl.Index(self.share(options), (selector,)))
+        return self.dual(y, dl.Index(self.share_delta(options), (selector,)))
 
     def from_integral(self, a: Any, dtype: DType) -> Any:
         primal = self.p.from_integral(self.prim(a), dtype)
@@ -163,6 +163,21 @@ class DualAlgebra(Algebra[Any]):
             return y
         dtype = duals[0].delta.dtype
         return self.dual(y, dl.FromList(tuple(self.delta_of(e, dtype) for e in elems)))
+
+    def contract(self, spec: str, a: Any, b: Any) -> Any:
+        """Bilinear: ``d(contract a b) = contract da b + contract a db``."""
+        pa, pb = self.prim(a), self.prim(b)
+        y = self.p.contract(spec, pa, pb)
+        left, right, out = parse_contraction(spec)
+        terms: list[dl.Delta] = []
+        if isinstance(a, Dual) and not isinstance(a.delta, dl.Zero):
+            terms.append(dl.Contract(spec, a.delta, pb))
+        if isinstance(b, Dual) and not isinstance(b.delta, dl.Zero):
+            terms.append(dl.Contract(f"{right},{left}->{out}", b.delta, pa))
+        duals = [v for v in (a, b) if isinstance(v, Dual)]
+        if not duals:
+            return y
+        return self.dual(y, _sum(terms, self.p.shape(y), duals[0].delta.dtype))
 
     def argmin(self, a: Any) -> Any:
         return self.p.argmin(self.prim(a))

@@ -26,6 +26,7 @@ from .core import (
     Build1,
     Cond,
     Const,
+    Contract,
     DType,
     Floor,
     FreeVars,
@@ -40,12 +41,14 @@ from .core import (
     Reshape,
     Scatter,
     Shape,
+    Share,
     SumOuter,
     Term,
     Transpose,
     Var,
     assert_never,
     children,
+    parse_contraction,
 )
 from .errors import DualarrError
 from .indexing import is_scalar_index_work
@@ -178,6 +181,41 @@ def scatter_add(
     return out.reshape(outer_shape + tail)
 
 
+def contract(xp: Any, spec: str, a: Any, b: Any) -> Any:
+    """``contract spec a b`` as one batched ``matmul`` over the namespace ``xp``.
+
+    Letters in both operands and the result are batch dimensions, letters in both
+    operands only are summed, the others are the rows and columns of the product.
+    """
+    la, lb, out = parse_contraction(spec)
+    size = {c: n for c, n in zip(la, a.shape, strict=True)}
+    size.update(zip(lb, b.shape, strict=True))
+    batch = [c for c in out if c in la and c in lb]
+    rows = [c for c in la if c in out and c not in lb]
+    cols = [c for c in lb if c in out and c not in la]
+    summed = [c for c in la if c not in out]
+
+    def extent(letters: list[str]) -> int:
+        return math.prod(size[c] for c in letters)
+
+    def arrange(x: Any, letters: str, order: list[str], dims: tuple[int, ...]) -> Any:
+        perm = tuple(letters.index(c) for c in order)
+        if perm != tuple(range(len(perm))):
+            x = xp.permute_dims(x, perm)
+        return xp.reshape(x, dims)
+
+    nb, nr, nc, ns = extent(batch), extent(rows), extent(cols), extent(summed)
+    left = arrange(a, la, batch + rows + summed, (nb, nr, ns))
+    right = arrange(b, lb, batch + summed + cols, (nb, ns, nc))
+    product = xp.matmul(left, right) if nb != 1 else xp.matmul(left[0], right[0])
+    result_letters = batch + rows + cols
+    product = xp.reshape(product, tuple(size[c] for c in result_letters))
+    perm = tuple(result_letters.index(c) for c in out)
+    if perm != tuple(range(len(perm))):
+        product = xp.permute_dims(product, perm)
+    return product
+
+
 # --------------------------------------------------------------------------------------
 # NumPy as an algebra
 # --------------------------------------------------------------------------------------
@@ -245,6 +283,9 @@ class NumpyAlgebra(Algebra[Array]):
 
     def argmax(self, a: Array) -> Array:
         return np.asarray(np.argmax(a, axis=0), dtype=np.int64)
+
+    def contract(self, spec: str, a: Array, b: Array) -> Array:
+        return np.asarray(contract(np, spec, a, b))
 
     def build1(self, rows: Sequence[Array], shape: Shape, dtype: DType) -> Array:
         if not rows:
@@ -417,6 +458,10 @@ class Interpreter(Generic[A]):
                 return alg.argmin(get(a))
             case ArgMax(array=a):
                 return alg.argmax(get(a))
+            case Contract(spec=spec, left=a, right=b):
+                return alg.contract(spec, get(a), get(b))
+            case Share(array=a):
+                return alg.share(get(a))
             case _:
                 assert_never(node)
 

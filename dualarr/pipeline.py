@@ -1,18 +1,50 @@
 """``da.pipeline``: every stage of the pipeline for one function and input types.
 
-Stages so far (``shared/DESIGN.md`` §1): ``source`` (the traced core term),
-``bot_steps`` (the bot's rule trace), ``vectorised`` (the bulk term after the bot and
-simplification, Theorem 5.1 checked).  Each stage prints in the paper's notation.
+The stages of ``shared/DESIGN.md`` §1, each an attribute that prints in the paper's
+notation:
+
+========== ==================================================== =====================
+stage      what it is                                           module
+========== ==================================================== =====================
+source     the traced core term                                 :mod:`dualarr.program`
+bot_steps  the bot's rule trace (rule, figure, before, after)   :mod:`dualarr.bot`
+vectorised the bulk term: no ``build1`` (Theorem 5.1)           :mod:`dualarr.bot`
+forward    D with symbolic primals: value term + Delta          :mod:`dualarr.symbolic`
+delta      Eq. 6: primal bindings, value, Delta over variables  :mod:`dualarr.symbolic`
+shared     the symbolic reverse pass: gradient with ``share``   :mod:`dualarr.symbolic`
+gradient   share → let + wrapper, simplified (Figs. 20–21)      :mod:`dualarr.letconv`
+python     the generated source over an array namespace         :mod:`dualarr.codegen`
+========== ==================================================== =====================
+
+Calling the pipeline runs the compiled gradient: ``p(*arrays, cotangent=1.0)`` returns
+``(value, grads)`` with one gradient per float input.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .bot import BotStep, check_bot_normal, vectorise
+from .codegen import CompiledProgram
+from .core import type_name
+from .errors import DualarrError, ShapeError
+from .letconv import LetProgram, share_to_let, simplify_let_program
 from .program import Program, trace
 from .simplify import simplify
+from .symbolic import (
+    ExtractedDelta,
+    ForwardPass,
+    SharedGradient,
+    extract,
+    forward_pass,
+    symbolic_reverse,
+)
+
+__all__ = ["CompiledGradient", "Pipeline", "compile_gradient", "pipeline", "vectorise_program"]
 
 
 def vectorise_program(program: Program, *, record: bool = False) -> tuple[Program, list[BotStep]]:
@@ -26,25 +58,151 @@ def vectorise_program(program: Program, *, record: bool = False) -> tuple[Progra
     return vectorised, result.steps
 
 
+@dataclass(frozen=True)
+class GradientStages:
+    """The compile-time stages after the bot, for one vectorised program."""
+
+    forward: ForwardPass
+    delta: ExtractedDelta
+    shared: SharedGradient
+    gradient: LetProgram
+
+
+def gradient_stages(vectorised: Program) -> GradientStages:
+    """forward → delta (Eq. 6) → shared (Fig. 19) → gradient (Figs. 20–21, simplified)."""
+    forward = forward_pass(vectorised)
+    extracted = extract(forward)
+    shared = symbolic_reverse(extracted)
+    gradient = simplify_let_program(share_to_let(shared))
+    return GradientStages(forward, extracted, shared, gradient)
+
+
+class CompiledGradient:
+    """The gradient program compiled to Python: ``(value, grads) = g(*arrays, ct)``."""
+
+    def __init__(self, program: Program, gradient: LetProgram) -> None:
+        self.program = program
+        self.gradient = gradient
+        self.compiled = CompiledProgram(
+            gradient.inputs, gradient.outputs, gradient.name, gradient.bindings
+        )
+
+    @property
+    def source(self) -> str:
+        return self.compiled.source
+
+    @property
+    def positions(self) -> tuple[int, ...]:
+        return self.gradient.positions
+
+    def __call__(self, *arrays: Any, cotangent: Any = 1.0) -> tuple[Any, tuple[Any, ...]]:
+        env = self.program.bind(*arrays)
+        values = [env[v] for v in self.program.inputs]
+        out = self.program.outputs[0]
+        ct = np.asarray(cotangent, dtype=out.dtype.numpy())
+        if ct.shape != out.shape:
+            if ct.shape == ():
+                ct = np.broadcast_to(ct, out.shape)
+            else:
+                raise ShapeError(
+                    f"cotangent of shape {list(ct.shape)} for an output of type "
+                    f"{type_name(out.shape, out.dtype)}",
+                    op="pipeline",
+                    shapes=[ct.shape, out.shape],
+                )
+        value, *grads = self.compiled(*values, ct)
+        results = tuple(
+            np.array(np.broadcast_to(g, self.program.inputs[k].shape))
+            for k, g in zip(self.positions, grads, strict=True)
+        )
+        return np.array(np.broadcast_to(value, out.shape)), results
+
+    def __repr__(self) -> str:
+        return f"<CompiledGradient {self.gradient.name}: {len(self.gradient.bindings)} bindings>"
+
+
+def compile_gradient(vectorised: Program) -> CompiledGradient:
+    """All compile-time stages and code generation for a vectorised program."""
+    return CompiledGradient(vectorised, gradient_stages(vectorised).gradient)
+
+
 class Pipeline:
     """All stages of the pipeline for ``f`` traced on ``args`` (arrays or ShapeSpecs)."""
 
-    STAGES = ("source", "bot_steps", "vectorised")
+    STAGES = (
+        "source", "bot_steps", "vectorised", "forward", "delta", "shared", "gradient", "python"
+    )
 
     def __init__(self, f: Callable[..., Any], *args: Any) -> None:
         self.function = f
         self.source: Program = trace(f, *args)
         self.vectorised, self.bot_steps = vectorise_program(self.source, record=True)
+        out = self.vectorised.outputs
+        self.differentiable = (
+            not self.vectorised.tuple_output and len(out) == 1 and out[0].dtype.is_float
+        )
+        self._stages: GradientStages | None = None
+        self._compiled: CompiledGradient | None = None
+
+    def _gradient_stages(self) -> GradientStages:
+        if self._stages is None:
+            if not self.differentiable:
+                shapes = ", ".join(type_name(t.shape, t.dtype) for t in self.vectorised.outputs)
+                raise DualarrError(
+                    f"the gradient stages need one float output, got {shapes}",
+                    op="pipeline",
+                    shapes=[t.shape for t in self.vectorised.outputs],
+                )
+            self._stages = gradient_stages(self.vectorised)
+        return self._stages
+
+    @property
+    def forward(self) -> ForwardPass:
+        """D with symbolic primals (§7, App. D): the value term and its Delta."""
+        return self._gradient_stages().forward
+
+    @property
+    def delta(self) -> ExtractedDelta:
+        """The form of Eq. 6: primal bindings, the value, the Delta over variables."""
+        return self._gradient_stages().delta
+
+    @property
+    def shared(self) -> SharedGradient:
+        """The symbolic reverse pass (Fig. 19): gradient terms with ``share`` nodes."""
+        return self._gradient_stages().shared
+
+    @property
+    def gradient(self) -> LetProgram:
+        """``λ(inputs, dt). let … in (value, gradient…)`` (Figs. 20–21), simplified."""
+        return self._gradient_stages().gradient
+
+    @property
+    def compiled(self) -> CompiledGradient:
+        if self._compiled is None:
+            self._compiled = CompiledGradient(self.vectorised, self.gradient)
+        return self._compiled
+
+    @property
+    def python(self) -> str:
+        """The generated Python source of the gradient program (§7.5)."""
+        return self.compiled.source
+
+    def __call__(self, *arrays: Any, cotangent: Any = 1.0) -> tuple[Any, tuple[Any, ...]]:
+        """``(value, grads)`` from the compiled gradient program, one per float input."""
+        return self.compiled(*arrays, cotangent=cotangent)
 
     @property
     def stages(self) -> tuple[str, ...]:
-        return self.STAGES
+        return self.STAGES if self.differentiable else self.STAGES[:3]
 
     def __str__(self) -> str:
         parts = [f"== source  {self.source.signature()}", str(self.source), ""]
         parts.append(f"== bot_steps  ({len(self.bot_steps)} rule applications)")
         parts += [f"{s.number}. {s.rule} ({s.figure})" for s in self.bot_steps]
         parts += ["", "== vectorised", str(self.vectorised)]
+        if self.differentiable:
+            for stage in ("forward", "delta", "shared", "gradient", "python"):
+                parts += ["", f"== {stage}", str(getattr(self, stage)).rstrip("\n")]
         return "\n".join(parts)
 
     def __repr__(self) -> str:
@@ -58,5 +216,5 @@ class Pipeline:
 
 
 def pipeline(f: Callable[..., Any], *args: Any) -> Pipeline:
-    """Trace ``f`` on ``args`` and run every stage (see :class:`Pipeline`)."""
+    """Trace ``f`` on ``args`` and make every stage available (see :class:`Pipeline`)."""
     return Pipeline(f, *args)

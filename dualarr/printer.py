@@ -23,6 +23,7 @@ from .core import (
     Build1,
     Cond,
     Const,
+    Contract,
     FreeVars,
     FromIntegral,
     FromList,
@@ -34,6 +35,7 @@ from .core import (
     Replicate,
     Reshape,
     Scatter,
+    Share,
     SumOuter,
     Term,
     Transpose,
@@ -41,6 +43,7 @@ from .core import (
     assert_never,
     bound_vars,
     children,
+    parse_contraction,
     postorder,
     type_name,
 )
@@ -128,6 +131,54 @@ def print_program(
     if "\n" in body:
         return f"\\{params}.\n{body}" if params else body
     return f"\\{params}. {body}" if params else body
+
+
+def print_let_program(
+    inputs: Sequence[Var], bindings: Sequence[tuple[Var, Term]], outputs: Sequence[Term]
+) -> str:
+    """``\\x dt. let v1 = e1 in … (o1, o2)``: a program with top-level bindings, one a
+    line, in an order where every name is defined before its use (Fig. 21)."""
+    bound = dict(bindings)
+    roots = [*(t for _, t in bindings), *outputs]
+    printer = Printer(roots, inputs=[*inputs, *bound])
+    printer.text = {}
+    for node in printer.order:
+        printer.text[id(node)] = printer._render_node(node)
+    top = {id(n) for n in printer.scope_lets.get(None, [])}
+    lines: list[str] = []
+    done: set[int] = set()
+
+    def emit(node: Term) -> None:  # post-order through shared nodes and bound variables
+        stack: list[tuple[Term, bool]] = [(node, False)]
+        while stack:
+            current, expanded = stack.pop()
+            if id(current) in done:
+                continue
+            if expanded:
+                done.add(id(current))
+                if isinstance(current, Var) and current in bound:
+                    term = bound[current]
+                    shown = printer.text[id(term)][0]
+                    text = printer._ref(term, LOWEST) if id(term) in top else shown
+                    lines.append(f"let {printer.names[current.id]} = {text} in")
+                elif id(current) in top:
+                    shown = printer.text[id(current)][0]
+                    lines.append(f"let {printer.names[id(current)]} = {shown} in")
+                continue
+            stack.append((current, True))
+            kids = (
+                (bound[current],)
+                if isinstance(current, Var) and current in bound
+                else children(current)
+            )
+            stack.extend((k, False) for k in reversed(kids) if id(k) not in done)
+
+    for root in outputs:
+        emit(root)
+    params = " ".join(printer.names[v.id] for v in inputs)
+    body = ", ".join(printer._ref(o, LOWEST) for o in outputs)
+    body = f"({body})" if len(outputs) != 1 else body
+    return "\\" + params + ".\n" + "\n".join([*lines, body])
 
 
 class Printer:
@@ -287,6 +338,10 @@ class Printer:
                 return f"argmin {ref(a, ATOM)}", APP
             case ArgMax(array=a):
                 return f"argmax {ref(a, ATOM)}", APP
+            case Contract(spec=spec, left=a, right=b):
+                return render_contraction(spec, ref(a, ATOM), ref(b, ATOM)), APP
+            case Share(id=i, array=a):
+                return f"share{i} {ref(a, ATOM)}", APP
             case _:
                 assert_never(node)
 
@@ -324,6 +379,24 @@ class Printer:
 # --------------------------------------------------------------------------------------
 # Structured dump
 # --------------------------------------------------------------------------------------
+
+
+def render_contraction(spec: str, a: str, b: str) -> str:
+    """A contraction by its familiar name (horde-ad's ``matmul2``/``dot0``), transposes
+    made explicit; any other spec as ``contract "spec" a b``."""
+    left, right, out = parse_contraction(spec)
+    if len(out) == 0 and len(left) == 1:
+        return f"dot0 {a} {b}"
+    summed = set(left) & set(right) - set(out)
+    if (len(left), len(right), len(out), len(summed)) == (2, 2, 2, 1):
+        if out[0] in right:  # (A B)ᵀ-shaped spec: swap the operands
+            left, right, a, b = right, left, b, a
+        (k,) = summed
+        if out[0] in left and out[1] in right:
+            a = a if left == out[0] + k else f"(tr [1,0] {a})"
+            b = b if right == k + out[1] else f"(tr [1,0] {b})"
+            return f"matmul2 {a} {b}"
+    return f'contract "{spec}" {a} {b}'
 
 
 def structure(term: Term) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 from . import delta as dl
 from .algebra import Algebra
-from .core import DType, assert_never
+from .core import DType, assert_never, parse_contraction
 
 
 @dataclass
@@ -66,6 +66,7 @@ def eval_delta(
             case dl.Input(index=n):
                 state.grad[n] = _add(alg, state.grad.get(n), c, d.dtype)
             case dl.Add(left=a, right=b):
+                c = alg.share(c)  # one cotangent, two uses (Fig. 19)
                 stack.append((c, b))
                 stack.append((c, a))
             case dl.Scale(factor=s, delta=x):
@@ -91,7 +92,12 @@ def eval_delta(
                 stack.append((alg.transpose(inverse, c), x))
             case dl.Reshape(delta=x):
                 stack.append((alg.reshape(x.shape, c), x))
+            case dl.Contract(spec=spec, delta=x, factor=f):
+                left, right, out = parse_contraction(spec)
+                stack.append((alg.contract(f"{out},{right}->{left}", c, f), x))
             case dl.FromList(deltas=xs):
+                if sum(not isinstance(x, dl.Zero) for x in xs) > 1:
+                    c = alg.share(c)
                 for q, x in enumerate(xs):
                     if not isinstance(x, dl.Zero):
                         stack.append((alg.index(c, [alg.full((), q, DType.INT64)]), x))
@@ -161,6 +167,8 @@ def _forward_node(
             return alg.transpose(p, v(x))
         case dl.Reshape(new_shape=sh, delta=x):
             return alg.reshape(sh, v(x))
+        case dl.Contract(spec=spec, delta=x, factor=f):
+            return alg.contract(spec, v(x), f)
         case dl.FromList(deltas=xs):
             return alg.from_list([v(x) for x in xs])
         case _:

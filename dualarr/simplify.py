@@ -35,6 +35,7 @@ from .core import (
     Build1,
     Cond,
     Const,
+    Contract,
     DType,
     Floor,
     FreeVars,
@@ -49,6 +50,7 @@ from .core import (
     Replicate,
     Reshape,
     Scatter,
+    Share,
     SumOuter,
     Term,
     Transpose,
@@ -56,6 +58,7 @@ from .core import (
     assert_never,
     children,
     fresh_var,
+    parse_contraction,
     postorder,
     rebuild,
     static_int_value,
@@ -95,8 +98,13 @@ class Simplifier:
 
     def mk(self, t: Term) -> Term:
         match t:
-            case Const() | Var() | Iota() | Build1() | Scatter() | FromList():
+            case Const() | Var() | Iota() | Build1() | FromList() | Share():
                 return t
+            case Contract(spec=spec, left=a, right=b):
+                scaled = _scale_of_contraction(spec, a, b)
+                return t if scaled is None else self.mk(scaled)
+            case Scatter(outer_shape=sh, array=a, vars=vs, index=ix):
+                return self._scatter(t, sh, a, vs, ix)
             case Op(op=op, args=args):
                 return self._op(t, op, args)
             case Cond(cond=c, if_true=a, if_false=b):
@@ -118,7 +126,8 @@ class Simplifier:
                     for extent in reversed(e.shape):
                         factor = Replicate(extent, factor)
                     return self.mk(Op("mul", (e, factor)))
-                return t
+                contracted = _contraction_of_sum(a)
+                return t if contracted is None else contracted
             case Replicate():
                 return t
             case Transpose(perm=p, array=a):
@@ -128,6 +137,10 @@ class Simplifier:
                     return self.mk(Transpose(tuple(a.perm[q] for q in p), a.array))
                 if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
                     return Const(np.transpose(a.value, p))
+                if isinstance(a, Contract):  # tr p (contract s a b): permute the result
+                    left, right, out = parse_contraction(a.spec)
+                    spec = f"{left},{right}->{''.join(out[q] for q in p)}"
+                    return Contract(spec, a.left, a.right)
                 return t
             case Reshape(new_shape=sh, array=a):
                 if sh == a.shape:
@@ -239,6 +252,43 @@ class Simplifier:
             return self.mk(Gather(sh, a.array, vs, ix[1:]))
         return t
 
+    # -- scatters -----------------------------------------------------------------------
+
+    def _scatter(
+        self,
+        t: Scatter,
+        sh: tuple[int, ...],
+        a: Term,
+        vs: tuple[Var, ...],
+        ix: tuple[Term, ...],
+    ) -> Term:
+        """A scatter whose index function is a bijection of its grid onto ``sh`` writes
+        every target exactly once: it is the gather of the inverse function (horde-ad
+        turns such scatters into gathers; the transpose of ``gather`` of a permutation)."""
+        grid = a.shape[: len(vs)]
+        if len(ix) != len(vs) or not vs:
+            return t
+        inverse: list[Term | None] = [None] * len(vs)
+        new_vars = tuple(fresh_var(self.supply, "j", (), DType.INT64) for _ in ix)
+        for position, component in enumerate(ix):
+            form = _affine(component, vs)
+            if form is None:
+                return t
+            var, sign, shift = form
+            q = vs.index(var)
+            extent = sh[position]
+            if inverse[q] is not None or grid[q] != extent:
+                return t
+            j: Term = new_vars[position]
+            if sign == 1 and shift == 0:  # j = v
+                inverse[q] = j
+            elif sign == -1 and shift == extent - 1:  # j = (n - 1) - v
+                inverse[q] = ix_.sub(Const(np.asarray(shift, dtype=np.int64)), j)
+            else:
+                return t
+        components = tuple(c for c in inverse if c is not None)
+        return self.mk(Gather(sh, a, new_vars, components))
+
     def _iota_lookups(
         self, ix: tuple[Term, ...], known: dict[Var, tuple[int, int]]
     ) -> tuple[Term, ...]:
@@ -279,6 +329,92 @@ class Simplifier:
             comps[0] = ix_.poison(ix_.all_in_range(f[:n2], sh2), comps[0])
         outer = (*sh, *sh2[len(f) :]) if extra else sh
         return Gather(outer, b, (*vs, *extra), tuple(comps))
+
+
+def _affine(term: Term, variables: tuple[Var, ...]) -> tuple[Var, int, int] | None:
+    """``term`` as ``sign * v + shift`` for one lambda variable ``v``, if it is one."""
+    if isinstance(term, Var) and term in variables:
+        return term, 1, 0
+    if isinstance(term, Op) and term.op in ("add", "sub") and len(term.args) == 2:
+        a, b = term.args
+        ka, kb = static_int_value(a), static_int_value(b)
+        if term.op == "add":
+            if isinstance(b, Var) and b in variables and ka is not None:
+                return b, 1, ka
+            if isinstance(a, Var) and a in variables and kb is not None:
+                return a, 1, kb
+        else:
+            if isinstance(b, Var) and b in variables and ka is not None:
+                return b, -1, ka
+            if isinstance(a, Var) and a in variables and kb is not None:
+                return a, 1, -kb
+    return None
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _replicated_view(t: Term) -> tuple[Term, list[int | None]]:
+    """``t`` as ``tr``/``replicate`` of a base array: for each dimension of ``t``, the
+    base dimension it shows (None where ``t`` is replicated)."""
+    ops: list[Transpose | Replicate] = []
+    base = t
+    while isinstance(base, Transpose | Replicate):
+        ops.append(base)
+        base = base.array
+    view: list[int | None] = list(range(len(base.shape)))
+    for op in reversed(ops):
+        view = [None, *view] if isinstance(op, Replicate) else [view[p] for p in op.perm]
+    return base, view
+
+
+def _scale_of_contraction(spec: str, a: Term, b: Term) -> Term | None:
+    """A contraction with a rank-0 operand is an elementwise scaling of the other."""
+    left, right, out = parse_contraction(spec)
+    if left and right:
+        return None
+    scalar, array, letters = (a, b, right) if not left else (b, a, left)
+    for extent in reversed(array.shape):
+        scalar = Replicate(extent, scalar)
+    product: Term = Op("mul", (scalar, array))
+    perm = tuple(letters.index(c) for c in out)
+    return Transpose(perm, product) if perm != tuple(range(len(perm))) else product
+
+
+def _contraction_of_sum(a: Term) -> Term | None:
+    """``sumOuter`` of a (transposed) product of replicated arrays is a contraction
+    (RULES §5.5: recognising dot/matmul as horde-ad's ``contractAst`` does), or of a
+    contraction whose outer result dimension occurs in both operands."""
+    if isinstance(a, Contract):
+        left, right, out = parse_contraction(a.spec)
+        if out and out[0] in left and out[0] in right:
+            return Contract(f"{left},{right}->{out[1:]}", a.left, a.right)
+        return None
+    axis = list(range(len(a.shape)))  # dimension k of a is dimension axis[k] of the product
+    product: Term = a
+    while isinstance(product, Transpose):
+        axis = [product.perm[k] for k in axis]
+        product = product.array
+    if not (
+        isinstance(product, Op)
+        and product.op == "mul"
+        and product.dtype.is_float
+        and len(product.shape) <= len(_LETTERS)
+    ):
+        return None
+    (x, vx), (y, vy) = (_replicated_view(arg) for arg in product.args)
+    letter = _LETTERS[: len(product.shape)]
+    if any(vx[k] is None and vy[k] is None for k in range(len(letter))):
+        return None  # a dimension replicated in both factors
+    summed = axis[0]
+    if vx[summed] is None or vy[summed] is None:
+        return None  # summing one factor only: not a contraction
+    if any(vx[k] is not None and vy[k] is not None for k in axis[1:]):
+        return None  # a batch dimension: elementwise product is as good
+    spec_x = "".join(letter[vx.index(j)] for j in range(len(x.shape)))
+    spec_y = "".join(letter[vy.index(j)] for j in range(len(y.shape)))
+    out = "".join(letter[k] for k in axis[1:])
+    return Contract(f"{spec_x},{spec_y}->{out}", x, y)
 
 
 def simplify(roots: Sequence[Term], supply: IdSupply) -> list[Term]:

@@ -15,13 +15,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from .algebra import Algebra, IndexFn
+from .bot import substitute_free
 from .core import (
     ArgMax,
     ArgMin,
     Cond,
     Const,
+    Contract,
     DType,
     Floor,
+    FreeVars,
     FromIntegral,
     FromList,
     Gather,
@@ -33,13 +36,13 @@ from .core import (
     Reshape,
     Scatter,
     Shape,
+    Share,
     SumOuter,
     Term,
     Transpose,
     Var,
     fresh_var,
     int_const,
-    substitute,
     zeros,
 )
 
@@ -51,8 +54,10 @@ class TermAlgebra(Algebra[Term]):
     def symbolic_index_functions(self) -> bool:
         return True
 
-    def __init__(self, supply: IdSupply) -> None:
+    def __init__(self, supply: IdSupply, share_ids: IdSupply | None = None) -> None:
         self.supply = supply
+        self.share_ids = share_ids
+        self._fv = FreeVars()
         self._grids: list[tuple[Var, ...]] = []
 
     def shape(self, a: Term) -> Shape:
@@ -96,7 +101,8 @@ class TermAlgebra(Algebra[Term]):
             return (), tuple(components)
         renamed = tuple(fresh_var(self.supply, v.hint, (), DType.INT64) for v in variables)
         mapping: dict[Var, Term] = dict(zip(variables, renamed, strict=True))
-        return renamed, tuple(substitute(list(components), mapping))
+        # binders inside the components (a gather in an index) get fresh variables too
+        return renamed, tuple(substitute_free(list(components), mapping, self._fv, self.supply))
 
     def gather(self, outer: Shape, a: Term, fn: IndexFn) -> Term:
         variables, components = self._fresh_lambda(fn)
@@ -126,6 +132,15 @@ class TermAlgebra(Algebra[Term]):
 
     def argmax(self, a: Term) -> Term:
         return ArgMax(a)
+
+    def contract(self, spec: str, a: Term, b: Term) -> Term:
+        return Contract(spec, a, b)
+
+    def share(self, a: Term) -> Term:
+        """``share_k a`` with a fresh increasing id (Fig. 19), when shares are explicit."""
+        if self.share_ids is None or isinstance(a, (Var, Const, Share)):
+            return a
+        return Share(self.share_ids.fresh(), a)
 
     def build1(self, rows: Sequence[Term], shape: Shape, dtype: DType) -> Term:
         return FromList(tuple(rows)) if rows else zeros(shape, dtype)

@@ -36,7 +36,7 @@ import numpy as np
 
 from . import delta as dl
 from .algebra import Algebra
-from .core import DType, Shape, assert_never, type_name
+from .core import DType, Shape, assert_never, parse_contraction, type_name
 from .errors import DualarrError, format_shape
 
 
@@ -122,6 +122,21 @@ class LScale(_ShownLet):
 
     def __post_init__(self) -> None:
         _set(self, shape=self.delta.shape, dtype=self.delta.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class LContract(_ShownLet):
+    """``contract spec delta factor`` (linear in ``delta``, ``factor`` a primal value)."""
+
+    spec: str
+    delta: LetDelta
+    factor: Any
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        shape = dl.contraction_shape(self.spec, self.delta.shape, tuple(self.factor.shape))
+        _set(self, shape=shape, dtype=self.delta.dtype)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -226,6 +241,7 @@ LetDelta: TypeAlias = (
     | LLet
     | LAdd
     | LScale
+    | LContract
     | LIndex
     | LGather
     | LScatter
@@ -248,6 +264,7 @@ def let_children(u: LetDelta) -> tuple[LetDelta, ...]:
             return us
         case (
             LScale(delta=x)
+            | LContract(delta=x)
             | LIndex(delta=x)
             | LGather(delta=x)
             | LScatter(delta=x)
@@ -292,6 +309,8 @@ def _convert(d: dl.Delta, kid: Callable[[dl.Delta], LetDelta]) -> LetDelta:
             return LAdd(kid(a), kid(b))
         case dl.Scale(factor=s, delta=x):
             return LScale(s, kid(x))
+        case dl.Contract(spec=spec, delta=x, factor=f):
+            return LContract(spec, kid(x), f)
         case dl.Index(delta=x, index=ix):
             return LIndex(kid(x), ix)
         case dl.Gather(outer=outer, delta=x, fn=fn, shape=sh):
@@ -407,6 +426,15 @@ class CScale(_ShownLinear):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class CContract(_ShownLinear):
+    """``contract spec c y``: from ``T[Contract spec u y]`` (the spec transposed)."""
+
+    spec: str
+    arg: Cot
+    factor: Any
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class CScatter(_ShownLinear):
     """``Scatter sha c f``: from ``T[Gather sh u f]`` (``sha`` the outer dims of ``u``)."""
 
@@ -475,7 +503,10 @@ class CIndex(_ShownLinear):
 
 
 CExpr: TypeAlias = (
-    CScale | CScatter | CGather | CEmbed | CReplicate | CSumOuter | CTranspose | CReshape | CIndex
+    CScale
+    | CContract
+    | CScatter
+    | CGather | CEmbed | CReplicate | CSumOuter | CTranspose | CReshape | CIndex
 )
 """A cotangent expression: the transpose of one structural Delta constructor."""
 
@@ -575,7 +606,8 @@ def transpose_delta(let_delta: LetDelta) -> LinearProgram:
     - ``T[Zero] = 0`` (no statement); ``T[Add u1 u2] = T[u1] + T[u2]`` (one after the other)
     - ``T[Input n] = Onehot dx<n> c``; ``T[Var n] = Onehot s<n> c``
     - ``T[Let n u1 u2] = let c = T[u2] in Delete n c + (let c = Lookup n c in T[u1])``
-    - ``T[Scale y u] = let c = y * c in T[u]``
+    - ``T[Scale y u] = let c = y * c in T[u]``; ``T[Contract "A,B->C" u y] =
+      let c = contract "C,B->A" c y in T[u]``
     - ``T[Gather sh u f] = let c = Scatter sha c f in T[u]``,
       ``T[Scatter sh u f] = let c = Gather sha c f in T[u]`` (``sha`` = outer dims of ``u``)
     - ``T[Index u ix] = let c = Embed (shape u) ix c in T[u]``
@@ -623,6 +655,9 @@ def transpose_delta(let_delta: LetDelta) -> LinearProgram:
                 work.append(_Go(c, u2))
             case LScale(factor=y, delta=x):
                 then(CScale(y, c), x)
+            case LContract(spec=spec, delta=x, factor=y):
+                left, right, out = parse_contraction(spec)
+                then(CContract(f"{out},{right}->{left}", c, y), x)
             case LIndex(delta=x, index=ix):
                 then(CEmbed(x.shape, ix, c), x)
             case LGather(outer=outer, delta=x, fn=fn):
@@ -654,6 +689,8 @@ def _apply(alg: Algebra[Any], e: CExpr, c: Any, dtype: DType) -> Any:
     match e:
         case CScale(factor=y):
             return alg.mul(y, c, dtype)
+        case CContract(spec=spec, factor=y):
+            return alg.contract(spec, c, y)
         case CScatter(outer=outer, fn=fn, n_vars=n_vars):
             return alg.scatter(outer, c, fn, n_vars)
         case CGather(outer=outer, fn=fn):
@@ -815,6 +852,8 @@ def _format_node(u: LetDelta, done: dict[int, tuple[str, int]], g: _Gamma) -> tu
             return f"{arg(a, _ADD)} + {arg(b, _ADD)}", _ADD
         case LScale(factor=y, delta=x):
             return f"{g.value(y)} * {arg(x, _SCALE)}", _SCALE
+        case LContract(spec=spec, delta=x, factor=y):
+            return f"Contract {spec!r} {arg(x)} {g.value(y)}", _APP
         case LIndex(delta=x, index=ix):
             return f"Index {arg(x)} {g.index(ix)}", _APP
         case LGather(outer=outer, delta=x, fn=fn):
@@ -859,6 +898,8 @@ def _format_piece(piece: CExpr | Stmt, g: _Gamma) -> str:
     match piece:
         case CScale(factor=y, arg=c):
             return f"{g.value(y)} * {c}"
+        case CContract(spec=spec, arg=c, factor=y):
+            return f"Contract {spec!r} {c} {g.value(y)}"
         case CScatter(outer=outer, arg=c, fn=fn):
             return f"Scatter {format_shape(outer)} {c} {g.fn(fn)}"
         case CGather(outer=outer, arg=c, fn=fn):
@@ -889,6 +930,7 @@ def _format_piece(piece: CExpr | Stmt, g: _Gamma) -> str:
 
 _RULE_OF: dict[type, str] = {
     CScale: "T[Scale y u]",
+    CContract: "T[Contract s u y]",
     CScatter: "T[Gather sh u f]",
     CGather: "T[Scatter sh u f]",
     CEmbed: "T[Index u ix]",
@@ -930,6 +972,7 @@ def format_program(program: LinearProgram) -> str:
 
 __all__ = [
     "Bind",
+    "CContract",
     "CEmbed",
     "CExpr",
     "CGather",
@@ -946,6 +989,7 @@ __all__ = [
     "DVar",
     "Delete",
     "LAdd",
+    "LContract",
     "LFromList",
     "LGather",
     "LIndex",

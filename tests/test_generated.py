@@ -109,7 +109,10 @@ def test_generator_covers_every_construct() -> None:
 
     collect()
     assert drawn >= 600
-    missing = [t.__name__ for t in TERM_TYPES if present[t.__name__] == 0]
+    # contract and share are not source constructs: the simplifier and the symbolic
+    # reverse pass introduce them (tests/test_gradient_program.py covers them)
+    source_types = [t for t in TERM_TYPES if t.__name__ not in ("Contract", "Share")]
+    missing = [t.__name__ for t in source_types if present[t.__name__] == 0]
     assert not missing, f"constructors never generated: {missing}"
     missing_ops = sorted(op for op in ALL_OPS if present["op:" + op] == 0)
     assert not missing_ops, f"ops never generated: {missing_ops}"

@@ -233,27 +233,35 @@ def test_printed_program_of_fig18_shows_the_rules() -> None:
     x = np.array([1.0, 2.0, 3.0, 4.0])
     run = dual_run(vectorised_program(fig18, [x]), [x], [0])
     let_form = to_let_form(run.deltas[0])
-    assert str(let_form).splitlines()[:4] == [
+    assert str(let_form).splitlines()[:3] == [
         "let s1 = Gather [4] dx0 f1 in",
-        "let s2 = [4. 3. 2. 1.] * dx0 + [1. 2. 3. 4.] * s1 in",
-        "let s3 = SumOuter s2 in",
-        "s3",
+        "let s2 = Contract 'a,a->' dx0 [4. 3. 2. 1.] + Contract 'a,a->' s1 [1. 2. 3. 4.] in",
+        "s2",
     ]
     text = str(transpose_delta(let_form))
     lines = [line.strip() for line in text.splitlines()]
     assert lines[0] == "Γ | c : float64[] ||- DMap"
     for expected in [
-        "Onehot s3 c  ",  # T[Var n] = Onehot n c
-        "let c1 = Lookup s3",  # T[Let n u1 u2]: Lookup n, Delete n
-        "Delete s3",
-        "let c2 = Replicate 4 c1",  # T[SumOuter u]
-        "let c4 = [4. 3. 2. 1.] * c3",  # T[Scale y u]
-        "Onehot dx0 c4",  # T[Input n]
-        "let c7 = Scatter [4] c6 f1",  # T[Gather sh u f]
+        "Onehot s2 c  ",  # T[Var n] = Onehot n c
+        "let c1 = Lookup s2",  # T[Let n u1 u2]: Lookup n, Delete n
+        "Delete s2",
+        "let c2 = Contract ',a->a' c1 [4. 3. 2. 1.]",  # T[Contract "A,B->C" u y]
+        "Onehot dx0 c2",  # T[Input n]
+        "let c5 = Scatter [4] c4 f1",  # T[Gather sh u f]
         "f1 = λ, tabulated on its grid: [3 2 1 0]",
     ]:
         assert any(line.startswith(expected.strip()) for line in lines), (expected, text)
     assert "-- T[Gather sh u f]" in text and "-- T[Let 1 u1 u2]" in text
+    assert "-- T[Contract s u y]" in text
+
+
+def test_printed_program_of_a_sum_of_sines_shows_scale_and_sumouter() -> None:
+    x = np.array([1.0, 2.0, 3.0])
+    run = dual_run(vectorised_program(lambda x: da.sum(da.sin(x) * 2.0), [x]), [x], [0])
+    text = str(transpose_delta(to_let_form(run.deltas[0])))
+    assert "-- T[SumOuter u]" in text and "-- T[Scale y u]" in text
+    grads = run_linear(transpose_delta(to_let_form(run.deltas[0])), ALG, np.ones(()))
+    np.testing.assert_allclose(grads[0], 2 * np.cos(x))
 
 
 def test_deep_shared_chain_transposes_without_recursion() -> None:

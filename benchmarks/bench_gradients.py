@@ -13,7 +13,8 @@ Workloads (the gradient of a rank-0 result with respect to the float inputs name
   x, 10^6 in idx and w.
 
 Libraries: ``numpy`` (the hand-written gradient: the base of every ratio), ``dualarr``
-(``da.grad``, ``mode="interpret"``: the concrete dual-arrays path), and, where installed,
+(``da.grad``, the default ``mode="compiled"``: the generated gradient program of §7),
+``dualarr.interp`` (``mode="interpret"``: the concrete dual-arrays path), and, where installed,
 HIPS ``autograd``, ``jax`` (``jax.grad`` run eagerly), ``jax.jit`` (``jax.jit(jax.grad)``)
 and ``torch`` (``torch.autograd.grad``), all in float64.  Peers write W2 as ``x *
 flip(x)`` and W4 with their own ``@`` (they have no ``build``), so W4 shows how far
@@ -24,7 +25,7 @@ the extra: ``pip install torch``).
 Each library runs in its own process (this script with ``--worker LIBRARY``): on 2
 cores the OpenBLAS, OpenMP and XLA thread pools of one process fight and slow each
 other.  In a worker, every workload's first gradient is timed on its own (``first s``:
-for dualarr that includes tracing, the bot and the simplifier; for jax.jit the XLA
+for dualarr that includes tracing and every stage down to code generation; for jax.jit the XLA
 compile), checked against the NumPy gradient with ``np.allclose`` (a mismatch stops the
 run with a non-zero exit), then, after one more warm-up call, the gradient is timed as the
 median of ``--repeat`` samples, each sample running the gradient enough times to last
@@ -71,9 +72,10 @@ import dualarr as da
 Arrays = tuple[np.ndarray, ...]
 Step = Callable[[], Any]
 
-LIBRARIES = ("numpy", "dualarr", "autograd", "jax", "jax.jit", "torch")
+LIBRARIES = ("numpy", "dualarr", "dualarr.interp", "autograd", "jax", "jax.jit", "torch")
 PEERS = ("autograd", "jax", "jax.jit", "torch")
-MODULE = {"numpy": "numpy", "dualarr": "dualarr", "autograd": "autograd", "jax": "jax",
+MODULE = {"numpy": "numpy", "dualarr": "dualarr", "dualarr.interp": "dualarr",
+          "autograd": "autograd", "jax": "jax",
           "jax.jit": "jax", "torch": "torch"}
 SEED = 20261122
 MALLOC_TUNED = {"MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_MMAP_THRESHOLD_": str(1 << 30)}
@@ -333,13 +335,17 @@ class NumpyLibrary(Library):
 
 
 class DualarrLibrary(Library):
-    name = "dualarr"
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.name = "dualarr" if mode == "compiled" else "dualarr.interp"
 
     def version(self) -> str:
-        return f"{da.__version__} (mode=interpret)"
+        return f"{da.__version__} (mode={self.mode})"
 
     def prepare(self, case: Case, args: Arrays) -> Prepared:
-        gradient = da.grad(dualarr_function(case), argnums=ARGNUMS[case.workload])
+        gradient = da.grad(
+            dualarr_function(case), argnums=ARGNUMS[case.workload], mode=self.mode
+        )
         return Prepared(lambda: gradient(*args), _as_tuple)
 
 
@@ -413,7 +419,9 @@ def make_library(name: str) -> Library:
         case "numpy":
             return NumpyLibrary()
         case "dualarr":
-            return DualarrLibrary()
+            return DualarrLibrary("compiled")
+        case "dualarr.interp":
+            return DualarrLibrary("interpret")
         case "autograd":
             return AutogradLibrary()
         case "jax" | "jax.jit":
@@ -557,7 +565,7 @@ def print_tables(cases: Sequence[Case], outcomes: dict[str, Outcome]) -> None:
         table = outcomes[name].times
         return None if table is None else table.get(row)
 
-    width = 10
+    width = 15
     head = f"{'workload':<9}{'size':<17}"
     print("\n## median ms per gradient")
     print(head + "".join(f"{name:>{width}}" for name in shown))
@@ -580,7 +588,8 @@ def print_tables(cases: Sequence[Case], outcomes: dict[str, Outcome]) -> None:
             cells.append(_cell(ratio, ".2f", width))
         print(f"{row[0]:<9}{row[1]:<17}" + "".join(cells))
 
-    print("\n## time to first gradient, s (dualarr: trace + bot + simplify; jax.jit: compile)")
+    print("\n## time to first gradient, s (dualarr: trace + every stage + codegen; "
+          "jax.jit: compile)")
     print(head + "".join(f"{name:>{width}}" for name in others))
     for row in rows:
         cells = []

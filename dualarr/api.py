@@ -58,15 +58,19 @@ def vectorised_program(f: Callable[..., Any], args: Sequence[Any]) -> Program:
     return program
 
 
-def compiled_gradient(f: Callable[..., Any], args: Sequence[Any]) -> CompiledGradient:
+def compiled_gradient(
+    f: Callable[..., Any], args: Sequence[Any], positions: Sequence[int] | None = None
+) -> CompiledGradient:
     """The compiled gradient program of ``f`` for ``args``' types (every stage of §7 and
-    code generation), cached per (function, shapes, dtypes, backend)."""
-    key = _cache_key(f, args)
+    code generation) with respect to ``positions`` (default: every float input), cached
+    per (function, shapes, dtypes, backend, positions)."""
+    base = _cache_key(f, args)
+    key = None if base is None else (base, None if positions is None else tuple(positions))
     if key is not None and key in _gradients:
         _gradients.move_to_end(key)
         return _gradients[key]
     with collector_paused():
-        result = compile_gradient(vectorised_program(f, args))
+        result = compile_gradient(vectorised_program(f, args), positions)
     if key is not None:
         _gradients[key] = result
         if len(_gradients) > _CACHE_SIZE:
@@ -191,7 +195,7 @@ def value_and_grad(
         if not out.dtype.is_float:
             raise DtypeError(f"grad needs a float output, got {out.dtype}", op="grad")
         if mode == "compiled":
-            compiled = compiled_gradient(f, args)
+            compiled = compiled_gradient(f, args, sorted(set(positions)))
             value_array, all_grads = compiled(*args)
             by_position = dict(zip(compiled.positions, all_grads, strict=True))
             return value_array[()], _select(by_position, positions, argnums)
@@ -351,7 +355,7 @@ def jacobian(
             for k in positions
         }
         if mode == "compiled":
-            compiled = compiled_gradient(f, args)
+            compiled = compiled_gradient(f, args, sorted(set(positions)))
             for element in np.ndindex(*out.shape):
                 seed = np.zeros(out.shape, dtype=out.dtype.numpy())
                 seed[element] = 1

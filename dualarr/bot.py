@@ -608,7 +608,7 @@ class Vectoriser(Rewriter):
                 return Rewrite(
                     "index-floor", "Fig. 10", (VecIndex(b, ix),), lambda rs: Floor(rs[0])
                 )
-            case Var() | FromList() | Scatter() | Contract() | Share():
+            case Var() | FromList() | Scatter() | Contract() | Share() | ArgMin() | ArgMax():
                 # a normal form that mentions i: vectorise it and take the diagonal (rule D)
                 new_i = self.fresh_index_var()
                 return self.with_index_function(
@@ -643,7 +643,10 @@ class IndexPusher(Rewriter):
         if not ix:
             return Rewrite("index-nil", "Fig. 10", (), lambda _: a)
         match a:
-            case Var() | Const() | FromList() | Scatter() | Contract() | Share():
+            case (
+                Var() | Const() | FromList() | Scatter() | Contract() | Share() | ArgMin()
+                | ArgMax()
+            ):
                 return Rewrite("", "Theorem 5.1", (), lambda _: Index(a, ix))  # normal form
             case Index(array=b, index=ix1):
                 return Rewrite("index-index", "Fig. 10", (Push(b, (*ix1, *ix)),), _same)
@@ -668,13 +671,6 @@ class IndexPusher(Rewriter):
                 self._keep(moved)
                 return Rewrite(
                     "index-sumOuter", "Fig. 10", (Push(moved, ix),), lambda rs: SumOuter(rs[0])
-                )
-            case ArgMin(array=b) | ArgMax(array=b):
-                node = ArgMin if isinstance(a, ArgMin) else ArgMax
-                moved = Transpose(_to_position(len(ix), len(b.shape)), b)
-                self._keep(moved)
-                return Rewrite(
-                    "index-argmin", "Fig. 10", (Push(moved, ix),), lambda rs: node(rs[0])
                 )
             case Transpose(perm=p, array=b):
                 return self._then("index-tr", self._index_transpose(p, b, ix))
@@ -918,12 +914,13 @@ class NotBotNormal(DualarrError):
 def check_bot_normal(roots: Sequence[Term]) -> None:
     """Raise :class:`NotBotNormal` naming the offending subterm unless Theorem 5.1 holds:
     no ``build1``, and every ``index`` is of a variable, a constant, a ``fromList`` or a
-    ``scatter`` (or a ``contract``/``share``, which only simplification introduces)."""
+    ``scatter`` (or a ``contract``/``share``, which only simplification introduces, or an
+    ``argmin``/``argmax``: integer reductions, computed in bulk once, then indexed)."""
     for node in postorder(roots):
         if isinstance(node, Build1):
             raise NotBotNormal(f"build1 remains: {_short(node)}", node)
         if isinstance(node, Index) and not isinstance(
-            node.array, Var | Const | FromList | Scatter | Contract | Share
+            node.array, Var | Const | FromList | Scatter | Contract | Share | ArgMin | ArgMax
         ):
             raise NotBotNormal(
                 f"index of a {type(node.array).__name__} (not a normal form): {_short(node)}",

@@ -56,10 +56,11 @@ from .core import (
     assert_never,
     bound_vars,
     children,
+    static_int_value,
 )
 from .errors import DualarrError
 from .evaluate import contract, index_array, scatter_add
-from .indexing import is_scalar_index_work
+from .indexing import affine_form, is_scalar_index_work
 
 __all__ = ["HELPERS", "CompiledProgram", "compile_program", "generate"]
 
@@ -92,8 +93,9 @@ def _floor(a: Any) -> Any:
 
 
 def _grid(shape: tuple[int, ...]) -> list[np.ndarray]:
-    """One index grid per dimension of ``shape`` (the lambda's variables, in bulk)."""
-    return list(np.indices(shape, dtype=np.int64)) if shape else []
+    """One index grid per dimension of ``shape`` (the lambda's variables, in bulk), as
+    broadcastable ``arange``s: ``(n, 1)`` and ``(1, m)`` for a 2-d grid."""
+    return list(np.indices(shape, dtype=np.int64, sparse=True)) if shape else []
 
 
 def _points(shape: tuple[int, ...]) -> Iterator[tuple[np.int64, ...]]:
@@ -204,6 +206,51 @@ def _const_text(value: np.ndarray, dtype: DType) -> str:
 
 def _shape(shape: Sequence[int]) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _replicated_scalar(term: Term) -> Term | None:
+    """The rank-0 term that ``term`` replicates (``replicate n (replicate m s)``), if any."""
+    if not isinstance(term, Replicate):
+        return None
+    while isinstance(term, Replicate):
+        term = term.array
+    return term if term.shape == () else None
+
+
+def _slice_view(node: Gather) -> tuple[str, tuple[int, ...] | None] | None:
+    """A gather whose index components are in-range constants or ``±v + c`` of distinct
+    variables is basic slicing (``x[::-1]``, ``x[2:7]``), then maybe a transpose:
+    the subscripts and the permutation, or None."""
+    subscripts: list[str] = []
+    axis_of: dict[Var, int] = {}  # variable -> its axis in the sliced view
+    for position, component in enumerate(node.index):
+        extent = node.array.shape[position]
+        value = static_int_value(component)
+        if value is not None:
+            if not 0 <= value < extent:
+                return None
+            subscripts.append(str(value))
+            continue
+        form = affine_form(component, node.vars)
+        if form is None or form[0] in axis_of:
+            return None
+        var, sign, shift = form
+        n = node.outer_shape[node.vars.index(var)]
+        if sign == 1 and shift >= 0 and shift + n <= extent:
+            subscripts.append(f"{shift}:{shift + n}")
+        elif sign == -1 and shift < extent and shift - n + 1 >= 0:
+            stop = shift - n
+            subscripts.append(f"{shift}:{stop if stop >= 0 else ''}:-1")
+        else:
+            return None
+        axis_of[var] = len(axis_of)
+    if len(axis_of) != len(node.vars):
+        return None  # a variable the index ignores: a replicate, not a slice
+    tail = len(node.array.shape) - len(node.index)
+    perm = (*(axis_of[v] for v in node.vars), *range(len(node.vars), len(node.vars) + tail))
+    identity = perm == tuple(range(len(perm)))
+    text = ", ".join(subscripts) + ("," if len(subscripts) == 1 and tail == 0 else "")
+    return text.rstrip(",") if len(subscripts) == 1 else text, None if identity else perm
 
 
 def _targets(names: Sequence[str]) -> str:
@@ -407,8 +454,10 @@ class _Generator:
                     (id(self._resolve(node.if_true)), id(self._resolve(node.if_false)))
                 )
         self.bulk: dict[int, bool] = {}
+        self.lambdas: dict[int, Gather | Scatter] = {}
         for node in order:
             if isinstance(node, Gather | Scatter):
+                self.lambdas[id(node)] = node
                 vs = frozenset(node.vars)
                 self.bulk[id(node)] = all(is_scalar_index_work(i, vs, self.fv) for i in node.index)
         return order
@@ -511,6 +560,8 @@ class _Generator:
                     _IFELSE,
                 )
             case Index(array=a, index=index):
+                if self._indexes_its_grid(node):  # a[i, j] over exactly a's grid is a
+                    return ref(a, _ATOM), _ATOM
                 comps = ", ".join(ref(i, 0) for i in index)
                 return f"helpers.index({ref(a, 0)}, [{comps}])", _ATOM
             case SumOuter(array=a):
@@ -545,8 +596,26 @@ class _Generator:
             case _:
                 assert_never(node)
 
+    def _indexes_its_grid(self, node: Index) -> bool:
+        """``a[i, j]`` in a bulk lambda ``\\[i, j]`` whose grid is ``a``'s shape."""
+        binder = self.lambdas.get(self.home[id(node)])
+        if binder is None or not self.bulk.get(id(binder), False):
+            return False
+        grid = binder.outer_shape if isinstance(binder, Gather) else binder.array.shape[
+            : len(binder.vars)
+        ]
+        return (
+            len(node.index) == len(binder.vars)
+            and all(i is v for i, v in zip(node.index, binder.vars, strict=True))
+            and node.array.shape == grid
+        )
+
     def _op(self, op: str, args: tuple[Term, ...]) -> tuple[str, int]:
         ref = self._ref
+        # a replicated scalar next to a full array: let the namespace broadcast it
+        bases = [_replicated_scalar(a) for a in args]
+        if any(b is not None for b in bases) and any(b is None for b in bases):
+            args = tuple(a if b is None else b for a, b in zip(args, bases, strict=True))
         infix = _INFIX.get(op)
         if infix is not None:
             symbol, p = infix
@@ -565,6 +634,17 @@ class _Generator:
     def _emit_indexed(self, node: Gather | Scatter) -> None:
         """Grids (or a loop), the lambda's own lines, then the gather/scatter call."""
         inner = self.chunks.pop(id(node), _Chunk([]))
+        if isinstance(node, Gather):
+            view = _slice_view(node)
+            if view is not None:  # a strided view: no index arrays at all
+                subscripts, perm = view
+                expr = f"{self._ref(node.array, _ATOM)}[{subscripts}]"
+                if perm is not None:
+                    expr = f"xp.permute_dims({expr}, {_shape(perm)})"
+                result = self.namer.fresh("t", numbered=True)
+                self._lines(node).append(f"{result} = {expr}")
+                self.text[id(node)] = (result, _ATOM, 0)
+                return
         for var in node.vars:
             if id(var) not in self.names:
                 self.names[id(var)] = self.namer.fresh(var.hint)
@@ -578,10 +658,11 @@ class _Generator:
             lines.append(
                 f"# {kind} {list(node.outer_shape)} (\\[{params}]. ...): index grids, bulk index"
             )
-            if names:
+            comps = "[" + ", ".join(self._ref(i, 0) for i in node.index) + "]"
+            used = " ".join([*inner.lines, comps])
+            if any(re.search(rf"\b{name}\b", used) for name in names):
                 lines.append(f"{_targets(names)} = helpers.grid({_shape(grid)})")
             lines.extend(inner.lines)
-            comps = "[" + ", ".join(self._ref(i, 0) for i in node.index) + "]"
         else:
             cols = f"{result}_ix"
             lines.append(

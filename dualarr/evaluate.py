@@ -124,6 +124,14 @@ ELEMENTWISE: dict[str, Callable[..., Any]] = {
 """NumPy meaning of each elementwise primitive of :data:`dualarr.core.OPS`."""
 
 
+def _all_in_range(comps: Sequence[Array], shape: Sequence[int]) -> bool:
+    """Every component within its extent: two reductions each, no temporary arrays."""
+    for comp, extent in zip(comps, shape, strict=False):
+        if comp.size and (comp.min() < 0 or comp.max() >= extent):
+            return False
+    return True
+
+
 def index_array(array: Array, index: Sequence[Array]) -> Array:
     """``array[index]`` with zeros where a component is out of range.
 
@@ -132,20 +140,22 @@ def index_array(array: Array, index: Sequence[Array]) -> Array:
     """
     if not index:
         return array
-    comps = np.broadcast_arrays(*[np.asarray(i, dtype=np.int64) for i in index])
+    comps = [np.asarray(i, dtype=np.int64) for i in index]
+    if len({c.shape for c in comps}) > 1:
+        comps = list(np.broadcast_arrays(*comps))
     batch = comps[0].shape
+    tail = array.shape[len(index) :]
+    if array.size == 0 or math.prod(batch) == 0:
+        return np.zeros(batch + tail, dtype=array.dtype)
+    if _all_in_range(comps, array.shape):  # the common case: a plain NumPy index
+        return array[comps[0]] if len(comps) == 1 else array[tuple(comps)]
     valid = np.ones(batch, dtype=bool)
     clipped = []
     for comp, extent in zip(comps, array.shape, strict=False):
         ok = (comp >= 0) & (comp < extent)
         valid &= ok
         clipped.append(np.where(ok, comp, 0))
-    tail = array.shape[len(index) :]
-    if array.size == 0 or math.prod(batch) == 0:
-        return np.zeros(batch + tail, dtype=array.dtype)
     picked = array[tuple(clipped)]
-    if valid.all():  # the common case: no read out of range, nothing to mask
-        return picked
     mask = valid.reshape(batch + (1,) * len(tail))
     return np.where(mask, picked, np.zeros((), dtype=array.dtype))
 
@@ -159,24 +169,32 @@ def scatter_add(
     """
     grid_shape = source.shape[:n_vars]
     tail = source.shape[n_vars:]
-    out = np.zeros((math.prod(outer_shape), math.prod(tail)), dtype=source.dtype)
+    size, width = math.prod(outer_shape), math.prod(tail)
     comps = [np.broadcast_to(np.asarray(c, dtype=np.int64), grid_shape) for c in index]
-    valid = np.ones(grid_shape, dtype=bool)
-    linear = np.zeros(grid_shape, dtype=np.int64)
-    for comp, extent in zip(comps, outer_shape, strict=True):
-        valid &= (comp >= 0) & (comp < extent)
-        linear = linear * extent + comp
-    flat_valid = valid.reshape(-1)
-    values = source.reshape(math.prod(grid_shape), math.prod(tail))
-    if not out.size or not flat_valid.any():
-        return out.reshape(outer_shape + tail)
-    targets = linear.reshape(-1)
-    if not flat_valid.all():
-        targets, values = targets[flat_valid], values[flat_valid]
-    if out.shape[1] == 1 and source.dtype.kind == "f":
+    values = source.reshape(math.prod(grid_shape), width)
+    if not size or not values.size:
+        return np.zeros(outer_shape + tail, dtype=source.dtype)
+    if not comps:  # every value goes to the one target
+        targets = np.zeros(values.shape[0], dtype=np.int64)
+    elif _all_in_range(comps, outer_shape):
+        targets = comps[0].reshape(-1) if len(comps) == 1 else np.ravel_multi_index(
+            tuple(comps), outer_shape
+        ).reshape(-1)
+    else:
+        valid = np.ones(grid_shape, dtype=bool)
+        linear = np.zeros(grid_shape, dtype=np.int64)
+        for comp, extent in zip(comps, outer_shape, strict=True):
+            valid &= (comp >= 0) & (comp < extent)
+            linear = linear * extent + np.where(valid, comp, 0)
+        flat_valid = valid.reshape(-1)
+        if not flat_valid.any():
+            return np.zeros(outer_shape + tail, dtype=source.dtype)
+        targets, values = linear.reshape(-1)[flat_valid], values[flat_valid]
+    if width == 1 and source.dtype.kind == "f":
         # one value per target: bincount adds (in order) far faster than add.at
-        summed = np.bincount(targets, weights=values[:, 0], minlength=out.shape[0])
+        summed = np.bincount(targets, weights=values[:, 0], minlength=size)
         return summed.astype(source.dtype, copy=False).reshape(outer_shape + tail)
+    out = np.zeros((size, width), dtype=source.dtype)
     np.add.at(out, targets, values)
     return out.reshape(outer_shape + tail)
 

@@ -237,3 +237,23 @@ def provably_in_range(
         if interval is None or interval[0] < 0 or interval[1] >= extent:
             return False
     return True
+
+
+def affine_form(term: Term, variables: tuple[Var, ...]) -> tuple[Var, int, int] | None:
+    """``term`` as ``sign * v + shift`` for one lambda variable ``v``, if it is one."""
+    if isinstance(term, Var) and term in variables:
+        return term, 1, 0
+    if isinstance(term, Op) and term.op in ("add", "sub") and len(term.args) == 2:
+        a, b = term.args
+        ka, kb = static_int_value(a), static_int_value(b)
+        if term.op == "add":
+            if isinstance(b, Var) and b in variables and ka is not None:
+                return b, 1, ka
+            if isinstance(a, Var) and a in variables and kb is not None:
+                return a, 1, kb
+        else:
+            if isinstance(b, Var) and b in variables and ka is not None:
+                return b, -1, ka
+            if isinstance(a, Var) and a in variables and kb is not None:
+                return a, 1, -kb
+    return None

@@ -22,7 +22,7 @@ Calling the pipeline runs the compiled gradient: ``p(*arrays, cotangent=1.0)`` r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,11 +68,14 @@ class GradientStages:
     gradient: LetProgram
 
 
-def gradient_stages(vectorised: Program) -> GradientStages:
-    """forward → delta (Eq. 6) → shared (Fig. 19) → gradient (Figs. 20–21, simplified)."""
+def gradient_stages(
+    vectorised: Program, positions: Sequence[int] | None = None
+) -> GradientStages:
+    """forward → delta (Eq. 6) → shared (Fig. 19) → gradient (Figs. 20–21, simplified),
+    differentiating the inputs at ``positions`` (default: every float input)."""
     forward = forward_pass(vectorised)
     extracted = extract(forward)
-    shared = symbolic_reverse(extracted)
+    shared = symbolic_reverse(extracted, positions)
     gradient = simplify_let_program(share_to_let(shared))
     return GradientStages(forward, extracted, shared, gradient)
 
@@ -112,18 +115,34 @@ class CompiledGradient:
                 )
         value, *grads = self.compiled(*values, ct)
         results = tuple(
-            np.array(np.broadcast_to(g, self.program.inputs[k].shape))
+            _fresh(g, self.program.inputs[k].shape, values)
             for k, g in zip(self.positions, grads, strict=True)
         )
-        return np.array(np.broadcast_to(value, out.shape)), results
+        return _fresh(value, out.shape, values), results
 
     def __repr__(self) -> str:
         return f"<CompiledGradient {self.gradient.name}: {len(self.gradient.bindings)} bindings>"
 
 
-def compile_gradient(vectorised: Program) -> CompiledGradient:
+def _fresh(array: Any, shape: tuple[int, ...], inputs: list[Any]) -> Any:
+    """``array`` as a writeable array of ``shape`` that aliases no input: a result the
+    generated code allocated (or a view of one) is returned as it is, anything else (a
+    broadcast, an input or a view of one) is copied."""
+    if (
+        isinstance(array, np.ndarray)
+        and array.shape == shape
+        and array.flags.writeable
+        and not any(np.may_share_memory(array, x) for x in inputs)
+    ):
+        return array
+    return np.array(np.broadcast_to(array, shape))
+
+
+def compile_gradient(
+    vectorised: Program, positions: Sequence[int] | None = None
+) -> CompiledGradient:
     """All compile-time stages and code generation for a vectorised program."""
-    return CompiledGradient(vectorised, gradient_stages(vectorised).gradient)
+    return CompiledGradient(vectorised, gradient_stages(vectorised, positions).gradient)
 
 
 class Pipeline:

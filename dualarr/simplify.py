@@ -271,7 +271,7 @@ class Simplifier:
         inverse: list[Term | None] = [None] * len(vs)
         new_vars = tuple(fresh_var(self.supply, "j", (), DType.INT64) for _ in ix)
         for position, component in enumerate(ix):
-            form = _affine(component, vs)
+            form = ix_.affine_form(component, vs)
             if form is None:
                 return t
             var, sign, shift = form
@@ -329,26 +329,6 @@ class Simplifier:
             comps[0] = ix_.poison(ix_.all_in_range(f[:n2], sh2), comps[0])
         outer = (*sh, *sh2[len(f) :]) if extra else sh
         return Gather(outer, b, (*vs, *extra), tuple(comps))
-
-
-def _affine(term: Term, variables: tuple[Var, ...]) -> tuple[Var, int, int] | None:
-    """``term`` as ``sign * v + shift`` for one lambda variable ``v``, if it is one."""
-    if isinstance(term, Var) and term in variables:
-        return term, 1, 0
-    if isinstance(term, Op) and term.op in ("add", "sub") and len(term.args) == 2:
-        a, b = term.args
-        ka, kb = static_int_value(a), static_int_value(b)
-        if term.op == "add":
-            if isinstance(b, Var) and b in variables and ka is not None:
-                return b, 1, ka
-            if isinstance(a, Var) and a in variables and kb is not None:
-                return a, 1, kb
-        else:
-            if isinstance(b, Var) and b in variables and ka is not None:
-                return b, -1, ka
-            if isinstance(a, Var) and a in variables and kb is not None:
-                return a, 1, -kb
-    return None
 
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -260,7 +260,7 @@ class SharedGradient:
     extracted: ExtractedDelta
     cotangent: Var  # dt, of the output's shape
     gradients: tuple[Term, ...]  # one per float input, in input order
-    positions: tuple[int, ...]  # the float inputs
+    positions: tuple[int, ...]  # the differentiated inputs
 
     @property
     def inputs(self) -> tuple[Var, ...]:
@@ -275,15 +275,21 @@ class SharedGradient:
         return f"```\n{self}\n```"
 
 
-def symbolic_reverse(extracted: ExtractedDelta) -> SharedGradient:
+def symbolic_reverse(
+    extracted: ExtractedDelta, positions: Sequence[int] | None = None
+) -> SharedGradient:
     """``eval dt delta`` with terms as cotangents (Fig. 19, App. D.2): the reverse pass of
-    :mod:`dualarr.reverse`, written once, run in the term algebra with explicit shares."""
+    :mod:`dualarr.reverse`, written once, run in the term algebra with explicit shares.
+    ``positions`` picks the inputs to differentiate (default: every float input)."""
     program = extracted.program
     terms = TermAlgebra(program.supply, share_ids=IdSupply())
     value = extracted.value
     dt = fresh_var(program.supply, "dt", value.shape, value.dtype)
     grads = reverse(terms, extracted.delta, dt)
-    positions = tuple(k for k, v in enumerate(program.inputs) if v.dtype.is_float)
+    floats = tuple(k for k, v in enumerate(program.inputs) if v.dtype.is_float)
+    positions = floats if positions is None else tuple(positions)
+    if not set(positions) <= set(floats):
+        raise DualarrError(f"inputs {list(positions)} are not all float inputs", op="pipeline")
     gradients = tuple(
         grads.get(k, terms.zeros(program.inputs[k].shape, program.inputs[k].dtype))
         for k in positions

@@ -253,6 +253,14 @@ def _slice_view(node: Gather) -> tuple[str, tuple[int, ...] | None] | None:
     return text.rstrip(",") if len(subscripts) == 1 else text, None if identity else perm
 
 
+def _broadcast_operands(args: tuple[Term, ...]) -> tuple[Term, ...]:
+    """A replicated scalar next to a full array: the scalar (the namespace broadcasts)."""
+    bases = [_replicated_scalar(a) for a in args]
+    if any(b is not None for b in bases) and any(b is None for b in bases):
+        return tuple(a if b is None else b for a, b in zip(args, bases, strict=True))
+    return args
+
+
 def _targets(names: Sequence[str]) -> str:
     return f"({names[0]},)" if len(names) == 1 else ", ".join(names)
 
@@ -443,7 +451,7 @@ class _Generator:
         for node in order:
             if isinstance(node, Let):
                 continue
-            for kid in self._kids(node):
+            for kid in self._operands(node):
                 target = self._resolve(kid)
                 self.uses[id(target)] = self.uses.get(id(target), 0) + 1
                 inside = isinstance(node, Gather | Scatter) and self.home[id(target)] == id(node)
@@ -529,7 +537,8 @@ class _Generator:
         kids = children(node)
         nest = 1 + max((self._nest(k) for k in kids), default=0)
         trivial = isinstance(node, Const) and node.value.ndim == 0
-        named = not trivial and (
+        unused = self.uses.get(id(node), 0) == 0  # e.g. a replicate its ops broadcast
+        named = not trivial and not unused and (
             self.uses.get(id(node), 0) != 1
             or id(node) in self.cross
             or nest > _MAX_NEST
@@ -610,12 +619,16 @@ class _Generator:
             and node.array.shape == grid
         )
 
+    def _operands(self, node: Term) -> tuple[Term, ...]:
+        """What a node's code reads: :meth:`_kids`, except that an elementwise operation
+        reads a replicated scalar next to a full array as the scalar (broadcasting)."""
+        if not isinstance(node, Op):
+            return self._kids(node)
+        return _broadcast_operands(node.args)
+
     def _op(self, op: str, args: tuple[Term, ...]) -> tuple[str, int]:
         ref = self._ref
-        # a replicated scalar next to a full array: let the namespace broadcast it
-        bases = [_replicated_scalar(a) for a in args]
-        if any(b is not None for b in bases) and any(b is None for b in bases):
-            args = tuple(a if b is None else b for a, b in zip(args, bases, strict=True))
+        args = _broadcast_operands(args)
         infix = _INFIX.get(op)
         if infix is not None:
             symbol, p = infix

@@ -12,7 +12,8 @@ the primal bindings of Eq. 6 first: one closed program
 (:class:`LetProgram`).  :func:`simplify_let_program` then applies the simplifier of
 :mod:`dualarr.simplify` to every binding (gather fusion, gather → tr/replicate, scatter of
 a permutation → gather, ``sumOuter (a * b)`` → contraction, constant folding), drops dead
-bindings and inlines bindings used once, until nothing changes (§7.6, RULES §5.5).
+bindings and inlines bindings used once (and cheap ones: a replicated scalar), until
+nothing changes (§7.6, RULES §5.5).
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from .core import (
+    Const,
     FreeVars,
     IdSupply,
     Let,
+    Replicate,
     Share,
     Term,
     Var,
@@ -199,8 +202,16 @@ def _simplify_terms(program: LetProgram) -> LetProgram:
     )
 
 
+def _cheap(term: Term) -> bool:
+    """A binding not worth a name: a variable, a scalar constant or a replicated one."""
+    while isinstance(term, Replicate):
+        term = term.array
+    return isinstance(term, Var) or (isinstance(term, Const) and term.shape == ())
+
+
 def _inline_and_prune(program: LetProgram) -> LetProgram | None:
-    """Inline single-use bindings and drop unreachable ones; None when neither applies."""
+    """Inline bindings used once or cheap ones, drop unreachable ones; None when neither
+    applies."""
     bound = dict(program.bindings)
     order = _graph_postorder(list(program.outputs), bound)
     uses: dict[Var, int] = {}
@@ -214,7 +225,7 @@ def _inline_and_prune(program: LetProgram) -> LetProgram | None:
             if isinstance(kid, Var) and kid in bound:
                 uses[kid] = uses.get(kid, 0) + 1
     live = {node for node in order if isinstance(node, Var) and node in bound}
-    inline = {var for var in live if uses.get(var, 0) == 1}
+    inline = {var for var in live if uses.get(var, 0) == 1 or _cheap(bound[var])}
     if not inline and len(live) == len(bound):
         return None
     new: dict[int, Term] = {}

@@ -85,7 +85,10 @@ def format_const(value: np.ndarray) -> tuple[str, int]:
 
 
 def _trivial(node: Term) -> bool:
-    """Nodes never worth a ``let`` of their own."""
+    """Nodes never worth a ``let`` of their own: variables, scalar constants, ``iota``
+    and replicated variables or scalar constants (``replicate 10 dt``)."""
+    while isinstance(node, Replicate):
+        node = node.array
     return isinstance(node, Var | Iota) or (isinstance(node, Const) and node.value.ndim == 0)
 
 

@@ -15,7 +15,9 @@ Rules and their origin:
 * ``(iota n)[j]`` is ``j`` when ``j`` is in range (horde-ad ``astIndex`` of ``AstIota``);
 * constant folding (elementwise operations, casts and indexing of constants, ``cond`` on
   a constant), composition of ``tr`` and of ``reshape``, identity ``tr``/``reshape``;
-* dead ``let``s (the bound variable unused) are dropped.
+* dead ``let``s (the bound variable unused) are dropped;
+* common subexpressions are shared: nodes of equal structure over the same children
+  become one node (hash-consing).
 
 The pass is bottom-up over the DAG (linear, sharing kept); a rule builds its result from
 already simplified parts and simplifies only the few nodes it creates.
@@ -23,7 +25,8 @@ already simplified parts and simplifies only the few nodes it creates.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from dataclasses import fields
 
 import numpy as np
 
@@ -53,6 +56,7 @@ from .core import (
     Share,
     SumOuter,
     Term,
+    TermBase,
     Transpose,
     Var,
     assert_never,
@@ -86,13 +90,22 @@ class Simplifier:
     def __init__(self, supply: IdSupply) -> None:
         self.supply = supply
         self.fv = FreeVars()
+        self.table: dict[Hashable, Term] = {}  # structure -> the one node (hash-consing)
 
     def run(self, roots: Sequence[Term]) -> list[Term]:
         new: dict[int, Term] = {}
         for node in postorder(roots):
             kids = tuple(new[id(k)] for k in children(node))
-            new[id(node)] = self.mk(rebuild(node, kids))
+            new[id(node)] = self.canonical(self.mk(rebuild(node, kids)))
         return [new[id(r)] for r in roots]
+
+    def canonical(self, t: Term) -> Term:
+        """Common subexpressions become one node: equal structure over the same
+        children (the table keeps them alive, so their ids stay unique)."""
+        key = _structure(t)
+        if key is None:
+            return t
+        return self.table.setdefault(key, t)
 
     # -- one node, children already simple --------------------------------------------
 
@@ -346,6 +359,24 @@ def _replicated_view(t: Term) -> tuple[Term, list[int | None]]:
     for op in reversed(ops):
         view = [None, *view] if isinstance(op, Replicate) else [view[p] for p in op.perm]
     return base, view
+
+
+def _field_key(value: object) -> Hashable:
+    if isinstance(value, TermBase):
+        return id(value)
+    if isinstance(value, tuple):
+        return tuple(_field_key(v) for v in value)
+    return value
+
+
+def _structure(t: Term) -> Hashable | None:
+    """A hashable description of ``t`` in terms of its children's identities."""
+    if isinstance(t, Var):
+        return None
+    if isinstance(t, Const):
+        v = t.value
+        return None if v.size > 4096 else ("Const", v.dtype.str, v.shape, v.tobytes())
+    return (type(t), *(_field_key(getattr(t, f.name)) for f in fields(t) if f.init))
 
 
 def _scale_of_contraction(spec: str, a: Term, b: Term) -> Term | None:

@@ -39,12 +39,13 @@ def test_bench_gradients_quick() -> None:
 
 
 def test_bench_sharing_small() -> None:
-    result = run("bench_sharing.py", "--sizes", "200", "400", "--repeat", "2")
+    result = run("bench_sharing.py", "--sizes", "200", "400", "800", "--repeat", "2")
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("# bench_sharing.py  (")
     head = next(i for i, s in enumerate(lines) if s.split()[:3] == ["N", "Delta", "Share"])
     rows = [s.split() for s in lines[head + 1:] if not s.startswith("#")]
-    assert [r[0] for r in rows] == ["200", "400"]
-    assert int(rows[1][1]) == 2 * int(rows[0][1]) - 3  # Delta nodes linear in N
-    assert "2.00x Delta nodes" in lines[-1]
+    assert [r[0] for r in rows] == ["200", "400", "800"]
+    nodes = [int(r[1]) for r in rows]
+    assert nodes[2] - nodes[1] == 2 * (nodes[1] - nodes[0])  # Delta nodes linear in N
+    assert "4.00x steps" in lines[-1] and "3.99x Delta nodes" in lines[-1]

@@ -6,6 +6,7 @@ import ast
 import importlib.util
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -58,9 +59,10 @@ def test_fig18_source_is_readable_python_and_reimports(tmp_path: Path) -> None:
 def test_a_gather_with_data_dependent_indices_runs_on_an_index_grid() -> None:
     x = np.arange(10.0)
     idx = np.array([3, 0, 12, -1, 9])
-    program, _ = vectorise_program(
-        dualarr.trace(lambda x, j: dualarr.gather((5,), x, lambda i: ((j[i] * 2 + i) % 11,)), x, idx)
-    )
+    def f(x: Any, j: Any) -> Any:
+        return dualarr.gather((5,), x, lambda i: ((j[i] * 2 + i) % 11,))
+
+    program, _ = vectorise_program(dualarr.trace(f, x, idx))
     source = generate(program.inputs, program.outputs)
     assert "= helpers.grid((5,))" in source and "helpers.gather(x, [" in source
     (got,) = compile_program(program.inputs, program.outputs)(x, idx)

@@ -733,7 +733,7 @@ class CompiledProgram:
         self.source = generate(inputs, outputs, name, bindings)
         namespace: dict[str, Any] = {}
         exec(compile(self.source, f"<dualarr.codegen {name}>", "exec"), namespace)
-        self._function: Callable[..., tuple[Any, ...]] = namespace[name]
+        self.function: Callable[..., tuple[Any, ...]] = namespace[name]
 
     def __call__(self, *arrays: Any) -> tuple[np.ndarray, ...]:
         if len(arrays) != len(self.inputs):
@@ -741,7 +741,7 @@ class CompiledProgram:
                 f"{self.name} takes {len(self.inputs)} arrays, got {len(arrays)}", op="codegen"
             )
         with np.errstate(all="ignore"):
-            values = self._function(np, HELPERS, *(np.asarray(a) for a in arrays))
+            values = self.function(np, HELPERS, *(np.asarray(a) for a in arrays))
         return tuple(
             np.asarray(v).astype(dt, copy=False)
             for v, dt in zip(values, self.output_dtypes, strict=True)

@@ -13,8 +13,10 @@ subterms are computed once).  ``build1`` loops in Python (the bot removes it);
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Generic
 
 import numpy as np
@@ -199,15 +201,25 @@ def scatter_add(
     return out.reshape(outer_shape + tail)
 
 
-def contract(xp: Any, spec: str, a: Any, b: Any) -> Any:
-    """``contract spec a b`` as one batched ``matmul`` over the namespace ``xp``.
+@dataclass(frozen=True)
+class ContractionPlan:
+    """How :func:`contract` runs one spec on operands of given shapes: permute each
+    operand to (batch, rows, summed) / (batch, summed, columns), one ``matmul``, then
+    reshape and permute to the result."""
 
-    Letters in both operands and the result are batch dimensions, letters in both
-    operands only are summed, the others are the rows and columns of the product.
-    """
+    left_perm: tuple[int, ...] | None
+    left_shape: tuple[int, ...]
+    right_perm: tuple[int, ...] | None
+    right_shape: tuple[int, ...]
+    batched: bool
+    product_shape: tuple[int, ...]
+    result_perm: tuple[int, ...] | None
+
+
+@functools.lru_cache(maxsize=1024)
+def contraction_plan(spec: str, a: tuple[int, ...], b: tuple[int, ...]) -> ContractionPlan:
     la, lb, out = parse_contraction(spec)
-    size = {c: n for c, n in zip(la, a.shape, strict=True)}
-    size.update(zip(lb, b.shape, strict=True))
+    size = dict(zip(la, a, strict=True)) | dict(zip(lb, b, strict=True))
     batch = [c for c in out if c in la and c in lb]
     rows = [c for c in la if c in out and c not in lb]
     cols = [c for c in lb if c in out and c not in la]
@@ -216,21 +228,41 @@ def contract(xp: Any, spec: str, a: Any, b: Any) -> Any:
     def extent(letters: list[str]) -> int:
         return math.prod(size[c] for c in letters)
 
-    def arrange(x: Any, letters: str, order: list[str], dims: tuple[int, ...]) -> Any:
-        perm = tuple(letters.index(c) for c in order)
-        if perm != tuple(range(len(perm))):
-            x = xp.permute_dims(x, perm)
-        return xp.reshape(x, dims)
+    def perm(letters: str, order: list[str]) -> tuple[int, ...] | None:
+        p = tuple(letters.index(c) for c in order)
+        return None if p == tuple(range(len(p))) else p
 
     nb, nr, nc, ns = extent(batch), extent(rows), extent(cols), extent(summed)
-    left = arrange(a, la, batch + rows + summed, (nb, nr, ns))
-    right = arrange(b, lb, batch + summed + cols, (nb, ns, nc))
-    product = xp.matmul(left, right) if nb != 1 else xp.matmul(left[0], right[0])
-    result_letters = batch + rows + cols
-    product = xp.reshape(product, tuple(size[c] for c in result_letters))
-    perm = tuple(result_letters.index(c) for c in out)
-    if perm != tuple(range(len(perm))):
-        product = xp.permute_dims(product, perm)
+    batched = bool(batch)
+    left_shape = (nb, nr, ns) if batched else (nr, ns)
+    right_shape = (nb, ns, nc) if batched else (ns, nc)
+    result = batch + rows + cols
+    return ContractionPlan(
+        perm(la, batch + rows + summed),
+        left_shape,
+        perm(lb, batch + summed + cols),
+        right_shape,
+        batched,
+        tuple(size[c] for c in result),
+        perm("".join(result), list(out)),
+    )
+
+
+def contract(xp: Any, spec: str, a: Any, b: Any) -> Any:
+    """``contract spec a b`` as one (batched) ``matmul`` over the namespace ``xp``.
+
+    Letters in both operands and the result are batch dimensions, letters in both
+    operands only are summed, the others are the rows and columns of the product.
+    """
+    plan = contraction_plan(spec, tuple(a.shape), tuple(b.shape))
+    if plan.left_perm is not None:
+        a = xp.permute_dims(a, plan.left_perm)
+    if plan.right_perm is not None:
+        b = xp.permute_dims(b, plan.right_perm)
+    product = xp.matmul(xp.reshape(a, plan.left_shape), xp.reshape(b, plan.right_shape))
+    product = xp.reshape(product, plan.product_shape)
+    if plan.result_perm is not None:
+        product = xp.permute_dims(product, plan.result_perm)
     return product
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .bot import BotStep, check_bot_normal, vectorise
-from .codegen import CompiledProgram
+from .codegen import HELPERS, CompiledProgram
 from .core import type_name
 from .errors import DualarrError, ShapeError
 from .letconv import LetProgram, share_to_let, simplify_let_program
@@ -89,6 +89,9 @@ class CompiledGradient:
         self.compiled = CompiledProgram(
             gradient.inputs, gradient.outputs, gradient.name, gradient.bindings
         )
+        self._types = {k: (v.shape, v.dtype.numpy()) for k, v in enumerate(program.inputs)}
+        out = program.outputs[0]
+        self._out_type = (out.shape, out.dtype.numpy())
 
     @property
     def source(self) -> str:
@@ -99,6 +102,7 @@ class CompiledGradient:
         return self.gradient.positions
 
     def __call__(self, *arrays: Any, cotangent: Any = 1.0) -> tuple[Any, tuple[Any, ...]]:
+        """``(value, grads)`` for ``arrays``, checked against the traced input types."""
         env = self.program.bind(*arrays)
         values = [env[v] for v in self.program.inputs]
         out = self.program.outputs[0]
@@ -113,29 +117,36 @@ class CompiledGradient:
                     op="pipeline",
                     shapes=[ct.shape, out.shape],
                 )
-        value, *grads = self.compiled(*values, ct)
+        return self.run(values, ct)
+
+    def run(
+        self, values: Sequence[np.ndarray], cotangent: np.ndarray
+    ) -> tuple[Any, tuple[Any, ...]]:
+        """The program on arrays already of the traced types (no checks)."""
+        with np.errstate(all="ignore"):
+            value, *grads = self.compiled.function(np, HELPERS, *values, cotangent)
         results = tuple(
-            _fresh(g, self.program.inputs[k].shape, values)
-            for k, g in zip(self.positions, grads, strict=True)
+            _fresh(g, *self._types[k], values) for k, g in zip(self.positions, grads, strict=True)
         )
-        return _fresh(value, out.shape, values), results
+        return _fresh(value, *self._out_type, values), results
 
     def __repr__(self) -> str:
         return f"<CompiledGradient {self.gradient.name}: {len(self.gradient.bindings)} bindings>"
 
 
-def _fresh(array: Any, shape: tuple[int, ...], inputs: list[Any]) -> Any:
-    """``array`` as a writeable array of ``shape`` that aliases no input: a result the
-    generated code allocated (or a view of one) is returned as it is, anything else (a
-    broadcast, an input or a view of one) is copied."""
+def _fresh(array: Any, shape: tuple[int, ...], dtype: np.dtype[Any], inputs: Sequence[Any]) -> Any:
+    """``array`` as a writeable array of ``shape`` and ``dtype`` that aliases no input: a
+    result the generated code allocated (or a view of one) is returned as it is,
+    anything else (a broadcast, an input or a view of one) is copied."""
     if (
         isinstance(array, np.ndarray)
         and array.shape == shape
+        and array.dtype == dtype
         and array.flags.writeable
         and not any(np.may_share_memory(array, x) for x in inputs)
     ):
         return array
-    return np.array(np.broadcast_to(array, shape))
+    return np.array(np.broadcast_to(array, shape), dtype=dtype)
 
 
 def compile_gradient(

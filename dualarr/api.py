@@ -59,18 +59,26 @@ def vectorised_program(f: Callable[..., Any], args: Sequence[Any]) -> Program:
 
 
 def compiled_gradient(
-    f: Callable[..., Any], args: Sequence[Any], positions: Sequence[int] | None = None
+    f: Callable[..., Any],
+    args: Sequence[Any],
+    positions: Sequence[int] | None = None,
+    *,
+    unit_cotangent: bool = False,
 ) -> CompiledGradient:
     """The compiled gradient program of ``f`` for ``args``' types (every stage of §7 and
     code generation) with respect to ``positions`` (default: every float input), cached
-    per (function, shapes, dtypes, backend, positions)."""
+    per (function, shapes, dtypes, backend, positions); ``unit_cotangent`` specialises
+    it to the cotangent 1 of ``grad``."""
     base = _cache_key(f, args)
-    key = None if base is None else (base, None if positions is None else tuple(positions))
+    chosen = None if positions is None else tuple(positions)
+    key = None if base is None else (base, chosen, unit_cotangent)
     if key is not None and key in _gradients:
         _gradients.move_to_end(key)
         return _gradients[key]
     with collector_paused():
-        result = compile_gradient(vectorised_program(f, args), positions)
+        result = compile_gradient(
+            vectorised_program(f, args), positions, unit_cotangent=unit_cotangent
+        )
     if key is not None:
         _gradients[key] = result
         if len(_gradients) > _CACHE_SIZE:
@@ -213,7 +221,7 @@ def value_and_grad(
         if not out.dtype.is_float:
             raise DtypeError(f"grad needs a float output, got {out.dtype}", op="grad")
         if mode == "compiled":
-            compiled = compiled_gradient(f, args, sorted(set(positions)))
+            compiled = compiled_gradient(f, args, sorted(set(positions)), unit_cotangent=True)
             if quick is not None and out.dtype.numpy() == unit.dtype:
                 seen[quick] = (compiled, positions)
             value_array, all_grads = compiled(*args)

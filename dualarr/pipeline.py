@@ -23,14 +23,14 @@ Calling the pipeline runs the compiled gradient: ``p(*arrays, cotangent=1.0)`` r
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from .bot import BotStep, check_bot_normal, vectorise
 from .codegen import HELPERS, CompiledProgram
-from .core import type_name
+from .core import Const, substitute, type_name
 from .errors import DualarrError, ShapeError
 from .letconv import LetProgram, share_to_let, simplify_let_program
 from .program import Program, trace
@@ -69,15 +69,33 @@ class GradientStages:
 
 
 def gradient_stages(
-    vectorised: Program, positions: Sequence[int] | None = None
+    vectorised: Program, positions: Sequence[int] | None = None, *, unit_cotangent: bool = False
 ) -> GradientStages:
     """forward → delta (Eq. 6) → shared (Fig. 19) → gradient (Figs. 20–21, simplified),
-    differentiating the inputs at ``positions`` (default: every float input)."""
+    differentiating the inputs at ``positions`` (default: every float input).
+
+    With ``unit_cotangent`` (``grad`` of a rank-0 output: the cotangent is always 1) the
+    constant 1 replaces ``dt`` before simplification, so ``1 * e`` disappears; ``dt``
+    stays a parameter, unused."""
     forward = forward_pass(vectorised)
     extracted = extract(forward)
     shared = symbolic_reverse(extracted, positions)
-    gradient = simplify_let_program(share_to_let(shared))
+    let_program = share_to_let(shared)
+    if unit_cotangent:
+        let_program = _with_unit_cotangent(let_program)
+    gradient = simplify_let_program(let_program)
     return GradientStages(forward, extracted, shared, gradient)
+
+
+def _with_unit_cotangent(program: LetProgram) -> LetProgram:
+    dt = program.inputs[-1]
+    if dt.shape != ():
+        raise DualarrError("a unit cotangent needs a rank-0 output", op="pipeline")
+    one = Const(np.ones((), dtype=dt.dtype.numpy()))
+    terms = substitute(program.terms(), {dt: one})
+    count = len(program.bindings)
+    bindings = tuple((v, t) for (v, _), t in zip(program.bindings, terms[:count], strict=True))
+    return replace(program, bindings=bindings, outputs=tuple(terms[count:]))
 
 
 class CompiledGradient:
@@ -150,10 +168,11 @@ def _fresh(array: Any, shape: tuple[int, ...], dtype: np.dtype[Any], inputs: Seq
 
 
 def compile_gradient(
-    vectorised: Program, positions: Sequence[int] | None = None
+    vectorised: Program, positions: Sequence[int] | None = None, *, unit_cotangent: bool = False
 ) -> CompiledGradient:
     """All compile-time stages and code generation for a vectorised program."""
-    return CompiledGradient(vectorised, gradient_stages(vectorised, positions).gradient)
+    stages = gradient_stages(vectorised, positions, unit_cotangent=unit_cotangent)
+    return CompiledGradient(vectorised, stages.gradient)
 
 
 class Pipeline:

@@ -13,6 +13,7 @@ Rules and their origin:
 * a gather of a ``replicate`` at an in-range position reads the replicated array;
 * ``sumOuter (replicate n e)`` is ``e * n`` (horde-ad ``astSum`` of ``AstReplicate``);
 * ``(iota n)[j]`` is ``j`` when ``j`` is in range (horde-ad ``astIndex`` of ``AstIota``);
+* ``a * 1``, ``1 * a``, ``a / 1`` are ``a`` and ``a * -1`` is ``-a`` (exact in IEEE);
 * constant folding (elementwise operations, casts and indexing of constants, ``cond`` on
   a constant), composition of ``tr`` and of ``reshape``, identity ``tr``/``reshape``;
 * dead ``let``s (the bound variable unused) are dropped;
@@ -202,6 +203,8 @@ class Simplifier:
                 and all(x is y for x, y in zip(result.args, args, strict=True))
             )
             return t if same else result  # keep the node: simplify is idempotent
+        if t.dtype.is_float and len(args) == 2:
+            return _float_identity(t, op, args)
         return t
 
     def _index(self, t: Index, a: Term, ix: tuple[Term, ...]) -> Term:
@@ -361,6 +364,34 @@ def _replicated_view(t: Term) -> tuple[Term, list[int | None]]:
     return base, view
 
 
+def _scalar_constant(term: Term) -> float | None:
+    """The value of a (replicated) rank-0 float constant."""
+    while isinstance(term, Replicate):
+        term = term.array
+    if isinstance(term, Const) and term.shape == () and term.dtype.is_float:
+        return float(term.value)
+    return None
+
+
+def _float_identity(t: Op, op: str, args: tuple[Term, ...]) -> Term:
+    """Exact identities of IEEE arithmetic: ``a * 1 = 1 * a = a / 1 = a`` and
+    ``a * -1 = -1 * a = -a`` (``a + 0`` is not ``a`` for ``a = -0.0``)."""
+    a, b = args
+    ka, kb = _scalar_constant(a), _scalar_constant(b)
+    if op == "mul":
+        if kb == 1.0 and a.shape == t.shape:
+            return a
+        if ka == 1.0 and b.shape == t.shape:
+            return b
+        if kb == -1.0 and a.shape == t.shape:
+            return Op("neg", (a,))
+        if ka == -1.0 and b.shape == t.shape:
+            return Op("neg", (b,))
+    if op == "div" and kb == 1.0 and a.shape == t.shape:
+        return a
+    return t
+
+
 def _field_key(value: object) -> Hashable:
     if isinstance(value, TermBase):
         return id(value)
@@ -370,13 +401,51 @@ def _field_key(value: object) -> Hashable:
 
 
 def _structure(t: Term) -> Hashable | None:
-    """A hashable description of ``t`` in terms of its children's identities."""
+    """A hashable description of ``t`` in terms of its children's identities; a gather
+    or scatter up to the names of its lambda's variables (alpha-equivalence)."""
     if isinstance(t, Var):
         return None
     if isinstance(t, Const):
         v = t.value
         return None if v.size > 4096 else ("Const", v.dtype.str, v.shape, v.tobytes())
+    if isinstance(t, Gather | Scatter):
+        position = {v: k for k, v in enumerate(t.vars)}
+        components = tuple(_alpha_key(c, position) for c in t.index)
+        if any(c is None for c in components):
+            return None
+        return (type(t), t.outer_shape, id(t.array), len(t.vars), components)
     return (type(t), *(_field_key(getattr(t, f.name)) for f in fields(t) if f.init))
+
+
+def _alpha_key(term: Term, position: dict[Var, int], budget: int = 64) -> Hashable | None:
+    """A small index component's structure, bound variables by position (None if big)."""
+    stack: list[Term] = [term]
+    order: list[Term] = []
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        if len(order) > budget:
+            return None
+        if isinstance(node, Var):
+            continue
+        if isinstance(node, Gather | Scatter | Build1 | Let):
+            return None  # inner binders: compare by identity only
+        stack.extend(children(node))
+    keys: dict[int, Hashable] = {}
+    for node in reversed(order):
+        if isinstance(node, Var):
+            keys[id(node)] = ("bound", position[node]) if node in position else id(node)
+        elif isinstance(node, Const):
+            keys[id(node)] = _structure(node) or id(node)
+        else:
+            kids = tuple(keys[id(k)] for k in children(node))
+            static = tuple(
+                _field_key(getattr(node, f.name))
+                for f in fields(node)
+                if f.init and not isinstance(getattr(node, f.name), TermBase | tuple)
+            )
+            keys[id(node)] = (type(node), static, kids)
+    return keys[id(term)]
 
 
 def _scale_of_contraction(spec: str, a: Term, b: Term) -> Term | None:

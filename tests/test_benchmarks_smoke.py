@@ -49,3 +49,12 @@ def test_bench_sharing_small() -> None:
     nodes = [int(r[1]) for r in rows]
     assert nodes[2] - nodes[1] == 2 * (nodes[1] - nodes[0])  # Delta nodes linear in N
     assert "4.00x steps" in lines[-1] and "3.99x Delta nodes" in lines[-1]
+
+
+def test_bench_pipeline_small() -> None:
+    result = run("bench_pipeline.py", "--blocks", "1", "3", "--repeat", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("# bench_pipeline.py  (")
+    assert lines[2].split()[:3] == ["blocks", "nodes", "trace"]
+    assert [line.split()[0] for line in lines[3:]] == ["1", "3"]

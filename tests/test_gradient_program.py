@@ -220,3 +220,53 @@ def test_inputs_that_are_not_float_get_no_gradient() -> None:
     assert value == 2 * (1 + 3 + 3)
     np.testing.assert_allclose(gx, [2.0, 0.0, 4.0, 0.0, 0.0])
     assert isinstance(p.gradient.inputs[-1], Var) and p.gradient.inputs[-1].hint == "dt"
+
+
+def test_compiled_gradients_are_cached_per_function_and_types() -> None:
+    traced = [0]
+
+    def f(x: Any) -> Any:
+        traced[0] += 1  # runs only while dualarr traces f
+        return da.sum(da.sin(x) * x)
+
+    g = da.grad(f)
+    x = np.linspace(0.0, 1.0, 5)
+    for _ in range(3):
+        np.testing.assert_allclose(g(x), np.cos(x) * x + np.sin(x))
+    assert traced[0] == 1
+    g(np.linspace(0.0, 1.0, 6))  # new shape: traced and compiled again
+    assert traced[0] == 2
+    g(x.astype(np.float32))  # new dtype: again
+    assert traced[0] == 3
+    assert da.grad(f)(x).shape == (5,) and traced[0] == 3  # the cache is per function
+
+
+def test_grad_compiles_for_the_unit_cotangent() -> None:
+    from dualarr.api import compiled_gradient
+
+    def w1(x: Any, y: Any) -> Any:
+        return da.sum(x * y)
+
+    x, y = np.arange(3.0), np.arange(3.0) + 1
+    gx, gy = da.grad(w1, argnums=(0, 1))(x, y)
+    np.testing.assert_array_equal(gx, y)
+    np.testing.assert_array_equal(gy, x)
+    gx[0] = 99.0  # results never alias the inputs
+    assert y[0] == 1.0
+    source = compiled_gradient(w1, (x, y), [0, 1], unit_cotangent=True).source
+    assert 'return (helpers.contract(xp, "a,a->", x, y), y, x)' in source
+
+
+def test_modes_are_checked_and_interpret_agrees() -> None:
+    x = np.linspace(-1.0, 1.0, 4)
+
+    def f(x: Any) -> Any:
+        return da.sum(da.exp(x) * da.gather((4,), x, lambda i: (3 - i,)))
+
+    np.testing.assert_allclose(da.grad(f)(x), da.grad(f, mode="interpret")(x))
+    np.testing.assert_allclose(
+        da.jacobian(lambda x: da.exp(x) * x)(x), da.jacobian(lambda x: da.exp(x) * x,
+                                                             mode="interpret")(x)
+    )
+    with pytest.raises(DualarrError, match="unknown mode 'fast'"):
+        da.grad(f, mode="fast")

@@ -12,11 +12,15 @@ sharing and only adds a constant factor.
 For each ``N`` (each in its own process, so that one size's heap does not slow the
 next) it reports:
 
-- ``first s``: the first ``da.grad`` call: tracing, bot, simplifier and one gradient;
+- ``first s``: the first ``da.grad(f, mode="interpret")`` call: tracing, bot,
+  simplifier and one gradient;
 - ``grad s``: the median of ``--repeat`` later calls (the vectorised program is cached
   per function and input types, so this is the dual-arrays forward pass, Figs. 12–15,
   plus the reverse pass, Fig. 17), split into ``fwd s`` (``dualarr.api.dual_run``)
   and ``rev s`` (``dualarr.reverse.reverse``);
+- ``cfirst s`` and ``comp s``: the same for the default compiled path (the first call
+  runs every compile-time stage and code generation; later calls run the generated
+  Python);
 - the Delta node and Share counts (``dualarr.delta.size``), and the ratios between
   consecutive sizes: doubling ``N`` should cost at most about 2.2× time and exactly 2×
   nodes.
@@ -96,13 +100,20 @@ def worker(steps: int, repeat: int) -> dict[str, Any]:
     """Everything measured for one ``N``, in this process."""
     f = chain(steps)
     x = np.linspace(-1.0, 1.0, LENGTH)
-    g = da.grad(f)
+    g = da.grad(f, mode="interpret")
     start = time.perf_counter()
     gradient = g(x)
     first = time.perf_counter() - start
     if not np.allclose(gradient, np.ones(LENGTH)):
         raise SystemExit(f"bench_sharing: wrong gradient for N={steps}: {gradient}")
     grad_s = median_time(lambda: g(x), repeat)
+    gc = da.grad(f)
+    start = time.perf_counter()
+    compiled_gradient = gc(x)
+    compiled_first = time.perf_counter() - start
+    if not np.allclose(compiled_gradient, np.ones(LENGTH)):
+        raise SystemExit(f"bench_sharing: wrong compiled gradient for N={steps}")
+    compiled_s = median_time(lambda: gc(x), repeat)
 
     program = vectorised_program(f, (x,))  # cached by the calls above
     run = dual_run(program, (x,), (0,))
@@ -111,7 +122,8 @@ def worker(steps: int, repeat: int) -> dict[str, Any]:
     fwd_s = median_time(lambda: dual_run(program, (x,), (0,)), repeat)
     rev_s = median_time(lambda: reverse(NumpyAlgebra(), run.deltas[0], seed), repeat)
     return {"steps": steps, "nodes": size.nodes, "shares": size.shares, "first": first,
-            "grad": grad_s, "fwd": fwd_s, "rev": rev_s}
+            "grad": grad_s, "fwd": fwd_s, "rev": rev_s, "cfirst": compiled_first,
+            "comp": compiled_s}
 
 
 def run_worker(steps: int, repeat: int) -> dict[str, Any]:
@@ -145,26 +157,30 @@ def main() -> None:
     print(f"# {settings}")
     print(f"# load average at start: {os.getloadavg()[0]:.2f}")
     print(f"# y = 0.5 * (y + y - 1), N times on a {LENGTH}-element array, then da.sum; "
-          f"da.grad (mode=interpret), median of {args.repeat}")
+          f"da.grad, median of {args.repeat}")
     print(f"{'N':>7} {'Delta':>8} {'Share':>7} {'nodes/N':>8} {'first s':>9} {'grad s':>9}"
-          f" {'fwd s':>9} {'rev s':>9} {'x grad':>7} {'x nodes':>8}")
+          f" {'fwd s':>9} {'rev s':>9} {'cfirst s':>9} {'comp s':>9} {'x grad':>7}"
+          f" {'x comp':>7} {'x nodes':>8}")
     previous: dict[str, Any] | None = None
     first_row: dict[str, Any] | None = None
     for steps in args.sizes:
         r = run_worker(steps, args.repeat)
-        x_grad = x_nodes = ""
+        x_grad = x_comp = x_nodes = ""
         if previous is not None:
             x_grad = f"{r['grad'] / previous['grad']:.2f}"
+            x_comp = f"{r['comp'] / previous['comp']:.2f}"
             x_nodes = f"{r['nodes'] / previous['nodes']:.2f}"
         print(f"{steps:>7} {r['nodes']:>8} {r['shares']:>7} {r['nodes'] / steps:>8.2f}"
               f" {r['first']:>9.4f} {r['grad']:>9.4f} {r['fwd']:>9.4f} {r['rev']:>9.4f}"
-              f" {x_grad:>7} {x_nodes:>8}", flush=True)
+              f" {r['cfirst']:>9.4f} {r['comp']:>9.4f} {x_grad:>7} {x_comp:>7} {x_nodes:>8}",
+              flush=True)
         first_row = first_row or r
         previous = r
     if first_row is not None and previous is not None and previous is not first_row:
         print(f"# N {first_row['steps']} -> {previous['steps']}: "
               f"{previous['steps'] / first_row['steps']:.2f}x steps, "
               f"{previous['grad'] / first_row['grad']:.2f}x grad time, "
+              f"{previous['comp'] / first_row['comp']:.2f}x compiled time, "
               f"{previous['nodes'] / first_row['nodes']:.2f}x Delta nodes")
 
 

@@ -49,6 +49,7 @@ def test_bench_sharing_small() -> None:
     nodes = [int(r[1]) for r in rows]
     assert nodes[2] - nodes[1] == 2 * (nodes[1] - nodes[0])  # Delta nodes linear in N
     assert "4.00x steps" in lines[-1] and "3.99x Delta nodes" in lines[-1]
+    assert "x compiled time" in lines[-1]
 
 
 def test_bench_pipeline_small() -> None:

@@ -19,10 +19,18 @@ def test_readme_python_example_runs_as_documented() -> None:
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             exec(compile(block, str(README), "exec"), namespace)
-        for line in block.splitlines():
+        lines = block.splitlines()
+        for k, line in enumerate(lines):
             if line.startswith("print(") and "#" in line:
                 promised = line.split("#", 1)[1].strip()
                 assert promised in out.getvalue()
+            elif line.startswith("print("):  # the output as the comment lines below it
+                shown = []
+                for following in lines[k + 1 :]:
+                    if not following.startswith("# "):
+                        break
+                    shown.append(following[2:])
+                assert "\n".join(shown) in out.getvalue()
 
 
 def test_readme_has_exactly_two_setup_commands() -> None:

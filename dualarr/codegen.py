@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .arrays import Backend, contract, generic_helpers
 from .core import (
     ArgMax,
     ArgMin,
@@ -59,7 +60,7 @@ from .core import (
     static_int_value,
 )
 from .errors import DualarrError
-from .evaluate import contract, index_array, scatter_add
+from .evaluate import index_array, scatter_add
 from .indexing import affine_form, is_scalar_index_work
 
 __all__ = ["HELPERS", "CompiledProgram", "compile_program", "generate"]
@@ -148,6 +149,11 @@ HELPERS = SimpleNamespace(
 )
 """The ``helpers`` namespace passed to generated functions (NumPy implementations)."""
 
+
+def helpers_for(backend: Backend) -> SimpleNamespace:
+    """NumPy's fast helpers, or the array-API ones (:func:`dualarr.arrays.generic_helpers`)."""
+    return HELPERS if backend.name == "numpy" else generic_helpers(backend)
+
 # --------------------------------------------------------------------------------------
 # Names and literals
 # --------------------------------------------------------------------------------------
@@ -197,9 +203,7 @@ def _scalar(value: object) -> str:
 
 def _const_text(value: np.ndarray, dtype: DType) -> str:
     if value.ndim == 0:
-        if dtype is DType.BOOL:
-            return f"xp.asarray({_scalar(value[()])})"
-        return f"xp.{dtype}({_scalar(value[()])})"
+        return f"xp.asarray({_scalar(value[()])}, dtype=xp.{dtype})"
     flat = ", ".join(_scalar(v) for v in value.reshape(-1))
     return f"xp.reshape(xp.asarray([{flat}], dtype=xp.{dtype}), {_shape(value.shape)})"
 
@@ -627,9 +631,17 @@ class _Generator:
         return _broadcast_operands(node.args)
 
     def _op(self, op: str, args: tuple[Term, ...]) -> tuple[str, int]:
-        ref = self._ref
         args = _broadcast_operands(args)
         infix = _INFIX.get(op)
+
+        def ref(node: Term, need: int) -> str:
+            # a scalar constant next to an array: a Python literal (a "weak" scalar of the
+            # array API, so a float32 array stays float32)
+            if infix is not None and isinstance(node, Const) and node.value.ndim == 0:
+                literal = _scalar(node.value[()])
+                return f"({literal})" if literal.startswith("-") and need > _ADD else literal
+            return self._ref(node, need)
+
         if infix is not None:
             symbol, p = infix
             a, b = args
@@ -735,15 +747,26 @@ class CompiledProgram:
         exec(compile(self.source, f"<dualarr.codegen {name}>", "exec"), namespace)
         self.function: Callable[..., tuple[Any, ...]] = namespace[name]
 
-    def __call__(self, *arrays: Any) -> tuple[np.ndarray, ...]:
+    def __call__(self, *arrays: Any, backend: Backend | None = None) -> tuple[Any, ...]:
+        """Run on arrays of one backend (NumPy by default, else the arrays' own)."""
+        from .backends import backend_of
+
         if len(arrays) != len(self.inputs):
             raise DualarrError(
                 f"{self.name} takes {len(self.inputs)} arrays, got {len(arrays)}", op="codegen"
             )
-        with np.errstate(all="ignore"):
-            values = self.function(np, HELPERS, *(np.asarray(a) for a in arrays))
+        backend = backend if backend is not None else backend_of(arrays)
+        if backend.name == "numpy":
+            with np.errstate(all="ignore"):
+                values = self.function(np, HELPERS, *(np.asarray(a) for a in arrays))
+            return tuple(
+                np.asarray(v).astype(dt, copy=False)
+                for v, dt in zip(values, self.output_dtypes, strict=True)
+            )
+        xp = backend.xp
+        values = self.function(xp, helpers_for(backend), *(xp.asarray(a) for a in arrays))
         return tuple(
-            np.asarray(v).astype(dt, copy=False)
+            xp.astype(xp.asarray(v), getattr(xp, str(dt)))
             for v, dt in zip(values, self.output_dtypes, strict=True)
         )
 

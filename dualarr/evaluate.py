@@ -13,15 +13,14 @@ subterms are computed once).  ``build1`` loops in Python (the bot removes it);
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Generic
 
 import numpy as np
 
 from .algebra import A, Algebra, IndexFn
+from .arrays import ArrayAlgebra, Backend, contract
 from .core import (
     ArgMax,
     ArgMin,
@@ -50,7 +49,6 @@ from .core import (
     Var,
     assert_never,
     children,
-    parse_contraction,
 )
 from .errors import DualarrError
 from .indexing import is_scalar_index_work
@@ -199,71 +197,6 @@ def scatter_add(
     out = np.zeros((size, width), dtype=source.dtype)
     np.add.at(out, targets, values)
     return out.reshape(outer_shape + tail)
-
-
-@dataclass(frozen=True)
-class ContractionPlan:
-    """How :func:`contract` runs one spec on operands of given shapes: permute each
-    operand to (batch, rows, summed) / (batch, summed, columns), one ``matmul``, then
-    reshape and permute to the result."""
-
-    left_perm: tuple[int, ...] | None
-    left_shape: tuple[int, ...]
-    right_perm: tuple[int, ...] | None
-    right_shape: tuple[int, ...]
-    batched: bool
-    product_shape: tuple[int, ...]
-    result_perm: tuple[int, ...] | None
-
-
-@functools.lru_cache(maxsize=1024)
-def contraction_plan(spec: str, a: tuple[int, ...], b: tuple[int, ...]) -> ContractionPlan:
-    la, lb, out = parse_contraction(spec)
-    size = dict(zip(la, a, strict=True)) | dict(zip(lb, b, strict=True))
-    batch = [c for c in out if c in la and c in lb]
-    rows = [c for c in la if c in out and c not in lb]
-    cols = [c for c in lb if c in out and c not in la]
-    summed = [c for c in la if c not in out]
-
-    def extent(letters: list[str]) -> int:
-        return math.prod(size[c] for c in letters)
-
-    def perm(letters: str, order: list[str]) -> tuple[int, ...] | None:
-        p = tuple(letters.index(c) for c in order)
-        return None if p == tuple(range(len(p))) else p
-
-    nb, nr, nc, ns = extent(batch), extent(rows), extent(cols), extent(summed)
-    batched = bool(batch)
-    left_shape = (nb, nr, ns) if batched else (nr, ns)
-    right_shape = (nb, ns, nc) if batched else (ns, nc)
-    result = batch + rows + cols
-    return ContractionPlan(
-        perm(la, batch + rows + summed),
-        left_shape,
-        perm(lb, batch + summed + cols),
-        right_shape,
-        batched,
-        tuple(size[c] for c in result),
-        perm("".join(result), list(out)),
-    )
-
-
-def contract(xp: Any, spec: str, a: Any, b: Any) -> Any:
-    """``contract spec a b`` as one (batched) ``matmul`` over the namespace ``xp``.
-
-    Letters in both operands and the result are batch dimensions, letters in both
-    operands only are summed, the others are the rows and columns of the product.
-    """
-    plan = contraction_plan(spec, tuple(a.shape), tuple(b.shape))
-    if plan.left_perm is not None:
-        a = xp.permute_dims(a, plan.left_perm)
-    if plan.right_perm is not None:
-        b = xp.permute_dims(b, plan.right_perm)
-    product = xp.matmul(xp.reshape(a, plan.left_shape), xp.reshape(b, plan.right_shape))
-    product = xp.reshape(product, plan.product_shape)
-    if plan.result_perm is not None:
-        product = xp.permute_dims(product, plan.result_perm)
-    return product
 
 
 # --------------------------------------------------------------------------------------
@@ -570,14 +503,30 @@ class Interpreter(Generic[A]):
         return cached
 
 
-class Evaluator(Interpreter[Array]):
-    """The reference evaluator: the core language on NumPy arrays."""
+def algebra_for(backend: Backend) -> Algebra[Any]:
+    """The reference semantics on one backend: NumPy's fast algebra, or the array-API
+    one (:class:`dualarr.arrays.ArrayAlgebra`)."""
+    return NumpyAlgebra() if backend.name == "numpy" else ArrayAlgebra(backend)
 
-    def __init__(self) -> None:
-        super().__init__(NumpyAlgebra())
+
+class Evaluator(Interpreter[Array]):
+    """The reference evaluator: the core language on the arrays of one backend
+    (NumPy unless the inputs are another backend's arrays)."""
+
+    def __init__(self, backend: Backend | None = None) -> None:
+        super().__init__(NumpyAlgebra() if backend is None else algebra_for(backend))
+        self.backend = backend
 
     def run(self, roots: Sequence[Term], inputs: Mapping[Var, Any]) -> list[Array]:
-        values = super().run(roots, {v: np.asarray(x) for v, x in inputs.items()})
+        from .backends import backend_of
+
+        backend = self.backend or backend_of(list(inputs.values()))
+        if backend.name != "numpy":
+            evaluator = Interpreter(algebra_for(backend))
+            values = evaluator.run(roots, {v: backend.xp.asarray(x) for v, x in inputs.items()})
+            return [backend.xp.asarray(v) for v in values]
+        with np.errstate(all="ignore"):
+            values = super().run(roots, {v: np.asarray(x) for v, x in inputs.items()})
         return [np.asarray(v) for v in values]
 
 

@@ -52,8 +52,9 @@ def input_type(value: Any, position: int) -> tuple[tuple[int, ...], DType]:
     shape = getattr(value, "shape", None)
     dtype = getattr(value, "dtype", None)
     if shape is not None and dtype is not None:  # another array library's array
+        name = str(dtype).rsplit(".", 1)[-1]  # "float32", "cupy float32", "…strict.float64"
         return tuple(int(d) for d in shape), DType.of_numpy(
-            np.dtype(str(dtype)), what=f"argument {position}"
+            np.dtype(name), what=f"argument {position}"
         )
     raise UnsupportedError(
         f"argument {position} of type {type(value).__name__} is not an array, a number "
@@ -117,6 +118,12 @@ class Program:
         env: dict[Var, np.ndarray] = {}
         names = self._names()
         for k, (var, value) in enumerate(zip(self.inputs, arrays, strict=True)):
+            foreign = hasattr(value, "__array_namespace__") and not isinstance(value, np.ndarray)
+            if foreign:  # another backend's array (CuPy, array_api_strict): kept as it is
+                shape, dtype = input_type(value, k)
+                _check_input(names[k], var, shape, dtype, str(value.dtype), self.name)
+                env[var] = value
+                continue
             array = np.asarray(value)
             shape, dtype = input_type(array, k)
             if shape != var.shape:
@@ -137,9 +144,28 @@ class Program:
         return env
 
     def __call__(self, *arrays: Any) -> Any:
-        """Evaluate with the reference evaluator (NumPy); one array or a tuple."""
+        """Evaluate with the reference evaluator on the arrays' backend; one array or a
+        tuple."""
         values = Evaluator().run(list(self.outputs), self.bind(*arrays))
         return tuple(values) if self.tuple_output else values[0]
+
+
+def _check_input(
+    name: str, var: Var, shape: tuple[int, ...], dtype: DType, shown: str, op: str
+) -> None:
+    if shape != var.shape:
+        raise ShapeError(
+            f"input {name} was traced as {type_name(var.shape, var.dtype)}, "
+            f"got shape {list(shape)}",
+            op=op,
+            shapes=[var.shape, shape],
+        )
+    if dtype is not var.dtype:
+        raise DtypeError(
+            f"input {name} was traced as {type_name(var.shape, var.dtype)}, got {shown}",
+            op=op,
+            shapes=[var.shape],
+        )
 
 
 def trace(f: Callable[..., Any], *args: Any) -> Program:

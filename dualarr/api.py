@@ -18,26 +18,29 @@ from typing import Any
 import numpy as np
 
 from . import delta as dl
+from .arrays import Backend
+from .backends import backend_of, get_backend, to_backend
 from .core import IdSupply, Var, type_name
 from .dual import Dual, DualAlgebra
 from .errors import DtypeError, DualarrError, ShapeError
-from .evaluate import Interpreter, NumpyAlgebra
+from .evaluate import Interpreter, NumpyAlgebra, algebra_for
 from .pipeline import CompiledGradient, compile_gradient, vectorise_program
 from .program import Program, input_type, trace
 from .reverse import ReverseState, ReverseStats, backprop, eval_delta, forward
 from .trampoline import collector_paused
 
 MODES = ("compiled", "interpret")
-BACKEND = "numpy"
 _CACHE_SIZE = 128
 _programs: OrderedDict[Hashable, Program] = OrderedDict()
 _gradients: OrderedDict[Hashable, CompiledGradient] = OrderedDict()
 
 
-def _cache_key(f: Callable[..., Any], args: Sequence[Any]) -> Hashable | None:
+def _cache_key(
+    f: Callable[..., Any], args: Sequence[Any], backend: str = "numpy"
+) -> Hashable | None:
     types = tuple((shape, dtype) for shape, dtype in (input_type(a, k) for k, a in enumerate(args)))
     try:
-        key: Hashable = (f, types, BACKEND)
+        key: Hashable = (f, types, backend)
         hash(key)
     except TypeError:
         return None
@@ -64,12 +67,13 @@ def compiled_gradient(
     positions: Sequence[int] | None = None,
     *,
     unit_cotangent: bool = False,
+    backend: str = "numpy",
 ) -> CompiledGradient:
     """The compiled gradient program of ``f`` for ``args``' types (every stage of §7 and
     code generation) with respect to ``positions`` (default: every float input), cached
     per (function, shapes, dtypes, backend, positions); ``unit_cotangent`` specialises
     it to the cotangent 1 of ``grad``."""
-    base = _cache_key(f, args)
+    base = _cache_key(f, args, backend)
     chosen = None if positions is None else tuple(positions)
     key = None if base is None else (base, chosen, unit_cotangent)
     if key is not None and key in _gradients:
@@ -101,13 +105,20 @@ class DualRun:
     deltas: list[dl.Delta]
     algebra: DualAlgebra
     differentiated: tuple[int, ...]
+    backend: Backend
 
 
-def dual_run(program: Program, args: Sequence[Any], positions: Sequence[int]) -> DualRun:
-    """Run D (Figs. 12–15) with NumPy primals; argument ``k`` in ``positions`` gets
-    ``Input k`` as its Delta."""
+def dual_run(
+    program: Program,
+    args: Sequence[Any],
+    positions: Sequence[int],
+    backend: Backend | None = None,
+) -> DualRun:
+    """Run D (Figs. 12–15) with concrete primals on ``backend`` (default: the arrays'
+    own); argument ``k`` in ``positions`` gets ``Input k`` as its Delta."""
     env_values = program.bind(*args)
-    alg = DualAlgebra(NumpyAlgebra(), IdSupply())
+    backend = backend if backend is not None else backend_of(list(env_values.values()))
+    alg = DualAlgebra(algebra_for(backend), IdSupply())
     env: dict[Var, Any] = {}
     for k, var in enumerate(program.inputs):
         value = env_values[var]
@@ -121,11 +132,12 @@ def dual_run(program: Program, args: Sequence[Any], positions: Sequence[int]) ->
         outputs = Interpreter(alg).run(list(program.outputs), env)
     values, deltas = [], []
     for term, out in zip(program.outputs, outputs, strict=True):
-        values.append(np.asarray(alg.prim(out)))
+        primal = alg.prim(out)
+        values.append(np.asarray(primal) if backend.name == "numpy" else backend.xp.asarray(primal))
         deltas.append(
             out.delta if isinstance(out, Dual) else dl.Zero(term.shape, term.dtype)
         )
-    return DualRun(program, values, deltas, alg, tuple(positions))
+    return DualRun(program, values, deltas, alg, tuple(positions), backend)
 
 
 def _check_mode(mode: str, op: str) -> None:
@@ -156,8 +168,13 @@ def _check_differentiable(program: Program, positions: Sequence[int], op: str) -
             )
 
 
-def _result(array: Any, like: Var) -> np.ndarray:
-    return np.array(np.broadcast_to(array, like.shape), dtype=like.dtype.numpy())
+def _result(array: Any, like: Var, backend: Backend | None = None) -> Any:
+    """A fresh array of ``like``'s type (a gradient never aliases anything)."""
+    if backend is None or backend.name == "numpy":
+        return np.array(np.broadcast_to(array, like.shape), dtype=like.dtype.numpy())
+    xp = backend.xp
+    array = xp.broadcast_to(xp.asarray(array, dtype=backend.dtype(like.dtype)), like.shape)
+    return xp.asarray(array, copy=True)
 
 
 def _array_types(args: Sequence[Any]) -> Hashable | None:
@@ -165,6 +182,15 @@ def _array_types(args: Sequence[Any]) -> Hashable | None:
     if all(type(a) is np.ndarray for a in args):
         return tuple((a.shape, a.dtype.str) for a in args)
     return None
+
+
+def _home(home: Backend, value: Any) -> Any:
+    """Results back on the input arrays' backend (a tuple stays a tuple)."""
+    if isinstance(value, tuple):
+        return tuple(_home(home, v) for v in value)
+    if home.name == "numpy" and not isinstance(value, np.ndarray | np.generic):
+        return to_backend(home, value)
+    return value
 
 
 def _select(
@@ -177,7 +203,7 @@ def _select(
 def _concrete_gradients(
     run: DualRun, seeds: Sequence[tuple[dl.Delta, Any]], stats: ReverseStats | None = None
 ) -> dict[int, Any]:
-    alg = NumpyAlgebra()
+    alg = algebra_for(run.backend)
     state = ReverseState()
     stats = stats if stats is not None else ReverseStats()
     with np.errstate(all="ignore"), collector_paused():
@@ -187,25 +213,36 @@ def _concrete_gradients(
 
 
 def value_and_grad(
-    f: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode: str = "compiled"
+    f: Callable[..., Any],
+    argnums: int | Sequence[int] = 0,
+    *,
+    mode: str = "compiled",
+    backend: str | None = None,
 ) -> Callable[..., tuple[Any, Any]]:
     """``f``'s value and gradient with respect to ``argnums`` (``f`` returns a rank-0
     float); a tuple of gradients when ``argnums`` is a tuple.  ``mode="compiled"`` runs
-    the generated gradient program, ``mode="interpret"`` the concrete reverse pass."""
+    the generated gradient program, ``mode="interpret"`` the concrete reverse pass.
+    ``backend`` ("numpy", "cupy") runs on that backend; by default the arrays' own.
+    Results come back on the backend of the input arrays."""
     _check_mode(mode, "value_and_grad")
+    if backend is not None:
+        get_backend(backend)  # a clear error now for an unknown or unavailable backend
     # (shape, dtype) of every argument -> the compiled gradient and the positions:
     # calls with arrays of seen types skip tracing, the caches and the checks
     seen: dict[Hashable, tuple[CompiledGradient, tuple[int, ...]]] = {}
     unit = np.ones((), dtype=np.float64)
 
     def wrapped(*args: Any) -> tuple[Any, Any]:
-        quick = _array_types(args) if mode == "compiled" else None
+        quick = _array_types(args) if mode == "compiled" and backend in (None, "numpy") else None
         hit = seen.get(quick) if quick is not None else None
         if hit is not None:
             compiled, positions = hit
             value, all_grads = compiled.run(args, unit)
             by_position = dict(zip(compiled.positions, all_grads, strict=True))
             return value[()], _select(by_position, positions, argnums)
+        home, run_on = backend_of(args), get_backend(backend, args)
+        if run_on is not home:  # an explicit transfer, requested by ``backend=``
+            args = tuple(to_backend(run_on, a) for a in args)
         positions = _positions(argnums, len(args), "grad")
         program = vectorised_program(f, args)
         _check_differentiable(program, positions, "grad")
@@ -221,33 +258,38 @@ def value_and_grad(
         if not out.dtype.is_float:
             raise DtypeError(f"grad needs a float output, got {out.dtype}", op="grad")
         if mode == "compiled":
-            compiled = compiled_gradient(f, args, sorted(set(positions)), unit_cotangent=True)
+            compiled = compiled_gradient(
+                f, args, sorted(set(positions)), unit_cotangent=True, backend=run_on.name
+            )
             if quick is not None and out.dtype.numpy() == unit.dtype:
                 seen[quick] = (compiled, positions)
-            value_array, all_grads = compiled(*args)
+            value_array, all_grads = compiled(*args, backend=run_on)
             by_position = dict(zip(compiled.positions, all_grads, strict=True))
-            return value_array[()], _select(by_position, positions, argnums)
-        run = dual_run(program, args, positions)
-        seed = np.ones((), dtype=out.dtype.numpy())
+            chosen = _select(by_position, positions, argnums)
+            return _home(home, value_array[()]), _home(home, chosen)
+        run = dual_run(program, args, positions, run_on)
+        seed = algebra_for(run_on).full((), 1.0, out.dtype)
         grads = _concrete_gradients(run, [(run.deltas[0], seed)])
         results = tuple(
-            _result(grads.get(k, np.zeros((), program.inputs[k].dtype.numpy())),
-                    program.inputs[k])
-            for k in positions
+            _result(grads.get(k, 0.0), program.inputs[k], run_on) for k in positions
         )
         value = run.values[0][()]
-        return value, (results[0] if isinstance(argnums, int) else results)
+        return _home(home, value), _home(home, results[0] if isinstance(argnums, int) else results)
 
     wrapped.__name__ = f"value_and_grad({getattr(f, '__name__', 'f')})"
     return wrapped
 
 
 def grad(
-    f: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode: str = "compiled"
+    f: Callable[..., Any],
+    argnums: int | Sequence[int] = 0,
+    *,
+    mode: str = "compiled",
+    backend: str | None = None,
 ) -> Callable[..., Any]:
     """The gradient of ``f`` (rank-0 float output) with respect to ``argnums``, like
-    ``jax.grad``."""
-    inner = value_and_grad(f, argnums, mode=mode)
+    ``jax.grad`` (``mode`` and ``backend`` as for :func:`value_and_grad`)."""
+    inner = value_and_grad(f, argnums, mode=mode, backend=backend)
 
     def wrapped(*args: Any) -> Any:
         return inner(*args)[1]

@@ -5,7 +5,7 @@ Everything here is written against the standard (``xp.take``, ``xp.where``,
 ``array_api_strict`` (which is how the GPU path is proven on a machine without one).
 What the standard lacks, scatter-add, is one function of the :class:`Backend`: NumPy's
 ``bincount``/``add.at`` (:mod:`dualarr.backends`), ``cupyx.scatter_add`` for CuPy, and
-:func:`scatter_add_by_matmul` as the generic fallback.  This module never calls NumPy
+:func:`scatter_add_by_selection` as the generic fallback.  This module never calls NumPy
 itself (a test checks that); index values and shapes are Python ints or arrays of the
 namespace.  Totality (§5.2): out-of-range reads give 0, out-of-range writes are dropped,
 ``a // 0 == a`` and ``a % 0 == a``.
@@ -43,20 +43,22 @@ class Backend:
         return f"<Backend {self.name}>"
 
 
-def scatter_add_by_matmul(xp: Any, targets: Array, values: Array, size: int) -> Array:
-    """The generic scatter-add: a one-hot matrix times ``values``, in chunks of rows.
-
-    Exact sums in BLAS order, O(rows × size) work: a fallback for namespaces without a
-    scatter primitive (``array_api_strict`` in the tests), not a fast path."""
+def scatter_add_by_selection(xp: Any, targets: Array, values: Array, size: int) -> Array:
+    """The generic scatter-add: for each target slot, the sum of the rows sent there,
+    selected with ``where`` (never multiplied by 0, so a NaN or inf stays in its slot),
+    in chunks of rows.  O(rows × size) work: a fallback for namespaces without a scatter
+    primitive (``array_api_strict`` in the tests), not a fast path."""
     width = values.shape[1]
     out = xp.zeros((size, width), dtype=values.dtype)
     rows = targets.shape[0]
-    step = max(1, (1 << 22) // max(size, 1))
-    slots = xp.reshape(xp.arange(size, dtype=targets.dtype), (1, size))
+    step = max(1, (1 << 22) // max(size * width, 1))
+    slots = xp.reshape(xp.arange(size, dtype=targets.dtype), (1, size, 1))
+    zero = xp.zeros((), dtype=values.dtype)
     for start in range(0, rows, step):
         stop = min(start + step, rows)
-        one_hot = xp.astype(xp.reshape(targets[start:stop], (-1, 1)) == slots, values.dtype)
-        out = out + xp.matmul(xp.permute_dims(one_hot, (1, 0)), values[start:stop, ...])
+        chosen = xp.reshape(targets[start:stop], (-1, 1, 1)) == slots
+        picked = xp.where(chosen, xp.reshape(values[start:stop, ...], (-1, 1, width)), zero)
+        out = out + xp.sum(picked, axis=0)
     return out
 
 

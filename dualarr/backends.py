@@ -3,7 +3,7 @@
 The backend follows the input arrays (``array_api_compat.array_namespace``) or an
 explicit ``backend="numpy" | "cupy"``.  Per namespace, the one primitive the array API
 lacks: scatter-add is NumPy's ``bincount`` (one value per target) or ``add.at``, CuPy's
-``cupyx.scatter_add``, and :func:`dualarr.arrays.scatter_add_by_matmul` elsewhere.
+``cupyx.scatter_add``, and :func:`dualarr.arrays.scatter_add_by_selection` elsewhere.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from .arrays import Array, Backend, scatter_add_by_matmul
+from .arrays import Array, Backend, scatter_add_by_selection
 from .errors import DualarrError
 
 __all__ = ["BACKENDS", "backend_of", "cupy_backend", "get_backend", "numpy_backend"]
@@ -91,7 +91,7 @@ def backend_of(arrays: Sequence[Any]) -> Backend:
 @functools.cache
 def _generic_backend(xp: Any) -> Backend:
     name = getattr(xp, "__name__", "array-api").split(".")[-1]
-    return Backend(name, xp, scatter_add_by_matmul)
+    return Backend(name, xp, scatter_add_by_selection)
 
 
 def get_backend(name: str | None, arrays: Sequence[Any] = ()) -> Backend:

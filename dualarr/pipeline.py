@@ -28,8 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from .arrays import Backend
+from .backends import backend_of
 from .bot import BotStep, check_bot_normal, vectorise
-from .codegen import HELPERS, CompiledProgram
+from .codegen import HELPERS, CompiledProgram, helpers_for
 from .core import Const, substitute, type_name
 from .errors import DualarrError, ShapeError
 from .letconv import LetProgram, share_to_let, simplify_let_program
@@ -119,34 +121,61 @@ class CompiledGradient:
     def positions(self) -> tuple[int, ...]:
         return self.gradient.positions
 
-    def __call__(self, *arrays: Any, cotangent: Any = 1.0) -> tuple[Any, tuple[Any, ...]]:
-        """``(value, grads)`` for ``arrays``, checked against the traced input types."""
+    def __call__(
+        self, *arrays: Any, cotangent: Any = 1.0, backend: Backend | None = None
+    ) -> tuple[Any, tuple[Any, ...]]:
+        """``(value, grads)`` for ``arrays``, checked against the traced input types, on
+        ``backend`` (default: the arrays' own, NumPy for NumPy arrays and numbers)."""
         env = self.program.bind(*arrays)
         values = [env[v] for v in self.program.inputs]
+        backend = backend if backend is not None else backend_of(values)
         out = self.program.outputs[0]
-        ct = np.asarray(cotangent, dtype=out.dtype.numpy())
-        if ct.shape != out.shape:
-            if ct.shape == ():
-                ct = np.broadcast_to(ct, out.shape)
+        xp = np if backend.name == "numpy" else backend.xp
+        ct = xp.asarray(cotangent, dtype=getattr(xp, out.dtype.value))
+        if tuple(ct.shape) != out.shape:
+            if tuple(ct.shape) == ():
+                ct = xp.broadcast_to(ct, out.shape)
             else:
                 raise ShapeError(
                     f"cotangent of shape {list(ct.shape)} for an output of type "
                     f"{type_name(out.shape, out.dtype)}",
                     op="pipeline",
-                    shapes=[ct.shape, out.shape],
+                    shapes=[tuple(ct.shape), out.shape],
                 )
-        return self.run(values, ct)
+        return self.run(values, ct, backend)
 
     def run(
-        self, values: Sequence[np.ndarray], cotangent: np.ndarray
+        self, values: Sequence[Any], cotangent: Any, backend: Backend | None = None
     ) -> tuple[Any, tuple[Any, ...]]:
         """The program on arrays already of the traced types (no checks)."""
+        if backend is not None and backend.name != "numpy":
+            return self._run_on(backend, values, cotangent)
         with np.errstate(all="ignore"):
             value, *grads = self.compiled.function(np, HELPERS, *values, cotangent)
         results = tuple(
             _fresh(g, *self._types[k], values) for k, g in zip(self.positions, grads, strict=True)
         )
         return _fresh(value, *self._out_type, values), results
+
+    def _run_on(
+        self, backend: Backend, values: Sequence[Any], cotangent: Any
+    ) -> tuple[Any, tuple[Any, ...]]:
+        xp = backend.xp
+        value, *grads = self.compiled.function(xp, helpers_for(backend), *values, cotangent)
+
+        def fresh(array: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
+            array = xp.asarray(array)
+            target = getattr(xp, dtype.name)
+            if array.dtype != target:
+                array = xp.astype(array, target)
+            if tuple(array.shape) != shape or any(array is x for x in values):
+                array = xp.asarray(xp.broadcast_to(array, shape), copy=True)
+            return array
+
+        results = tuple(
+            fresh(g, *self._types[k]) for k, g in zip(self.positions, grads, strict=True)
+        )
+        return fresh(value, *self._out_type), results
 
     def __repr__(self) -> str:
         return f"<CompiledGradient {self.gradient.name}: {len(self.gradient.bindings)} bindings>"

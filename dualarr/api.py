@@ -20,10 +20,10 @@ import numpy as np
 from . import delta as dl
 from .arrays import Backend
 from .backends import backend_of, get_backend, to_backend
-from .core import IdSupply, Var, type_name
+from .core import IdSupply, Term, Var, type_name
 from .dual import Dual, DualAlgebra
 from .errors import DtypeError, DualarrError, ShapeError
-from .evaluate import Interpreter, NumpyAlgebra, algebra_for
+from .evaluate import Interpreter, algebra_for
 from .pipeline import CompiledGradient, compile_gradient, vectorise_program
 from .program import Program, input_type, trace
 from .reverse import ReverseState, ReverseStats, backprop, eval_delta, forward
@@ -168,7 +168,7 @@ def _check_differentiable(program: Program, positions: Sequence[int], op: str) -
             )
 
 
-def _result(array: Any, like: Var, backend: Backend | None = None) -> Any:
+def _result(array: Any, like: Term, backend: Backend | None = None) -> Any:
     """A fresh array of ``like``'s type (a gradient never aliases anything)."""
     if backend is None or backend.name == "numpy":
         return np.array(np.broadcast_to(array, like.shape), dtype=like.dtype.numpy())
@@ -306,12 +306,13 @@ def vjp(
     the compiled gradient program (``mode="compiled"``); tuple outputs and
     ``mode="interpret"`` use the concrete reverse pass."""
     _check_mode(mode, "vjp")
+    backend = backend_of(args)
     program = vectorised_program(f, args)
     positions = tuple(k for k, v in enumerate(program.inputs) if v.dtype.is_float)
     single = not program.tuple_output and program.outputs[0].dtype.is_float
     if mode == "compiled" and single:
-        return _compiled_vjp(f, args, program, positions)
-    run = dual_run(program, args, positions)
+        return _compiled_vjp(f, args, program, positions, backend)
+    run = dual_run(program, args, positions, backend)
     value = tuple(run.values) if program.tuple_output else run.values[0]
 
     def pullback(*cotangents: Any) -> tuple[Any, ...]:
@@ -323,43 +324,50 @@ def vjp(
             )
         seeds = []
         for term, delta, ct in zip(program.outputs, run.deltas, items, strict=True):
-            array = np.asarray(ct, dtype=term.dtype.numpy() if term.dtype.is_float else None)
-            if array.shape != term.shape:
-                raise ShapeError(
-                    f"cotangent of shape {list(array.shape)} for an output of type "
-                    f"{type_name(term.shape, term.dtype)}",
-                    op="vjp",
-                    shapes=[array.shape, term.shape],
-                )
-            seeds.append((delta, array))
+            seeds.append((delta, _cotangent(backend, ct, term, "vjp")))
         grads = _concrete_gradients(run, seeds)
         return tuple(
-            _result(grads.get(k, np.zeros((), v.dtype.numpy())), v) if k in positions else None
+            _result(grads.get(k, 0.0), v, backend) if k in positions else None
             for k, v in enumerate(program.inputs)
         )
 
     return value, pullback
 
 
+def _cotangent(backend: Backend, value: Any, term: Term, op: str) -> Any:
+    """A cotangent (or tangent) for ``term``'s type, as an array of ``backend``."""
+    if backend.name == "numpy":
+        array = np.asarray(value, dtype=term.dtype.numpy() if term.dtype.is_float else None)
+    else:
+        array = backend.xp.asarray(value, dtype=backend.dtype(term.dtype))
+    if tuple(array.shape) != term.shape:
+        raise ShapeError(
+            f"{'tangent' if op == 'jvp' else 'cotangent'} of shape {list(array.shape)} for "
+            f"{'an argument' if op == 'jvp' else 'an output'} of type "
+            f"{type_name(term.shape, term.dtype)}",
+            op=op,
+            shapes=[tuple(array.shape), term.shape],
+        )
+    return array
+
+
 def _compiled_vjp(
-    f: Callable[..., Any], args: Sequence[Any], program: Program, positions: Sequence[int]
+    f: Callable[..., Any],
+    args: Sequence[Any],
+    program: Program,
+    positions: Sequence[int],
+    backend: Backend,
 ) -> tuple[Any, Callable[..., tuple[Any, ...]]]:
-    compiled = compiled_gradient(f, args)
+    compiled = compiled_gradient(f, args, backend=backend.name)
     term = program.outputs[0]
-    value = np.asarray(program(*args))
+    value = program(*args)
+    value = np.asarray(value) if backend.name == "numpy" else value
 
     def pullback(*cotangents: Any) -> tuple[Any, ...]:
         if len(cotangents) != 1:
             raise DualarrError(f"expected 1 cotangent, got {len(cotangents)}", op="vjp")
-        array = np.asarray(cotangents[0], dtype=term.dtype.numpy())
-        if array.shape != term.shape:
-            raise ShapeError(
-                f"cotangent of shape {list(array.shape)} for an output of type "
-                f"{type_name(term.shape, term.dtype)}",
-                op="vjp",
-                shapes=[array.shape, term.shape],
-            )
-        _, grads = compiled(*args, cotangent=array)
+        array = _cotangent(backend, cotangents[0], term, "vjp")
+        _, grads = compiled(*args, cotangent=array, backend=backend)
         by_position = dict(zip(compiled.positions, grads, strict=True))
         return tuple(by_position[k] if k in positions else None for k in range(len(args)))
 
@@ -376,27 +384,17 @@ def jvp(
         raise DualarrError(
             f"{len(primals)} primals but {len(tangents)} tangents", op="jvp"
         )
+    backend = backend_of(primals)
     program = vectorised_program(f, primals)
     positions = tuple(k for k, v in enumerate(program.inputs) if v.dtype.is_float)
-    run = dual_run(program, primals, positions)
-    seeds: dict[int, Any] = {}
-    for k in positions:
-        var = program.inputs[k]
-        t = np.asarray(tangents[k], dtype=var.dtype.numpy())
-        if t.shape != var.shape:
-            raise ShapeError(
-                f"tangent {k} has shape {list(t.shape)}, the argument "
-                f"{type_name(var.shape, var.dtype)}",
-                op="jvp",
-                shapes=[t.shape, var.shape],
-            )
-        seeds[k] = t
-    alg = NumpyAlgebra()
+    run = dual_run(program, primals, positions, backend)
+    seeds: dict[int, Any] = {
+        k: _cotangent(backend, tangents[k], program.inputs[k], "jvp") for k in positions
+    }
+    alg = algebra_for(backend)
     with np.errstate(all="ignore"):
         outs = [
-            np.array(np.broadcast_to(forward(alg, d, seeds), term.shape))
-            if term.dtype.is_float
-            else np.zeros(term.shape)
+            _result(forward(alg, d, seeds) if term.dtype.is_float else 0.0, term, backend)
             for d, term in zip(run.deltas, program.outputs, strict=True)
         ]
     if program.tuple_output:

@@ -170,3 +170,27 @@ def test_cupy_gradients_stay_on_the_device(mode: str) -> None:
     on_request = da.grad(f, mode=mode, backend="cupy")(x, idx)  # computed there, back here
     assert isinstance(on_request, np.ndarray)
     np.testing.assert_allclose(on_request, want, rtol=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@settings(max_examples=80, suppress_health_check=SLOW_OK)
+@given(programs(float_only=True), st.sampled_from(da.api.MODES), st.integers(0, 2**31))
+def test_vjp_and_jvp_agree_on_array_api_strict(
+    gp: GeneratedProgram, mode: str, seed: int
+) -> None:
+    f = gp.function()
+    rng = np.random.default_rng(seed)
+    value, pullback = da.vjp(f, *gp.arrays, mode=mode)
+    c = rng.normal(size=np.shape(value))
+    want = pullback(c)
+    got_value, got_pullback = da.vjp(f, *(strict(a) for a in gp.arrays), mode=mode)
+    np.testing.assert_allclose(host(got_value), value, rtol=1e-9, equal_nan=True)
+    for g, w in zip(got_pullback(strict(c)), want, strict=True):
+        if w is None:
+            assert g is None
+        else:
+            np.testing.assert_allclose(host(g), w, rtol=1e-9, atol=1e-12, equal_nan=True)
+    tangents = [rng.normal(size=a.shape) for a in gp.arrays]
+    _, want_t = da.jvp(f, gp.arrays, tangents)
+    _, got_t = da.jvp(f, [strict(a) for a in gp.arrays], [strict(t) for t in tangents])
+    np.testing.assert_allclose(host(got_t), want_t, rtol=1e-9, atol=1e-12, equal_nan=True)

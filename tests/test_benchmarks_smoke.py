@@ -59,3 +59,10 @@ def test_bench_pipeline_small() -> None:
     assert lines[0].startswith("# bench_pipeline.py  (")
     assert lines[2].split()[:3] == ["blocks", "nodes", "trace"]
     assert [line.split()[0] for line in lines[3:]] == ["1", "3"]
+
+
+def test_bench_gpu_runs_or_says_why_not() -> None:
+    result = run("bench_gpu.py", "--repeat", "1", "--number", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("# bench_gpu.py")

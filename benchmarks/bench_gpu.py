@@ -13,6 +13,7 @@ exits 0, so CI on a CPU machine can run it.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import statistics
 import time
@@ -40,6 +41,10 @@ def median_ms(
         sync()
         samples.append((time.perf_counter() - start) / number)
     return statistics.median(samples) * 1e3
+
+
+def _no_sync() -> None:
+    pass
 
 
 def cases() -> list[Case]:
@@ -86,12 +91,10 @@ def main() -> None:
         for g, w in zip(got, want, strict=True):
             if not np.allclose(cupy.asnumpy(g), w, rtol=1e-9, atol=1e-12):
                 raise SystemExit(f"bench_gpu: {case.workload} gradients differ on the GPU")
-        host_ms = median_ms(
-            lambda g=on_host, a=host_args: g(*a), lambda: None, args.repeat, args.number
-        )
-        device_ms = median_ms(
-            lambda g=on_device, a=device_args: g(*a), sync, args.repeat, args.number
-        )
+        host_ms = median_ms(functools.partial(on_host, *host_args), _no_sync, args.repeat,
+                            args.number)
+        device_ms = median_ms(functools.partial(on_device, *device_args), sync, args.repeat,
+                              args.number)
         jax_ms = float("nan")
         if jax_gpu is not None:
             jax_ms = _jax_time(jax_gpu, case, host_args, args.repeat, args.number)

@@ -303,9 +303,8 @@ class ArrayAlgebra(Algebra[Array]):
         return result if result.dtype == target else self.xp.astype(result, target)
 
     def cond(self, c: Array, a: Array, b: Array) -> Array:
+        """``where``, never ``bool(c)``: no device-to-host copy to decide a branch."""
         xp = self.xp
-        if len(c.shape) == 0:  # the usual, unbatched case
-            return a if bool(c) else b
         rank = max(len(a.shape), len(b.shape)) - len(c.shape)  # batched (bulk lambdas)
         return xp.where(xp.reshape(c, tuple(c.shape) + (1,) * max(rank, 0)), a, b)
 

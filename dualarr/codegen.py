@@ -276,7 +276,6 @@ _UNARY = 8
 _MUL = 7
 _ADD = 6
 _CMP = 4
-_IFELSE = 1
 
 _INFIX: dict[str, tuple[str, int]] = {
     "add": ("+", _ADD),
@@ -566,12 +565,9 @@ class _Generator:
             case Op(op=op, args=args):
                 return self._op(op, args)
             case Cond(cond=c, if_true=a, if_false=b):
-                if self._bulk_scope(node):  # batched over an index grid
-                    return f"xp.where({ref(c, 0)}, {ref(a, 0)}, {ref(b, 0)})", _ATOM
-                return (
-                    f"{ref(a, _IFELSE + 1)} if {ref(c, _IFELSE + 1)} else {ref(b, _IFELSE)}",
-                    _IFELSE,
-                )
+                # strict (both branches are computed) and never bool(c): no
+                # device-to-host copy on a GPU; batched over an index grid in bulk scopes
+                return f"xp.where({ref(c, 0)}, {ref(a, 0)}, {ref(b, 0)})", _ATOM
             case Index(array=a, index=index):
                 if self._indexes_its_grid(node):  # a[i, j] over exactly a's grid is a
                     return ref(a, _ATOM), _ATOM

@@ -139,6 +139,18 @@ def _components(xp: Any, index: Sequence[Array]) -> list[Array]:
     return comps
 
 
+def linear_index(xp: Any, comps: Sequence[Array], extents: Shape) -> tuple[Array, Array]:
+    """Whether each multi-index is in range, and its row-major offset (0 where not)."""
+    valid: Array = None
+    linear: Array = None
+    for comp, extent in zip(comps, extents, strict=True):
+        ok = (comp >= 0) & (comp < extent)
+        valid = ok if valid is None else valid & ok
+        clipped = xp.where(ok, comp, xp.zeros_like(comp))
+        linear = clipped if linear is None else linear * extent + clipped
+    return valid, linear
+
+
 def index_array(backend: Backend, array: Array, index: Sequence[Array]) -> Array:
     """``array[index]`` with zeros where a component is out of range; components may be
     arrays of one batch shape ``B`` (the result is ``B ++ array.shape[len(index):]``)."""
@@ -150,14 +162,7 @@ def index_array(backend: Backend, array: Array, index: Sequence[Array]) -> Array
     indexed, tail = tuple(array.shape[: len(comps)]), tuple(array.shape[len(comps) :])
     if math.prod(indexed) == 0 or math.prod(batch) == 0:
         return xp.zeros(batch + tail, dtype=array.dtype)
-    valid = None
-    linear = None
-    for comp, extent in zip(comps, indexed, strict=True):
-        ok = (comp >= 0) & (comp < extent)
-        valid = ok if valid is None else valid & ok
-        clipped = xp.where(ok, comp, xp.zeros_like(comp))
-        linear = clipped if linear is None else linear * extent + clipped
-    assert valid is not None and linear is not None
+    valid, linear = linear_index(xp, comps, indexed)
     flat = xp.reshape(array, (math.prod(indexed), *tail))
     picked = xp.take(flat, xp.reshape(linear, (-1,)), axis=0)
     picked = xp.reshape(picked, batch + tail)
@@ -187,14 +192,7 @@ def scatter(
     values = xp.reshape(source, (rows, width))
     if index:
         comps = [xp.broadcast_to(xp.asarray(c, dtype=xp.int64), grid) for c in index]
-        valid = None
-        linear = None
-        for comp, extent in zip(comps, outer, strict=True):
-            ok = (comp >= 0) & (comp < extent)
-            valid = ok if valid is None else valid & ok
-            clipped = xp.where(ok, comp, xp.zeros_like(comp))
-            linear = clipped if linear is None else linear * extent + clipped
-        assert valid is not None and linear is not None
+        valid, linear = linear_index(xp, comps, tuple(outer))
         targets = xp.reshape(linear, (-1,))
         keep = xp.reshape(valid, (-1, 1))
         values = xp.where(keep, values, xp.zeros((), dtype=values.dtype))  # dropped: + 0

@@ -859,21 +859,25 @@ def bound_vars(term: Term) -> tuple[tuple[Var, ...], tuple[int, ...]]:
             return (), ()
 
 
-def postorder(roots: Iterable[Term]) -> list[Term]:
-    """Every node reachable from ``roots`` once, children before parents (iterative)."""
+def postorder(
+    roots: Iterable[Term], children_of: Callable[[Term], tuple[Term, ...]] | None = None
+) -> list[Term]:
+    """Every node reachable from ``roots`` once, children before parents (iterative);
+    ``children_of`` replaces :func:`children` (e.g. to follow let-bound variables)."""
+    kids_of = children if children_of is None else children_of
     order: list[Term] = []
     seen: set[int] = set()
     for root in roots:
         if id(root) in seen:
             continue
-        stack: list[tuple[Term, Iterator[Term]]] = [(root, iter(children(root)))]
+        stack: list[tuple[Term, Iterator[Term]]] = [(root, iter(kids_of(root)))]
         seen.add(id(root))
         while stack:
             node, kids = stack[-1]
             for kid in kids:
                 if id(kid) not in seen:
                     seen.add(id(kid))
-                    stack.append((kid, iter(children(kid))))
+                    stack.append((kid, iter(kids_of(kid))))
                     break
             else:
                 stack.pop()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .core import (
@@ -81,24 +81,7 @@ def _graph_postorder(roots: Sequence[Term], bound: dict[Var, Term]) -> list[Term
             return (bound[node],)
         return children(node)
 
-    order: list[Term] = []
-    seen: set[int] = set()
-    for root in roots:
-        if id(root) in seen:
-            continue
-        seen.add(id(root))
-        stack: list[tuple[Term, Iterator[Term]]] = [(root, iter(kids(root)))]
-        while stack:
-            node, it = stack[-1]
-            for kid in it:
-                if id(kid) not in seen:
-                    seen.add(id(kid))
-                    stack.append((kid, iter(kids(kid))))
-                    break
-            else:
-                stack.pop()
-                order.append(node)
-    return order
+    return postorder(roots, kids)
 
 
 def share_to_let(shared: SharedGradient) -> LetProgram:

@@ -7,6 +7,7 @@ differentiates, transposes and compiles it.  ``import dualarr as da``.
 
 from .api import grad, jacobian, jvp, value_and_grad, vjp
 from .bot import NotBotNormal, is_bot_normal
+from .check import GradCheckReport, check_grad
 from .core import DType, Term
 from .errors import DtypeError, DualarrError, ShapeError, TracingError, UnsupportedError
 from .lang import (
@@ -70,6 +71,7 @@ from .lang import (
 )
 from .pipeline import Pipeline, pipeline
 from .program import Program, ShapeSpec, trace
+from .sympy_backend import SympyGradient, sympy_gradient
 from .tensor import Tensor
 from .vmap import vmap
 
@@ -79,11 +81,13 @@ __all__ = [
     "DType",
     "DtypeError",
     "DualarrError",
+    "GradCheckReport",
     "NotBotNormal",
     "Pipeline",
     "Program",
     "ShapeError",
     "ShapeSpec",
+    "SympyGradient",
     "Tensor",
     "Term",
     "TracingError",
@@ -98,6 +102,7 @@ __all__ = [
     "atan2",
     "build",
     "build1",
+    "check_grad",
     "concatenate",
     "constant",
     "cos",
@@ -146,6 +151,7 @@ __all__ = [
     "stack",
     "sum",
     "sum_outer",
+    "sympy_gradient",
     "tan",
     "tanh",
     "to_float",

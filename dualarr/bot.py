@@ -911,6 +911,10 @@ class NotBotNormal(DualarrError):
         self.subterm = subterm
 
 
+INDEX_NORMAL_FORMS = (Var, Const, FromList, Scatter, Contract, Share, ArgMin, ArgMax)
+"""What ``index`` may be applied to in the normal form of Theorem 5.1 (and after)."""
+
+
 def check_bot_normal(roots: Sequence[Term]) -> None:
     """Raise :class:`NotBotNormal` naming the offending subterm unless Theorem 5.1 holds:
     no ``build1``, and every ``index`` is of a variable, a constant, a ``fromList`` or a
@@ -919,9 +923,7 @@ def check_bot_normal(roots: Sequence[Term]) -> None:
     for node in postorder(roots):
         if isinstance(node, Build1):
             raise NotBotNormal(f"build1 remains: {_short(node)}", node)
-        if isinstance(node, Index) and not isinstance(
-            node.array, Var | Const | FromList | Scatter | Contract | Share | ArgMin | ArgMax
-        ):
+        if isinstance(node, Index) and not isinstance(node.array, INDEX_NORMAL_FORMS):
             raise NotBotNormal(
                 f"index of a {type(node.array).__name__} (not a normal form): {_short(node)}",
                 node,

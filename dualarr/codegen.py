@@ -253,8 +253,9 @@ def _slice_view(node: Gather) -> tuple[str, tuple[int, ...] | None] | None:
     tail = len(node.array.shape) - len(node.index)
     perm = (*(axis_of[v] for v in node.vars), *range(len(node.vars), len(node.vars) + tail))
     identity = perm == tuple(range(len(perm)))
-    text = ", ".join(subscripts) + ("," if len(subscripts) == 1 and tail == 0 else "")
-    return text.rstrip(",") if len(subscripts) == 1 else text, None if identity else perm
+    if tail:  # the array API wants every dimension named: the rest as an ellipsis
+        subscripts.append("...")
+    return ", ".join(subscripts), None if identity else perm
 
 
 def _broadcast_operands(args: tuple[Term, ...]) -> tuple[Term, ...]:

@@ -32,7 +32,7 @@ from dataclasses import fields
 import numpy as np
 
 from . import indexing as ix_
-from .bot import IndexPusher, Push, substitute_free
+from .bot import INDEX_NORMAL_FORMS, IndexPusher, Push, substitute_free
 from .core import (
     ArgMax,
     ArgMin,
@@ -210,6 +210,11 @@ class Simplifier:
     def _index(self, t: Index, a: Term, ix: tuple[Term, ...]) -> Term:
         if not ix:
             return a
+        if not isinstance(a, (*INDEX_NORMAL_FORMS, Iota)):  # iota: see _iota_lookups
+            # a rule below made the indexed array a non-normal form (a scatter of a
+            # permutation became its array, say): push the index down again (Fig. 10)
+            pushed = IndexPusher(self.supply, self.fv).solve(Push(a, ix))
+            return self.run([pushed])[0]
         if isinstance(a, Const) and _small_consts(ix):
             values = [np.asarray(c.value) for c in ix]  # type: ignore[union-attr]
             return Const(index_array(a.value, values))

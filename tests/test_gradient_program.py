@@ -270,3 +270,16 @@ def test_modes_are_checked_and_interpret_agrees() -> None:
     )
     with pytest.raises(DualarrError, match="unknown mode 'fast'"):
         da.grad(f, mode="fast")
+
+
+def test_index_of_a_scatter_that_simplifies_away_is_pushed_again() -> None:
+    """A scatter of a permutation becomes its array; an index of it must then be pushed
+    down (Theorem 5.1 normal form) instead of indexing a sumOuter."""
+
+    def f(x: Any) -> Any:
+        return da.scatter([2], da.sum_outer(x), lambda j: (j,))[1]
+
+    x = np.ones((3, 2))
+    assert da.is_bot_normal(da.pipeline(f, x).vectorised)
+    np.testing.assert_array_equal(da.grad(f)(x), [[0.0, 1.0]] * 3)
+    np.testing.assert_array_equal(da.grad(f, mode="interpret")(x), [[0.0, 1.0]] * 3)

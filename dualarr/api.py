@@ -10,6 +10,7 @@ generated as Python once per (function, shapes, dtypes, backend) and run on ever
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -191,6 +192,10 @@ def _home(home: Backend, value: Any) -> Any:
     if home.name == "numpy" and not isinstance(value, np.ndarray | np.generic):
         return to_backend(home, value)
     return value
+
+
+def _dtype(xp: Any, term: Term) -> Any:
+    return getattr(xp, term.dtype.value)
 
 
 def _select(
@@ -418,30 +423,33 @@ def jacobian(
         out = program.outputs[0]
         if not out.dtype.is_float:
             raise DtypeError(f"jacobian needs a float output, got {out.dtype}", op="jacobian")
-        blocks: dict[int, np.ndarray] = {
-            k: np.zeros(out.shape + program.inputs[k].shape, program.inputs[k].dtype.numpy())
-            for k in positions
-        }
-        if mode == "compiled":
-            compiled = compiled_gradient(f, args, sorted(set(positions)))
-            for element in np.ndindex(*out.shape):
-                seed = np.zeros(out.shape, dtype=out.dtype.numpy())
-                seed[element] = 1
-                _, all_grads = compiled(*args, cotangent=seed)
-                for k, g in zip(compiled.positions, all_grads, strict=True):
-                    if k in blocks:
-                        blocks[k][element] = g
-            results = tuple(blocks[k] for k in positions)
-            return results[0] if isinstance(argnums, int) else results
-        run = dual_run(program, args, positions)
-        for element in np.ndindex(*out.shape):
-            seed = np.zeros(out.shape, dtype=out.dtype.numpy())
-            seed[element] = 1
-            grads = _concrete_gradients(run, [(run.deltas[0], seed)])
+        backend = backend_of(args)
+        xp = np if backend.name == "numpy" else backend.xp
+        size = math.prod(out.shape)
+        rows: dict[int, list[Any]] = {k: [] for k in positions}
+        run = dual_run(program, args, positions, backend) if mode == "interpret" else None
+        compiled = (
+            compiled_gradient(f, args, sorted(set(positions)), backend=backend.name)
+            if mode == "compiled"
+            else None
+        )
+        slots = xp.arange(size)
+        for element in range(size):  # one-hot cotangents, built on the arrays' backend
+            seed = xp.reshape(xp.astype(slots == element, _dtype(xp, out)), out.shape)
+            if compiled is not None:
+                _, all_grads = compiled(*args, cotangent=seed, backend=backend)
+                grads = dict(zip(compiled.positions, all_grads, strict=True))
+            else:
+                assert run is not None
+                grads = _concrete_gradients(run, [(run.deltas[0], seed)])
             for k in positions:
-                if k in grads:
-                    blocks[k][element] = np.broadcast_to(grads[k], program.inputs[k].shape)
-        results = tuple(blocks[k] for k in positions)
+                rows[k].append(_result(grads.get(k, 0.0), program.inputs[k], backend))
+        results = tuple(
+            xp.reshape(xp.stack(rows[k]), out.shape + program.inputs[k].shape)
+            if rows[k]
+            else xp.zeros(out.shape + program.inputs[k].shape, dtype=_dtype(xp, out))
+            for k in positions
+        )
         return results[0] if isinstance(argnums, int) else results
 
     wrapped.__name__ = f"jacobian({getattr(f, '__name__', 'f')})"

@@ -194,3 +194,17 @@ def test_vjp_and_jvp_agree_on_array_api_strict(
     _, want_t = da.jvp(f, gp.arrays, tangents)
     _, got_t = da.jvp(f, [strict(a) for a in gp.arrays], [strict(t) for t in tangents])
     np.testing.assert_allclose(host(got_t), want_t, rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("mode", da.api.MODES)
+def test_jacobian_on_array_api_strict(mode: str) -> None:
+    def f(x: Any) -> Any:
+        return da.exp(x) * da.sum(x) + da.gather((3,), x, lambda i: (2 - i,))
+
+    x = np.linspace(0.0, 1.0, 3)
+    want = da.jacobian(f, mode=mode)(x)
+    got = da.jacobian(f, mode=mode)(strict(x))
+    assert isinstance(got, StrictArray)
+    np.testing.assert_allclose(host(got), want, rtol=1e-12)
+    np.testing.assert_allclose(want, np.diag(np.exp(x) * x.sum()) + np.exp(x)[:, None]
+                               + np.eye(3)[::-1], rtol=1e-12)

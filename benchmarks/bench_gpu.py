@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import importlib.util
 import statistics
 import time
@@ -71,10 +72,9 @@ def main() -> None:
         return
     device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"# bench_gpu.py  device: {device}; CuPy {cupy.__version__}; numpy {np.__version__}")
-    jax_gpu = None
+    jax_gpu: Any = None
     if importlib.util.find_spec("jax") is not None:
-        import jax
-
+        jax: Any = importlib.import_module("jax")  # optional: the ``bench`` extra
         if any(d.platform == "gpu" for d in jax.devices()):
             jax_gpu = jax
     print(f"# median of {args.repeat} samples of {args.number} gradients, ms")

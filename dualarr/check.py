@@ -31,11 +31,11 @@ import numpy as np
 import numpy.typing as npt
 
 from .api import jvp, vjp
-from .core import DType, type_name
+from .core import DType
 from .errors import DualarrError, ShapeError, UnsupportedError
 from .pipeline import pipeline
 from .printer import input_names
-from .program import Program, ShapeSpec, trace
+from .program import Program, ShapeSpec, scalar_float_output, trace
 from .sympy_backend import SYMPY_INPUT_LIMIT, sympy_available, sympy_gradient
 
 __all__ = [
@@ -605,20 +605,7 @@ def check_grad(
         raise DualarrError("check_grad needs arrays, not ShapeSpecs", op="check_grad")
     values = tuple(np.asarray(a) for a in arrays)
     program = trace(f, *values)
-    if program.tuple_output or len(program.outputs) != 1:
-        raise DualarrError(
-            f"{program.name} returns {len(program.outputs)} values; check_grad needs one "
-            "rank-0 float output",
-            op="check_grad",
-        )
-    out = program.outputs[0]
-    if out.shape != () or not out.dtype.is_float:
-        raise DualarrError(
-            f"{program.name} returns {type_name(out.shape, out.dtype)}; check_grad needs a "
-            "rank-0 float output (sum it, or take one element)",
-            op="check_grad",
-            shapes=[out.shape],
-        )
+    out = scalar_float_output(program, "check_grad")
     floats = tuple(k for k, v in enumerate(program.inputs) if v.dtype.is_float)
     if not floats:
         raise DualarrError(f"{program.name} has no float input to differentiate", op="check_grad")

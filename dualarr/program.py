@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .core import DType, FreeVars, IdSupply, Term, Var, count_nodes, fresh_var, type_name
-from .errors import DtypeError, ShapeError, TracingError, UnsupportedError
+from .errors import DtypeError, DualarrError, ShapeError, TracingError, UnsupportedError
 from .evaluate import Evaluator
 from .printer import input_names, print_program
 from .tensor import Tensor, TraceContext, as_term, enter_trace, exit_trace, param_hints
@@ -166,6 +166,26 @@ def _check_input(
             op=op,
             shapes=[var.shape],
         )
+
+
+def scalar_float_output(program: Program, op: str) -> Term:
+    """The one rank-0 float output of ``program``, or a :class:`DualarrError` naming
+    what ``op`` got instead."""
+    if program.tuple_output or len(program.outputs) != 1:
+        raise DualarrError(
+            f"{program.name} returns {len(program.outputs)} values; {op} needs one rank-0 "
+            "float output",
+            op=op,
+        )
+    out = program.outputs[0]
+    if out.shape != () or not out.dtype.is_float:
+        raise DualarrError(
+            f"{program.name} returns {type_name(out.shape, out.dtype)}; {op} needs a rank-0 "
+            "float output (sum it, or take one element)",
+            op=op,
+            shapes=[out.shape],
+        )
+    return out
 
 
 def trace(f: Callable[..., Any], *args: Any) -> Program:

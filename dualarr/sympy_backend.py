@@ -37,7 +37,7 @@ from .core import DType, Shape, Term, Var, assert_never, type_name
 from .errors import DualarrError, UnsupportedError
 from .evaluate import ELEMENTWISE, Interpreter, NumpyAlgebra, index_array, scatter_add
 from .printer import input_names
-from .program import ShapeSpec, trace
+from .program import ShapeSpec, scalar_float_output, trace
 
 __all__ = [
     "SYMPY_INPUT_LIMIT",
@@ -777,20 +777,7 @@ def sympy_gradient(
     """
     sp = _sympy()
     program = trace(f, *args)
-    if program.tuple_output or len(program.outputs) != 1:
-        raise DualarrError(
-            f"{program.name} returns {len(program.outputs)} values; sympy_gradient needs "
-            "one rank-0 float output",
-            op="sympy_gradient",
-        )
-    out = program.outputs[0]
-    if out.shape != () or not out.dtype.is_float:
-        raise DualarrError(
-            f"{program.name} returns {type_name(out.shape, out.dtype)}; sympy_gradient "
-            "needs a rank-0 float output (sum it, or take one element)",
-            op="sympy_gradient",
-            shapes=[out.shape],
-        )
+    scalar_float_output(program, "sympy_gradient")
     names = input_names(program.inputs)
     floats = [k for k, v in enumerate(program.inputs) if v.dtype.is_float]
     count = _scalar_count(program.inputs[k].shape for k in floats)

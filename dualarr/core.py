@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import NoReturn, TypeAlias
+from typing import Any, NoReturn, TypeAlias
 
 import numpy as np
 
@@ -230,6 +230,12 @@ class TermBase:
         from .printer import structure
 
         return structure(self)  # type: ignore[arg-type]
+
+    def graph(self) -> Any:
+        """The term DAG as a graphviz drawing (:mod:`dualarr.drawing`)."""
+        from .drawing import term_graph
+
+        return term_graph([self])  # type: ignore[list-item]
 
 
 def _set(node: object, **values: object) -> None:

@@ -26,6 +26,12 @@ class DeltaBase:
     def __str__(self) -> str:
         return format_delta(self)  # type: ignore[arg-type]
 
+    def graph(self) -> Any:
+        """The Delta DAG as a graphviz drawing (:mod:`dualarr.drawing`)."""
+        from .drawing import delta_graph
+
+        return delta_graph(self)  # type: ignore[arg-type]
+
     def __repr__(self) -> str:
         return f"<Delta {format_delta(self)[:200]}>"  # type: ignore[arg-type]
 

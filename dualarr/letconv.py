@@ -22,6 +22,7 @@ import keyword
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .core import (
     Const,
@@ -67,6 +68,12 @@ class LetProgram:
 
     def _repr_markdown_(self) -> str:
         return f"```\n{self}\n```"
+
+    def graph(self) -> Any:
+        """Every binding and output as one graphviz drawing (:mod:`dualarr.drawing`)."""
+        from .drawing import term_graph
+
+        return term_graph(self.terms(), self.name)
 
     def terms(self) -> list[Term]:
         """Every binding's term, then the outputs."""

@@ -109,6 +109,12 @@ class Program:
     def _repr_markdown_(self) -> str:
         return f"```\n{self}\n```"
 
+    def graph(self) -> Any:
+        """The program's term DAG as a graphviz drawing (:mod:`dualarr.drawing`)."""
+        from .drawing import term_graph
+
+        return term_graph(list(self.outputs), self.name)
+
     def bind(self, *arrays: Any) -> dict[Var, np.ndarray]:
         """Check ``arrays`` against the inputs' types and pair them with the variables."""
         if len(arrays) != len(self.inputs):

@@ -83,6 +83,12 @@ class ForwardPass:
     def _repr_markdown_(self) -> str:
         return f"```\n{self}\n```"
 
+    def graph(self) -> Any:
+        """The symbolic Delta as a graphviz drawing (:mod:`dualarr.drawing`)."""
+        from .drawing import delta_graph
+
+        return delta_graph(self.delta, "forward")
+
 
 def forward_pass(program: Program) -> ForwardPass:
     """Run the dual-arrays rules (Figs. 12–15) on a vectorised one-output program with
@@ -135,6 +141,12 @@ class ExtractedDelta:
 
     def _repr_markdown_(self) -> str:
         return f"```\n{self}\n```"
+
+    def graph(self) -> Any:
+        """The extracted Delta as a graphviz drawing (:mod:`dualarr.drawing`)."""
+        from .drawing import delta_graph
+
+        return delta_graph(self.delta, "delta")
 
 
 def _atomic(term: Term) -> bool:
@@ -273,6 +285,12 @@ class SharedGradient:
 
     def _repr_markdown_(self) -> str:
         return f"```\n{self}\n```"
+
+    def graph(self) -> Any:
+        """The gradient terms, with their ``share`` nodes, as a graphviz drawing."""
+        from .drawing import term_graph
+
+        return term_graph(list(self.gradients), "shared")
 
 
 def symbolic_reverse(

@@ -197,14 +197,19 @@ def _delta_head(d: dl.Delta) -> str:
             assert_never(d)
 
 
-def delta_graph(root: dl.Delta, name: str = "delta") -> Drawing:
-    """The Delta DAG: Share nodes (with their ids) drawn once, primal shapes shown."""
+def delta_graph(
+    root: dl.Delta, name: str = "delta", highlight: dl.Delta | None = None
+) -> Drawing:
+    """The Delta DAG: Share nodes (with their ids) drawn once, primal shapes shown;
+    ``highlight`` (the node a reverse-pass step works on) is filled."""
     drawing = _new(name)
     order = dl.delta_postorder([root])
     number = {id(d): k for k, d in enumerate(order)}
     for d in order:
         key = f"d{number[id(d)]}"
         style = {"shape": "doubleoctagon"} if isinstance(d, dl.Share) else {}
+        if d is highlight:
+            style |= {"style": "rounded,filled", "fillcolor": "gold"}
         label = f"{_delta_head(d)}\n{type_name(d.shape, d.dtype)}"
         drawing.node(key, label, **style)
         for kid in dl.delta_children(d):

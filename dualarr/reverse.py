@@ -12,7 +12,7 @@ gradient terms in the symbolic path (§7.2).  ``forward`` evaluates a Delta on t
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,6 +116,36 @@ def backprop(
         d = state.dfrag.pop(i)
         eval_delta(alg, state, c, d, stats)
     return state
+
+
+@dataclass(frozen=True)
+class ReverseStep:
+    """The state of the reverse pass after one step: the first step pushes the seed
+    cotangent into the root; each later step evaluates one Share node (largest id
+    first).  ``grad`` and ``accum`` are snapshots (by input index and by Share id)."""
+
+    number: int
+    share_id: int | None  # the Share evaluated in this step (None: the seed step)
+    node: dl.Delta  # the Delta the step pushed a cotangent into
+    grad: dict[int, Any]
+    accum: dict[int, Any]
+
+
+def reverse_steps(alg: Algebra[Any], d: dl.Delta, cotangent: Any) -> Iterator[ReverseStep]:
+    """The reverse pass of Fig. 17 one Share at a time (for teaching and the
+    BackpropStepper widget); the last step's ``grad`` is :func:`reverse`'s result."""
+    stats = ReverseStats()
+    state = ReverseState()
+    eval_delta(alg, state, cotangent, d, stats)
+    yield ReverseStep(0, None, d, dict(state.grad), dict(state.accum))
+    number = 0
+    while state.pending:
+        i = -heapq.heappop(state.pending)
+        number += 1
+        c = state.accum.pop(i)
+        node = state.dfrag.pop(i)
+        eval_delta(alg, state, c, node, stats)
+        yield ReverseStep(number, i, node, dict(state.grad), dict(state.accum))
 
 
 def reverse(

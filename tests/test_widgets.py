@@ -1,0 +1,55 @@
+"""Widgets, headless (no kernel): state in traitlets, outputs appended to ``Output``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import dualarr as da
+from dualarr.examples import fig18
+from dualarr_widgets import BackpropStepper
+
+
+def shared_chain(x: Any) -> Any:
+    y = x
+    for _ in range(4):
+        y = da.sin(y) * y
+    return da.sum(y * y)
+
+
+def test_backprop_stepper_visits_every_share_once_in_decreasing_order() -> None:
+    x = np.linspace(0.1, 1.0, 5)
+    stepper = BackpropStepper(shared_chain, x)
+    assert stepper.total == len(stepper.share_order) + 1  # the seed step, then one per id
+    order = stepper.share_order
+    assert order == sorted(order, reverse=True) and len(set(order)) == len(order)
+    while stepper.step < stepper.total - 1:
+        stepper.next_button.click()
+    assert stepper.next_button.disabled
+    np.testing.assert_allclose(stepper.current.grad[0], da.grad(shared_chain)(x))
+    assert not stepper.current.accum  # every Share was evaluated
+
+
+def test_backprop_stepper_shows_the_step_accum_and_grad() -> None:
+    stepper = BackpropStepper(fig18, np.arange(1.0, 6.0))
+    first = stepper.output.outputs
+    assert first[0]["text"].startswith("step 1/")
+    assert "seed" in first[0]["text"]
+    stepper.next()
+    text = stepper.output.outputs[0]["text"]
+    assert f"evaluate Share {stepper.share_order[0]}" in text
+    assert "grad:" in text and "x = " in text
+    drawing = stepper.output.outputs[1]["data"]
+    assert "image/svg+xml" in drawing or "text/plain" in drawing
+    stepper.previous_button.click()
+    assert stepper.step == 0 and stepper.previous_button.disabled
+
+
+def test_the_drawing_highlights_the_node_of_the_step() -> None:
+    stepper = BackpropStepper(fig18, np.arange(1.0, 6.0))
+    stepper.next()
+    from dualarr.drawing import delta_graph
+
+    source = delta_graph(stepper.delta, highlight=stepper.current.node).source
+    assert source.count("fillcolor=gold") == 1

@@ -53,3 +53,19 @@ def test_the_drawing_highlights_the_node_of_the_step() -> None:
 
     source = delta_graph(stepper.delta, highlight=stepper.current.node).source
     assert source.count("fillcolor=gold") == 1
+
+
+def test_explosion_plot_shows_the_delta_explosion_and_its_cure() -> None:
+    from dualarr_widgets import ExplosionPlot
+
+    plot = ExplosionPlot(sizes=[4, 16])
+    by = {(r.method, r.n): r for r in plot.rows}
+    scalar4, scalar16 = by["scalar dual numbers (§2)", 4], by["scalar dual numbers (§2)", 16]
+    bot4, bot16 = by["dual arrays + bot (§6)", 4], by["dual arrays + bot (§6)", 16]
+    assert scalar16.delta_nodes > 3 * scalar4.delta_nodes  # grows with n
+    assert bot16.delta_nodes == bot4.delta_nodes  # the same Delta for every n
+    assert by["dual arrays, no bot (§4)", 16].one_hots > 0
+    text, image = plot.output.outputs
+    assert "Delta nodes" in text["text"] and "image/png" in image["data"]
+    plot.sizes = [4, 8]  # a new trait value measures again
+    assert {r.n for r in plot.rows} == {4, 8}

@@ -1,14 +1,15 @@
 """Jupyter widgets for dualarr (import name ``dualarr_widgets``).
 
-``BackpropStepper`` steps through the reverse pass of Fig. 17.  The other widgets of
-the widgets issue (``PipelineExplorer``, ``BotStepper``, ``ExplosionPlot``) are not
-written yet.
+``BackpropStepper`` steps through the reverse pass of Fig. 17; ``ExplosionPlot`` plots
+Delta size and gradient time against n for the methods of §2, §4 and §6.
+``PipelineExplorer`` and ``BotStepper`` are not written yet.
 """
 
 from __future__ import annotations
 
 from .backprop import BackpropStepper
+from .explosion import ExplosionPlot, ExplosionRow, measure_explosion
 
-__all__ = ["BackpropStepper", "__version__"]
+__all__ = ["BackpropStepper", "ExplosionPlot", "ExplosionRow", "__version__", "measure_explosion"]
 
 __version__: str = "0.1.0"

@@ -135,15 +135,21 @@ def _term_head(node: Term) -> str:
             assert_never(node)
 
 
-def term_graph(roots: Sequence[Term], name: str = "term") -> Drawing:
-    """The term DAG of ``roots``: one node per distinct node, operands below."""
+def term_graph(
+    roots: Sequence[Term], name: str = "term", highlight: Sequence[Term] = ()
+) -> Drawing:
+    """The term DAG of ``roots``: one node per distinct node, operands below; the nodes
+    of ``highlight`` (a rewritten subterm, say) are filled."""
     drawing = _new(name)
     number = {id(n): k for k, n in enumerate(postorder(roots))}
+    marked = {id(n) for n in highlight}
     for node in postorder(roots):
         key = f"n{number[id(node)]}"
         head = _term_head(node)
-        shape = "ellipse" if isinstance(node, Var) else "box"
-        drawing.node(key, f"{head}\n{type_name(node.shape, node.dtype)}", shape=shape)
+        look: dict[str, str] = {"shape": "ellipse" if isinstance(node, Var) else "box"}
+        if id(node) in marked:
+            look |= {"style": "rounded,filled", "fillcolor": "gold"}
+        drawing.node(key, f"{head}\n{type_name(node.shape, node.dtype)}", **look)
         scoped = bound_vars(node)[1] if isinstance(node, Gather | Scatter) else ()
         for position, kid in enumerate(children(node)):
             style = "dashed" if position in scoped else "solid"

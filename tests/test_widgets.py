@@ -69,3 +69,32 @@ def test_explosion_plot_shows_the_delta_explosion_and_its_cure() -> None:
     assert "Delta nodes" in text["text"] and "image/png" in image["data"]
     plot.sizes = [4, 8]  # a new trait value measures again
     assert {r.n for r in plot.rows} == {4, 8}
+
+
+def test_bot_stepper_walks_every_rule_and_highlights_the_rewrite() -> None:
+    from dualarr_widgets import BotStepper
+
+    stepper = BotStepper(fig18, np.arange(1.0, 6.0))
+    assert stepper.total == len(stepper.pipeline.bot_steps) == 3
+    seen = []
+    for k in range(stepper.total):
+        stepper.slider.value = k  # the slider drives the step trait
+        assert stepper.step == k
+        text = stepper.output.outputs[0]["text"]
+        seen.append(text.split(": ", 1)[1].split("\n", 1)[0])
+        assert stepper.rewritten(), "the rewritten subterm is found in the program"
+        assert "==>" in text and stepper.rule.value.startswith(f"<b>{k + 1}. ")
+    assert seen == ["build1-op (Fig. 9)", "build1-index (Fig. 11)", "build1-index (Fig. 11)"]
+    from dualarr.drawing import term_graph
+
+    current = stepper.current
+    assert current is not None
+    drawn = term_graph(list(current.whole), highlight=stepper.rewritten()).source
+    assert "fillcolor=gold" in drawn
+
+
+def test_bot_stepper_without_build1_says_so() -> None:
+    from dualarr_widgets import BotStepper
+
+    stepper = BotStepper(lambda x: da.sum(x * x), np.ones(3))
+    assert stepper.total == 0 and "no rule applies" in stepper.rule.value

@@ -1,15 +1,24 @@
 """Jupyter widgets for dualarr (import name ``dualarr_widgets``).
 
-``BackpropStepper`` steps through the reverse pass of Fig. 17; ``ExplosionPlot`` plots
-Delta size and gradient time against n for the methods of §2, §4 and §6.
-``PipelineExplorer`` and ``BotStepper`` are not written yet.
+``BotStepper`` steps through the rules of the bulk-operation transform (§5);
+``BackpropStepper`` through the reverse pass of Fig. 17; ``ExplosionPlot`` plots Delta
+size and gradient time against n for the methods of §2, §4 and §6.  ``PipelineExplorer``
+is not written yet.
 """
 
 from __future__ import annotations
 
 from .backprop import BackpropStepper
+from .botstepper import BotStepper
 from .explosion import ExplosionPlot, ExplosionRow, measure_explosion
 
-__all__ = ["BackpropStepper", "ExplosionPlot", "ExplosionRow", "__version__", "measure_explosion"]
+__all__ = [
+    "BackpropStepper",
+    "BotStepper",
+    "ExplosionPlot",
+    "ExplosionRow",
+    "__version__",
+    "measure_explosion",
+]
 
 __version__: str = "0.1.0"

@@ -98,3 +98,47 @@ def test_bot_stepper_without_build1_says_so() -> None:
 
     stepper = BotStepper(lambda x: da.sum(x * x), np.ones(3))
     assert stepper.total == 0 and "no rule applies" in stepper.rule.value
+
+
+def mlp_program(w: Any, b: Any, x: Any) -> Any:
+    hidden = da.tanh(da.matmul(x, w) + da.replicate(4, b))
+    return da.mean(da.logsumexp(hidden, axis=1))
+
+
+EXPLORED: list[tuple[Any, tuple[np.ndarray, ...]]] = [
+    (fig18, (np.arange(1.0, 6.0),)),
+    (shared_chain, (np.linspace(0.1, 1.0, 4),)),
+    (mlp_program, (np.linspace(-0.5, 0.5, 15).reshape(5, 3), np.linspace(0.0, 0.3, 3),
+                   np.linspace(-1.0, 1.0, 20).reshape(4, 5))),
+]
+
+
+def test_pipeline_explorer_fills_every_tab() -> None:
+    from dualarr_widgets import PipelineExplorer
+    from dualarr_widgets.explorer import TABS
+
+    for f, arrays in EXPLORED:
+        explorer = PipelineExplorer(f, *arrays)
+        assert explorer.error == ""
+        for name in TABS:
+            assert explorer.outputs[name].outputs, (f.__name__, name)
+        check = explorer.outputs["check"].outputs[0]["data"]
+        assert "text/html" in check and "FAIL" not in check["text/plain"]
+        assert "def grad_" in explorer.outputs["python"].outputs[0]["text"]
+
+
+def test_editing_the_source_reruns_and_errors_show_in_the_widget() -> None:
+    from dualarr_widgets import PipelineExplorer
+
+    explorer = PipelineExplorer(fig18, np.arange(1.0, 6.0))
+    explorer.editor.value = "def double(x):\n    return da.sum(x * 2.0)\n"
+    explorer.run_button.click()
+    assert explorer.error == "" and explorer.function.__name__ == "double"
+    assert "2.0" in explorer.outputs["source"].outputs[0]["text"]
+    explorer.editor.value = "def bad(x):\n    return x + x[:2]\n"
+    explorer.run_button.click()
+    assert explorer.error.startswith("add:") and "shapes" in explorer.error
+    assert "color:#b00" in explorer.message.value
+    explorer.editor.value = "def broken(x:\n"
+    explorer.run()
+    assert explorer.error.startswith("SyntaxError")

@@ -2,14 +2,15 @@
 
 ``BotStepper`` steps through the rules of the bulk-operation transform (§5);
 ``BackpropStepper`` through the reverse pass of Fig. 17; ``ExplosionPlot`` plots Delta
-size and gradient time against n for the methods of §2, §4 and §6.  ``PipelineExplorer``
-is not written yet.
+size and gradient time against n for the methods of §2, §4 and §6;
+``PipelineExplorer`` shows every stage of a program in tabs, with an editable source.
 """
 
 from __future__ import annotations
 
 from .backprop import BackpropStepper
 from .botstepper import BotStepper
+from .explorer import PipelineExplorer
 from .explosion import ExplosionPlot, ExplosionRow, measure_explosion
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "BotStepper",
     "ExplosionPlot",
     "ExplosionRow",
+    "PipelineExplorer",
     "__version__",
     "measure_explosion",
 ]

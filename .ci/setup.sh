@@ -6,9 +6,9 @@
 #   runs `pip install -e ".[widgets,symbolic,book,dev]"`.
 # - Skips the install when .venv/.dualarr-stamp holds the sha256 of pyproject.toml, so a
 #   second run takes well under two seconds. Delete the stamp (or .venv) to force one.
-# - Makes sure graphviz's `dot` exists: as root it apt-installs Debian's graphviz (log in
-#   .venv/apt-graphviz.log); otherwise it prints a hint and goes on. DUALARR_SKIP_APT=1
-#   skips that step.
+# - Makes sure graphviz's `dot` and Chromium exist: as root it apt-installs Debian's
+#   graphviz, chromium and fonts-liberation (log in .venv/apt.log); otherwise it prints a
+#   hint and goes on. DUALARR_SKIP_APT=1 skips that step.
 # Returns non-zero (never exits the caller's shell) when the install fails.
 
 _dualarr_setup() {
@@ -58,20 +58,24 @@ _dualarr_setup() {
         echo "setup: installed in $((SECONDS - t0)) s"
     fi
 
-    if ! command -v dot >/dev/null 2>&1; then
+    # Debian packages: graphviz (drawings) and chromium (the real-browser widget test).
+    local missing=()
+    command -v dot >/dev/null 2>&1 || missing+=(graphviz)
+    command -v chromium >/dev/null 2>&1 || missing+=(chromium fonts-liberation)
+    if [ ${#missing[@]} -gt 0 ]; then
         if [ "${DUALARR_SKIP_APT:-0}" = "1" ]; then
-            echo "setup: graphviz 'dot' not found; DUALARR_SKIP_APT=1, not installing it (graph drawings will fail)"
+            echo "setup: not installing ${missing[*]} (DUALARR_SKIP_APT=1): drawings or the browser test may be skipped"
         elif [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-            local alog="$venv/apt-graphviz.log"
+            local alog="$venv/apt.log"
             if { apt-get update -q &&
-                DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends graphviz
+                DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
             } >"$alog" 2>&1; then
-                echo "setup: installed graphviz ($(dot -V 2>&1))"
+                echo "setup: installed ${missing[*]} with apt-get"
             else
-                echo "setup: apt-get install graphviz failed (see .venv/apt-graphviz.log); graph drawings will fail" >&2
+                echo "setup: apt-get install ${missing[*]} failed (see .venv/apt.log)" >&2
             fi
         else
-            echo "setup: graphviz 'dot' not found; install it (e.g. sudo apt-get install graphviz) to draw graphs"
+            echo "setup: ${missing[*]} not found; install them (e.g. sudo apt-get install ${missing[*]})"
         fi
     fi
 

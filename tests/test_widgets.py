@@ -78,13 +78,21 @@ def test_bot_stepper_walks_every_rule_and_highlights_the_rewrite() -> None:
     assert stepper.total == len(stepper.pipeline.bot_steps) == 3
     seen = []
     for k in range(stepper.total):
-        stepper.slider.value = k  # the slider drives the step trait
+        stepper.slider.value = k + 1  # the slider (numbered as the rules) drives the step
         assert stepper.step == k
         text = stepper.output.outputs[0]["text"]
         seen.append(text.split(": ", 1)[1].split("\n", 1)[0])
         assert stepper.rewritten(), "the rewritten subterm is found in the program"
         assert "==>" in text and stepper.rule.value.startswith(f"<b>{k + 1}. ")
     assert seen == ["build1-op (Fig. 9)", "build1-index (Fig. 11)", "build1-index (Fig. 11)"]
+    assert stepper.next_button.disabled and not stepper.previous_button.disabled
+    stepper.previous_button.click()
+    assert stepper.step == stepper.total - 2 and stepper.slider.value == stepper.step + 1
+    while not stepper.previous_button.disabled:
+        stepper.previous_button.click()
+    assert stepper.step == 0
+    stepper.next_button.click()
+    assert stepper.step == 1 and "build1-index" in stepper.rule.value
     from dualarr.drawing import term_graph
 
     current = stepper.current

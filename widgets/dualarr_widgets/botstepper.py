@@ -39,12 +39,20 @@ class BotStepper(widgets.VBox):  # type: ignore[misc]
             stages = pipeline(f, *arrays)
         self.pipeline = stages
         self.steps: list[BotStep] = list(stages.bot_steps)
-        self.slider = widgets.IntSlider(min=0, max=max(len(self.steps) - 1, 0), description="step")
+        # The slider counts from 1, as the rules are numbered; ``step`` counts from 0.
+        self.slider = widgets.IntSlider(min=1, max=max(len(self.steps), 1), description="rule")
+        self.previous_button = widgets.Button(description="◀ prev")
+        self.next_button = widgets.Button(description="next ▶")
+        self.previous_button.on_click(lambda _: self.prev())
+        self.next_button.on_click(lambda _: self.next())
         self.rule = widgets.HTML()
         self.output = widgets.Output()
-        super().__init__(children=[widgets.HBox([self.slider, self.rule]), self.output])
+        controls = widgets.HBox([self.previous_button, self.slider, self.next_button, self.rule])
+        super().__init__(children=[controls, self.output])
         self.total = len(self.steps)
-        traitlets.link((self.slider, "value"), (self, "step"))
+        traitlets.link(
+            (self.slider, "value"), (self, "step"), transform=(lambda v: v - 1, lambda s: s + 1)
+        )
         self.observe(self._render, names="step")
         self._render()
 
@@ -74,6 +82,8 @@ class BotStepper(widgets.VBox):  # type: ignore[misc]
         return [n for n in nodes if n.shape == s.after.shape and print_term(n) == text]
 
     def _render(self, change: Any = None) -> None:
+        self.previous_button.disabled = self.step <= 0
+        self.next_button.disabled = self.step >= self.total - 1
         self.output.outputs = ()
         s = self.current
         if s is None:

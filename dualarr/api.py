@@ -21,13 +21,15 @@ import numpy as np
 from . import delta as dl
 from .arrays import Backend
 from .backends import backend_of, get_backend, to_backend
-from .core import IdSupply, Term, Var, type_name
+from .core import Const, IdSupply, Term, Var, type_name
 from .dual import Dual, DualAlgebra
-from .errors import DtypeError, DualarrError, ShapeError
+from .errors import DtypeError, DualarrError, ShapeError, UnsupportedError
 from .evaluate import Interpreter, algebra_for
-from .pipeline import CompiledGradient, compile_gradient, vectorise_program
-from .program import Program, input_type, trace
+from .pipeline import CompiledGradient, compile_gradient, gradient_stages, vectorise_program
+from .program import Program, ShapeSpec, input_type, trace
 from .reverse import ReverseState, ReverseStats, backprop, eval_delta, forward
+from .staging import TermAlgebra
+from .tensor import Tensor, current_context, ensure_tensor
 from .trampoline import collector_paused
 
 MODES = ("compiled", "interpret")
@@ -238,6 +240,8 @@ def value_and_grad(
     unit = np.ones((), dtype=np.float64)
 
     def wrapped(*args: Any) -> tuple[Any, Any]:
+        if any(isinstance(a, Tensor) for a in args):  # inside a trace: vmap(grad(f)), …
+            return _traced_value_and_grad(f, args, argnums)
         quick = _array_types(args) if mode == "compiled" and backend in (None, "numpy") else None
         hit = seen.get(quick) if quick is not None else None
         if hit is not None:
@@ -250,18 +254,7 @@ def value_and_grad(
             args = tuple(to_backend(run_on, a) for a in args)
         positions = _positions(argnums, len(args), "grad")
         program = vectorised_program(f, args)
-        _check_differentiable(program, positions, "grad")
-        if program.tuple_output or program.outputs[0].shape != ():
-            shapes = [type_name(t.shape, t.dtype) for t in program.outputs]
-            raise ShapeError(
-                f"grad needs a function returning one rank-0 float, got {', '.join(shapes)}; "
-                "use da.vjp or da.jacobian for other outputs",
-                op="grad",
-                shapes=[t.shape for t in program.outputs],
-            )
-        out = program.outputs[0]
-        if not out.dtype.is_float:
-            raise DtypeError(f"grad needs a float output, got {out.dtype}", op="grad")
+        out = _check_gradient_program(program, positions)
         if mode == "compiled":
             compiled = compiled_gradient(
                 f, args, sorted(set(positions)), unit_cotangent=True, backend=run_on.name
@@ -285,6 +278,57 @@ def value_and_grad(
     return wrapped
 
 
+def _check_gradient_program(program: Program, positions: Sequence[int]) -> Term:
+    """The one rank-0 float output of a program given to ``grad``, or a clear error."""
+    _check_differentiable(program, positions, "grad")
+    if program.tuple_output or program.outputs[0].shape != ():
+        shapes = [type_name(t.shape, t.dtype) for t in program.outputs]
+        raise ShapeError(
+            f"grad needs a function returning one rank-0 float, got {', '.join(shapes)}; "
+            "use da.vjp or da.jacobian for other outputs",
+            op="grad",
+            shapes=[t.shape for t in program.outputs],
+        )
+    out = program.outputs[0]
+    if not out.dtype.is_float:
+        raise DtypeError(f"grad needs a float output, got {out.dtype}", op="grad")
+    return out
+
+
+def _reject_traced(args: Sequence[Any], op: str) -> None:
+    if any(isinstance(a, Tensor) for a in args):
+        raise UnsupportedError(
+            f"{op} of traced values (inside da.trace, da.vmap or da.grad) is not supported; "
+            "da.grad and da.value_and_grad are (e.g. da.vmap(da.grad(f)))",
+            op=op,
+        )
+
+
+def _traced_value_and_grad(
+    f: Callable[..., Any], args: Sequence[Any], argnums: int | Sequence[int]
+) -> tuple[Any, Any]:
+    """``value_and_grad`` on traced arguments (inside ``da.trace``, ``da.vmap``, another
+    ``da.grad``): the gradient program of §7 (Fig. 21), built for the arguments' types,
+    is instantiated as terms of the enclosing trace, so the bot then vectorises it like
+    any other code (``vmap(grad(f))`` gives per-example gradients in bulk)."""
+    ctx = current_context("grad")
+    terms = [ensure_tensor(a, "grad").term for a in args]
+    specs = [ShapeSpec(t.shape, t.dtype.numpy()) for t in terms]
+    positions = _positions(argnums, len(args), "grad")
+    program, _ = vectorise_program(trace(f, *specs))
+    _check_gradient_program(program, positions)
+    gradient = gradient_stages(program, sorted(set(positions)), unit_cotangent=True).gradient
+    *inputs, dt = gradient.inputs
+    env: dict[Var, Term] = dict(zip(inputs, terms, strict=True))
+    env[dt] = Const(np.ones((), dtype=dt.dtype.numpy()))
+    interpreter = Interpreter(TermAlgebra(ctx.supply))
+    for var, term in gradient.bindings:
+        env[var] = interpreter.run([term], env)[0]
+    value, *grads = interpreter.run(list(gradient.outputs), env)
+    by_position = dict(zip(gradient.positions, (Tensor(g) for g in grads), strict=True))
+    return Tensor(value), _select(by_position, positions, argnums)
+
+
 def grad(
     f: Callable[..., Any],
     argnums: int | Sequence[int] = 0,
@@ -293,7 +337,9 @@ def grad(
     backend: str | None = None,
 ) -> Callable[..., Any]:
     """The gradient of ``f`` (rank-0 float output) with respect to ``argnums``, like
-    ``jax.grad`` (``mode`` and ``backend`` as for :func:`value_and_grad`)."""
+    ``jax.grad`` (``mode`` and ``backend`` as for :func:`value_and_grad`).  It also
+    works on traced values, so ``da.vmap(da.grad(f))`` gives per-example gradients and
+    ``da.grad`` of a function that calls ``da.grad`` gives second derivatives."""
     inner = value_and_grad(f, argnums, mode=mode, backend=backend)
 
     def wrapped(*args: Any) -> Any:
@@ -311,6 +357,7 @@ def vjp(
     the compiled gradient program (``mode="compiled"``); tuple outputs and
     ``mode="interpret"`` use the concrete reverse pass."""
     _check_mode(mode, "vjp")
+    _reject_traced(args, "vjp")
     backend = backend_of(args)
     program = vectorised_program(f, args)
     positions = tuple(k for k, v in enumerate(program.inputs) if v.dtype.is_float)
@@ -389,6 +436,7 @@ def jvp(
         raise DualarrError(
             f"{len(primals)} primals but {len(tangents)} tangents", op="jvp"
         )
+    _reject_traced(primals, "jvp")
     backend = backend_of(primals)
     program = vectorised_program(f, primals)
     positions = tuple(k for k, v in enumerate(program.inputs) if v.dtype.is_float)
@@ -416,6 +464,7 @@ def jacobian(
 
     def wrapped(*args: Any) -> Any:
         positions = _positions(argnums, len(args), "jacobian")
+        _reject_traced(args, "jacobian")
         program = vectorised_program(f, args)
         _check_differentiable(program, positions, "jacobian")
         if program.tuple_output:

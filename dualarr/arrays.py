@@ -267,6 +267,12 @@ def contract(xp: Any, spec: str, a: Array, b: Array) -> Array:
         a = xp.permute_dims(a, plan.left_perm)
     if plan.right_perm is not None:
         b = xp.permute_dims(b, plan.right_perm)
+    if len(plan.left_shape) == 2 and plan.right_shape == (plan.left_shape[1], 1) == (
+        plan.left_shape[1],
+        plan.left_shape[0],
+    ):
+        # a full inner product: one vecdot (a (1,n)@(n,1) matmul can be much slower)
+        return xp.vecdot(xp.reshape(a, (-1,)), xp.reshape(b, (-1,)))
     product = xp.matmul(xp.reshape(a, plan.left_shape), xp.reshape(b, plan.right_shape))
     product = xp.reshape(product, plan.product_shape)
     if plan.result_perm is not None:

@@ -768,6 +768,45 @@ def substitute_free(
     return [new.get(id(t), t) for t in terms]
 
 
+def distinct_binders(roots: Sequence[Term]) -> list[Term]:
+    """Alpha-rename so that every variable is bound by one binder node only.
+
+    A binder reachable both inside and outside a ``build1`` is kept where it is and
+    rewritten by the bot inside, so two different nodes can bind the same variable; that
+    is harmless for evaluation (scopes are nested terms) but code generation names
+    variables, so each such copy gets fresh variables here (sharing kept)."""
+    order = postorder(roots)
+    owner: dict[Var, int] = {}
+    clashing: set[int] = set()
+    top = 0
+    for node in order:
+        if isinstance(node, Var):
+            top = max(top, node.id)
+        for var in bound_vars(node)[0]:
+            top = max(top, var.id)
+            if owner.setdefault(var, id(node)) != id(node):
+                clashing.add(id(node))
+    if not clashing:
+        return list(roots)
+    supply = IdSupply(top + 1)
+    fv = FreeVars()
+
+    def rename(node: Term, kids: tuple[Term, ...]) -> Term:
+        if id(node) not in clashing:
+            return rebuild(node, kids)
+        variables, scoped = bound_vars(node)
+        mapping: dict[Var, Term] = {
+            v: fresh_var(supply, v.hint, v.shape, v.dtype) for v in variables
+        }
+        inner = substitute_free([kids[k] for k in scoped], mapping, fv)
+        new_kids = list(kids)
+        for k, term in zip(scoped, inner, strict=True):
+            new_kids[k] = term
+        return _rebuild_binding(node, tuple(new_kids), mapping)
+
+    return transform(roots, rename)
+
+
 def _rebuild_binding(node: Term, kids: tuple[Term, ...], mapping: dict[Var, Term]) -> Term:
     """``node`` with new children and, for a binder, its variables renamed by ``mapping``."""
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .arrays import Backend, contract, generic_helpers
+from .bot import distinct_binders
 from .core import (
     ArgMax,
     ArgMin,
@@ -722,7 +723,10 @@ def generate(
     ``outputs`` must be closed over ``inputs`` and the ``bindings`` (a let-program's
     top-level ``let``s, each one line named after its variable) and free of ``build1``.
     """
-    return _Generator(inputs, outputs, name, bindings).generate()
+    terms = distinct_binders([*(t for _, t in bindings), *outputs])
+    count = len(bindings)
+    renamed = [(v, t) for (v, _), t in zip(bindings, terms[:count], strict=True)]
+    return _Generator(inputs, terms[count:], name, renamed).generate()
 
 
 class CompiledProgram:

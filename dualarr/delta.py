@@ -396,10 +396,12 @@ def _describe_value(value: Any) -> str:
     if shape is None:
         return repr(value)
     if len(shape) == 0:
+        kind = str(getattr(value, "dtype", ""))
         try:
-            return repr(float(value))
+            number = int(value) if kind.startswith(("int", "uint")) else float(value)
         except (TypeError, ValueError):
             return str(value)
+        return repr(number)
     dtype = getattr(value, "dtype", "")
     text = str(value)
     if len(text) <= 40 and "\n" not in text:

@@ -137,10 +137,16 @@ def print_program(
 
 
 def print_let_program(
-    inputs: Sequence[Var], bindings: Sequence[tuple[Var, Term]], outputs: Sequence[Term]
+    inputs: Sequence[Var],
+    bindings: Sequence[tuple[Var, Term]],
+    outputs: Sequence[Term],
+    *,
+    every_binding: bool = False,
 ) -> str:
     """``\\x dt. let v1 = e1 in … (o1, o2)``: a program with top-level bindings, one a
-    line, in an order where every name is defined before its use (Fig. 21)."""
+    line, in an order where every name is defined before its use (Fig. 21).  Bindings
+    the outputs do not reach are left out, unless ``every_binding`` (Eq. 6, where the
+    Delta uses them)."""
     bound = dict(bindings)
     roots = [*(t for _, t in bindings), *outputs]
     printer = Printer(roots, inputs=[*inputs, *bound])
@@ -176,7 +182,7 @@ def print_let_program(
             )
             stack.extend((k, False) for k in reversed(kids) if id(k) not in done)
 
-    for root in outputs:
+    for root in [*(v for v, _ in bindings if every_binding), *outputs]:
         emit(root)
     params = " ".join(printer.names[v.id] for v in inputs)
     body = ", ".join(printer._ref(o, LOWEST) for o in outputs)
@@ -204,10 +210,13 @@ class Printer:
         for root in self.roots:
             uses[id(root)] = uses.get(id(root), 0) + 1
         binder_of: dict[Var, Term] = {}
+        rebound: set[Var] = set()  # bound by two binders (e.g. after build1-op, Fig. 9)
         for node in self.order:
             for kid in children(node):
                 uses[id(kid)] = uses.get(id(kid), 0) + 1
             for var in bound_vars(node)[0]:
+                if binder_of.get(var, node) is not node:
+                    rebound.add(var)
                 binder_of[var] = node
         # depth of binder nesting (longest path), parents before children
         depth: dict[int, int] = {id(r): 0 for r in self.roots}
@@ -231,6 +240,8 @@ class Printer:
         for node in self.order:
             if uses.get(id(node), 0) < 2 or _trivial(node):
                 continue
+            if rebound and any(v in rebound for v in fv(node)):
+                continue  # no one scope holds it: printed at each use
             self.shared.add(id(node))
             scope: Term | None = None
             for var in fv(node):

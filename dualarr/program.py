@@ -195,7 +195,7 @@ def scalar_float_output(program: Program, op: str) -> Term:
 
 
 def trace(f: Callable[..., Any], *args: Any) -> Program:
-    """Trace ``f`` on arrays (or :class:`ShapeSpec`s) into a core-language program."""
+    """Trace ``f`` on arrays (or :class:`ShapeSpec` values) into a core-language program."""
     if not callable(f):
         raise TracingError(f"expected a function, got {type(f).__name__}", op="trace")
     supply = IdSupply()

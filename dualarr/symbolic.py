@@ -136,7 +136,7 @@ class ExtractedDelta:
         return self.program.inputs
 
     def __str__(self) -> str:
-        head = print_let_program(self.inputs, self.bindings, [self.value])
+        head = print_let_program(self.inputs, self.bindings, [self.value], every_binding=True)
         return f"{head}\ndelta:\n{format_symbolic_delta(self.delta)}"
 
     def _repr_markdown_(self) -> str:

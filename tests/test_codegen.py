@@ -15,11 +15,24 @@ from strategies import GeneratedProgram, programs
 
 import dualarr
 from dualarr.codegen import HELPERS, compile_program, generate
-from dualarr.core import Build1, Const, DType, IdSupply, Let, Op, Term, Var, fresh_var
+from dualarr.core import (
+    Build1,
+    Const,
+    DType,
+    Gather,
+    IdSupply,
+    Index,
+    Let,
+    Op,
+    Term,
+    Var,
+    fresh_var,
+)
 from dualarr.errors import DualarrError
 from dualarr.evaluate import evaluate_many
 from dualarr.examples import fig18
 from dualarr.pipeline import vectorise_program
+from dualarr.program import Program
 
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
@@ -169,3 +182,19 @@ def test_index_function_with_array_work_falls_back_to_a_loop() -> None:
     (got,) = compiled(value)
     assert_same(got, evaluate_many([term], {x: value})[0], DType.FLOAT64)
     np.testing.assert_array_equal(got, [0.0, 1.0, 2.0, 3.0, 4.0])
+
+
+def test_a_let_shared_inside_and_outside_a_build1_compiles() -> None:
+    """The bot rewrites the copy under ``build1`` and keeps the other: two nodes bind
+    ``x``; code generation renames one (found by Hypothesis)."""
+    x0 = Var(1, "x0", (), DType.FLOAT64)
+    x = Var(2, "x", (), DType.INT64)
+    i = Var(3, "i", (), DType.INT64)
+    table = Const(np.array([0.0, 5.0]))
+    one, two = Const(np.array(1)), Const(np.array(2))
+    let = Let(x, one, Index(table, (Op("quot", (Op("add", (x, one)), two)),)))
+    inner = Gather((), Build1(1, i, let), (), (Const(np.array(0)),))
+    term = Op("add", (Op("add", (let, inner)), x0))
+    program, _ = vectorise_program(Program("p", (x0,), (term,), False, IdSupply(10)))
+    (got,) = compile_program(program.inputs, program.outputs)(np.array(1.0))
+    assert got == 11.0 == evaluate_many(program.outputs, {x0: np.array(1.0)})[0]

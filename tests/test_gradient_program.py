@@ -283,3 +283,17 @@ def test_index_of_a_scatter_that_simplifies_away_is_pushed_again() -> None:
     assert da.is_bot_normal(da.pipeline(f, x).vectorised)
     np.testing.assert_array_equal(da.grad(f)(x), [[0.0, 1.0]] * 3)
     np.testing.assert_array_equal(da.grad(f, mode="interpret")(x), [[0.0, 1.0]] * 3)
+
+
+def test_the_printed_delta_stage_binds_every_variable_the_delta_uses() -> None:
+    def chain2(x: da.Tensor) -> da.Tensor:
+        y = da.sin(x) * x
+        return da.sum(da.sin(y) * y)
+
+    p = da.pipeline(chain2, np.linspace(0.1, 1.0, 4))
+    text = str(p.delta)
+    head, delta = text.split("\ndelta:\n")
+    lets = head.count("let ")
+    assert lets == len(p.delta.bindings) == 6
+    assert "cos x" in head and "cos v2" in head  # bound only for the Delta's factors
+    assert "Scale v5" in delta and "Scale v6" in delta

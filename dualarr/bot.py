@@ -397,6 +397,7 @@ class Vectoriser(Rewriter):
                 var = fresh_var(self.supply, "c", (self.k, *node.shape), node.dtype)
                 hoisted[id(node)] = (node, var)
                 continue
+            bound.update(bound_vars(node)[0])  # a let or lambda inside the index: not hoisted
             stack.extend(children(node))
         if hoisted:
             mapping_terms = list(index)

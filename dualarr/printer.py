@@ -200,6 +200,12 @@ class Printer:
         namer = _Namer([])
         for var in inputs:
             self.names[var.id] = namer.fresh(var.hint)
+        # an open term (a bot step's subterm): its free variables keep their plain names,
+        # as in the whole program, and the binders inside it are the ones renamed
+        free = FreeVars()
+        for var in sorted({v for r in self.roots for v in free(r)}, key=lambda v: v.id):
+            if var.id not in self.names:
+                self.names[var.id] = namer.fresh(var.hint)
         self._analyse()
         self._name(namer)
 

@@ -297,3 +297,24 @@ def test_the_printed_delta_stage_binds_every_variable_the_delta_uses() -> None:
     assert lets == len(p.delta.bindings) == 6
     assert "cos x" in head and "cos v2" in head  # bound only for the Delta's factors
     assert "Scale v5" in delta and "Scale v6" in delta
+
+
+def test_array_work_under_a_let_in_an_index_function_is_not_hoisted_out_of_it() -> None:
+    """build1-gather hoists array work of the index function out as ``c``, but not when
+    it mentions a variable bound inside the index (found by Hypothesis)."""
+    from collections import Counter
+
+    from dualarr.core import Build1, Const, DType, Floor, Gather, IdSupply, Let, Op, Var
+    from dualarr.core import Replicate as Rep
+
+    x0, i = Var(1, "x0", (), DType.FLOAT64), Var(2, "i", (), DType.INT64)
+    i0, x = Var(3, "i0", (), DType.INT64), Var(4, "x", (), DType.FLOAT64)
+    inner = Let(x, Const(np.array(0.5)), Gather((), Rep(1, Rep(1, x)), (), (Const(np.array(0)), i)))
+    index = Floor(Op("add", (Op("mul", (inner, Const(np.array(2.0)))), Const(np.array(0.0)))))
+    term = Build1(1, i, Gather((1,), Const(np.arange(12.0).reshape(4, 3)), (i0,), (index,)))
+    gp = GeneratedProgram((x0,), term, (np.array(0.0),), IdSupply(10), Counter(), "generated")
+    p = da.pipeline(lambda x: da.sum(gp.function()(x)) * x, np.array(2.0))
+    assert "build1" not in str(p.vectorised)
+    assert p.vectorised(np.array(2.0)) == p.source(np.array(2.0)) == 2.0 * (3 + 4 + 5)
+    check_let_program(p.gradient)
+    np.testing.assert_allclose(p(np.array(2.0))[1], [3.0 + 4 + 5])

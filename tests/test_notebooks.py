@@ -1,0 +1,66 @@
+"""The notebooks as files: each ``.ipynb`` is paired with its MyST ``.md`` (jupytext) and
+holds the same cells, every code cell was executed (nbval compares the stored outputs),
+each has one title, assignments have solutions, and the README lists them in order."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import jupytext
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+IPYNB = sorted(p for p in NOTEBOOKS.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+NAMES = [str(p.relative_to(NOTEBOOKS)) for p in IPYNB]
+
+
+def _cells(notebook: Any) -> list[tuple[str, str]]:
+    return [(c.cell_type, c.source.strip()) for c in notebook.cells]
+
+
+def test_the_teaching_notebooks_are_all_there() -> None:
+    chapters = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))
+    assert [name[:2] for name in chapters] == [f"{k:02d}" for k in range(11)]
+    assignments = sorted(p.name for p in (NOTEBOOKS / "assignments").glob("[0-9]*.ipynb"))
+    students = [n for n in assignments if not n.endswith("-solution.ipynb")]
+    assert len(students) >= 4
+    for student in students:
+        assert student.replace(".ipynb", "-solution.ipynb") in assignments
+
+
+@pytest.mark.parametrize("path", IPYNB, ids=NAMES)
+def test_paired_with_myst_and_the_same_cells(path: Path) -> None:
+    markdown = path.with_suffix(".md")
+    assert markdown.exists(), f"{path.name} has no paired {markdown.name} (jupytext --sync)"
+    stored = jupytext.read(path)
+    source = jupytext.read(markdown)
+    assert _cells(stored) == _cells(source), (
+        f"{path.name} and {markdown.name} differ: run `jupytext --sync` and re-execute"
+    )
+
+
+@pytest.mark.parametrize("path", IPYNB, ids=NAMES)
+def test_executed_in_order_with_one_title(path: Path) -> None:
+    notebook = json.loads(path.read_text())
+    counts = [c.get("execution_count") for c in notebook["cells"] if c["cell_type"] == "code"]
+    assert counts and all(isinstance(n, int) for n in counts), "a code cell was never run"
+    assert counts == list(range(1, len(counts) + 1)), "not executed top to bottom in one go"
+    titles = [
+        line
+        for c in notebook["cells"]
+        if c["cell_type"] == "markdown"
+        for line in "".join(c["source"]).splitlines()
+        if re.match(r"# \S", line)
+    ]
+    assert len(titles) == 1, titles
+
+
+def test_the_readme_lists_the_notebooks_in_teaching_order() -> None:
+    readme = (ROOT / "README.md").read_text()
+    linked = re.findall(r"\]\(notebooks/(\d\d-[\w-]+\.ipynb)\)", readme)
+    assert linked == sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))
+    assert "notebooks/assignments/README.md" in readme

@@ -71,6 +71,7 @@ def compiled_gradient(
     *,
     unit_cotangent: bool = False,
     backend: str = "numpy",
+    value: bool = True,
 ) -> CompiledGradient:
     """The compiled gradient program of ``f`` for ``args``' types (every stage of §7 and
     code generation) with respect to ``positions`` (default: every float input), cached
@@ -78,13 +79,13 @@ def compiled_gradient(
     it to the cotangent 1 of ``grad``."""
     base = _cache_key(f, args, backend)
     chosen = None if positions is None else tuple(positions)
-    key = None if base is None else (base, chosen, unit_cotangent)
+    key = None if base is None else (base, chosen, unit_cotangent, value)
     if key is not None and key in _gradients:
         _gradients.move_to_end(key)
         return _gradients[key]
     with collector_paused():
         result = compile_gradient(
-            vectorised_program(f, args), positions, unit_cotangent=unit_cotangent
+            vectorised_program(f, args), positions, unit_cotangent=unit_cotangent, value=value
         )
     if key is not None:
         _gradients[key] = result
@@ -231,6 +232,19 @@ def value_and_grad(
     the generated gradient program, ``mode="interpret"`` the concrete reverse pass.
     ``backend`` ("numpy", "cupy") runs on that backend; by default the arrays' own.
     Results come back on the backend of the input arrays."""
+    return _value_and_grad(f, argnums, mode, backend, with_value=True)
+
+
+def _value_and_grad(
+    f: Callable[..., Any],
+    argnums: int | Sequence[int],
+    mode: str,
+    backend: str | None,
+    *,
+    with_value: bool,
+) -> Callable[..., tuple[Any, Any]]:
+    """``value_and_grad``; without ``with_value`` (for ``grad``) the compiled program
+    skips the primal value (its first result is then 0)."""
     _check_mode(mode, "value_and_grad")
     if backend is not None:
         get_backend(backend)  # a clear error now for an unknown or unavailable backend
@@ -257,7 +271,12 @@ def value_and_grad(
         out = _check_gradient_program(program, positions)
         if mode == "compiled":
             compiled = compiled_gradient(
-                f, args, sorted(set(positions)), unit_cotangent=True, backend=run_on.name
+                f,
+                args,
+                sorted(set(positions)),
+                unit_cotangent=True,
+                backend=run_on.name,
+                value=with_value,
             )
             if quick is not None and out.dtype.numpy() == unit.dtype:
                 seen[quick] = (compiled, positions)
@@ -340,7 +359,7 @@ def grad(
     ``jax.grad`` (``mode`` and ``backend`` as for :func:`value_and_grad`).  It also
     works on traced values, so ``da.vmap(da.grad(f))`` gives per-example gradients and
     ``da.grad`` of a function that calls ``da.grad`` gives second derivatives."""
-    inner = value_and_grad(f, argnums, mode=mode, backend=backend)
+    inner = _value_and_grad(f, argnums, mode, backend, with_value=False)
 
     def wrapped(*args: Any) -> Any:
         return inner(*args)[1]

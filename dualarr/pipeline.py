@@ -71,20 +71,29 @@ class GradientStages:
 
 
 def gradient_stages(
-    vectorised: Program, positions: Sequence[int] | None = None, *, unit_cotangent: bool = False
+    vectorised: Program,
+    positions: Sequence[int] | None = None,
+    *,
+    unit_cotangent: bool = False,
+    value: bool = True,
 ) -> GradientStages:
     """forward → delta (Eq. 6) → shared (Fig. 19) → gradient (Figs. 20–21, simplified),
     differentiating the inputs at ``positions`` (default: every float input).
 
     With ``unit_cotangent`` (``grad`` of a rank-0 output: the cotangent is always 1) the
     constant 1 replaces ``dt`` before simplification, so ``1 * e`` disappears; ``dt``
-    stays a parameter, unused."""
+    stays a parameter, unused.  Without ``value`` (``grad``, which discards it) the
+    primal output is the constant 0, so simplification drops what only it needed."""
     forward = forward_pass(vectorised)
     extracted = extract(forward)
     shared = symbolic_reverse(extracted, positions)
     let_program = share_to_let(shared)
     if unit_cotangent:
         let_program = _with_unit_cotangent(let_program)
+    if not value:
+        out = vectorised.outputs[0]
+        zero = Const(np.zeros(out.shape, dtype=out.dtype.numpy()))
+        let_program = replace(let_program, outputs=(zero, *let_program.outputs[1:]))
     gradient = simplify_let_program(let_program)
     return GradientStages(forward, extracted, shared, gradient)
 
@@ -197,10 +206,15 @@ def _fresh(array: Any, shape: tuple[int, ...], dtype: np.dtype[Any], inputs: Seq
 
 
 def compile_gradient(
-    vectorised: Program, positions: Sequence[int] | None = None, *, unit_cotangent: bool = False
+    vectorised: Program,
+    positions: Sequence[int] | None = None,
+    *,
+    unit_cotangent: bool = False,
+    value: bool = True,
 ) -> CompiledGradient:
-    """All compile-time stages and code generation for a vectorised program."""
-    stages = gradient_stages(vectorised, positions, unit_cotangent=unit_cotangent)
+    """All compile-time stages and code generation for a vectorised program (with
+    ``value=False`` the program returns 0 for the value and computes only gradients)."""
+    stages = gradient_stages(vectorised, positions, unit_cotangent=unit_cotangent, value=value)
     return CompiledGradient(vectorised, stages.gradient)
 
 

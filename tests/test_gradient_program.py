@@ -318,3 +318,24 @@ def test_array_work_under_a_let_in_an_index_function_is_not_hoisted_out_of_it() 
     assert p.vectorised(np.array(2.0)) == p.source(np.array(2.0)) == 2.0 * (3 + 4 + 5)
     check_let_program(p.gradient)
     np.testing.assert_allclose(p(np.array(2.0))[1], [3.0 + 4 + 5])
+
+
+def test_grad_compiles_a_program_without_the_value() -> None:
+    """``da.grad`` discards the value, so its program does not compute it: Fig. 18's
+    gradient is two reads of one reversed view, matmul's two products, not three."""
+    from dualarr.api import compiled_gradient
+
+    x = np.arange(1.0, 6.0)
+    without = compiled_gradient(fig18, (x,), unit_cotangent=True, value=False)
+    assert "contract" not in without.source and "matmul" not in without.source
+    assert "return (xp.asarray(0.0, dtype=xp.float64), t1 + t1)" in without.source
+    with_value = compiled_gradient(fig18, (x,), unit_cotangent=True)
+    assert "contract" in with_value.source or "vecdot" in with_value.source
+    np.testing.assert_array_equal(da.grad(fig18)(x), da.value_and_grad(fig18)(x)[1])
+
+    def mm(a: da.Tensor, b: da.Tensor) -> da.Tensor:
+        return da.sum(da.matmul(a, b))
+
+    a, b = np.ones((3, 4)), np.ones((4, 2))
+    source = compiled_gradient(mm, (a, b), unit_cotangent=True, value=False).source
+    assert source.count("contract(") + source.count("matmul(") == 2

@@ -259,6 +259,46 @@ def _slice_view(node: Gather) -> tuple[str, tuple[int, ...] | None] | None:
     return ", ".join(subscripts), None if identity else perm
 
 
+def _slice_target(node: Scatter) -> tuple[str, tuple[int, ...] | None] | None:
+    """A scatter that writes each element once, in range, to a slice (``±v + c`` of
+    distinct variables, or constants): zeros with that slice assigned, ``out[2:6] = a``
+    (no index arrays, no summing).  The subscripts and the permutation that puts the
+    array's axes in the slice's order, or None."""
+    subscripts: list[str] = []
+    order: list[int] = []  # the array's axis (its variable) behind each slice axis
+    for position, component in enumerate(node.index):
+        extent = node.outer_shape[position]
+        value = static_int_value(component)
+        if value is not None:
+            if not 0 <= value < extent:
+                return None
+            subscripts.append(str(value))
+            continue
+        form = affine_form(component, node.vars)
+        if form is None:
+            return None
+        var, sign, shift = form
+        axis = node.vars.index(var)
+        if axis in order:
+            return None
+        n = node.array.shape[axis]
+        if sign == 1 and shift >= 0 and shift + n <= extent:
+            subscripts.append(f"{shift}:{shift + n}")
+        elif sign == -1 and shift < extent and shift - n + 1 >= 0:
+            stop = shift - n
+            subscripts.append(f"{shift}:{stop if stop >= 0 else ''}:-1")
+        else:
+            return None
+        order.append(axis)
+    if len(order) != len(node.vars):
+        return None  # a variable the index ignores: several writes to one place (a sum)
+    rank = len(node.array.shape)
+    perm = (*order, *range(len(node.vars), rank))
+    if rank > len(node.vars) or not subscripts:
+        subscripts.append("...")
+    return ", ".join(subscripts), None if perm == tuple(range(rank)) else perm
+
+
 def _broadcast_operands(args: tuple[Term, ...]) -> tuple[Term, ...]:
     """A replicated scalar next to a full array: the scalar (the namespace broadcasts)."""
     bases = [_replicated_scalar(a) for a in args]
@@ -666,6 +706,21 @@ class _Generator:
                     expr = f"xp.permute_dims({expr}, {_shape(perm)})"
                 result = self.namer.fresh("t", numbered=True)
                 self._lines(node).append(f"{result} = {expr}")
+                self.text[id(node)] = (result, _ATOM, 0)
+                return
+        if isinstance(node, Scatter) and not inner.lines:
+            target = _slice_target(node)
+            if target is not None:  # zeros, then one slice assigned: no index arrays
+                subscripts, perm = target
+                value = self._ref(node.array, 0)
+                if perm is not None:
+                    value = f"xp.permute_dims({value}, {_shape(perm)})"
+                result = self.namer.fresh("t", numbered=True)
+                lines = self._lines(node)
+                lines.append(
+                    f"{result} = xp.zeros({_shape(node.shape)}, dtype=xp.{node.dtype})"
+                )
+                lines.append(f"{result}[{subscripts}] = {value}")
                 self.text[id(node)] = (result, _ATOM, 0)
                 return
         for var in node.vars:

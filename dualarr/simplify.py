@@ -54,6 +54,7 @@ from .core import (
     Replicate,
     Reshape,
     Scatter,
+    Shape,
     Share,
     SumOuter,
     Term,
@@ -183,6 +184,9 @@ class Simplifier:
             with np.errstate(all="ignore"):
                 folded = np.asarray(ELEMENTWISE[op](*values)).astype(t.dtype.numpy())
             return Const(folded)
+        decided = _decided_by_ranges(t, op, args)
+        if decided is not None:
+            return decided
         if t.shape == () and t.dtype is DType.INT64 and len(args) == 2:
             a, b = args
             result: Term = t
@@ -367,6 +371,96 @@ def _replicated_view(t: Term) -> tuple[Term, list[int | None]]:
     for op in reversed(ops):
         view = [None, *view] if isinstance(op, Replicate) else [view[p] for p in op.perm]
     return base, view
+
+
+def _int_range(term: Term) -> tuple[int, int] | None:
+    """Static bounds of an int array term: ``iota n`` is in ``[0, n-1]``, replicated
+    and rearranged arrays keep their bounds, and ``+ - *`` combine them."""
+    match term:
+        case Const(value=v) if v.dtype.kind in "iu" and 0 < v.size <= _FOLD_LIMIT:
+            return int(v.min()), int(v.max())
+        case Iota(size=n) if n > 0:
+            return 0, n - 1
+        case Replicate(array=a) | Transpose(array=a) | Reshape(array=a):
+            return _int_range(a)
+        case Op(op="neg", args=(a,)):
+            r = _int_range(a)
+            return None if r is None else (-r[1], -r[0])
+        case Op(op="add" | "sub" | "mul" as op, args=(a, b)):
+            ra, rb = _int_range(a), _int_range(b)
+            if ra is None or rb is None:
+                return None
+            if op == "add":
+                return ra[0] + rb[0], ra[1] + rb[1]
+            if op == "sub":
+                return ra[0] - rb[1], ra[1] - rb[0]
+            corners = [x * y for x in ra for y in rb]
+            return min(corners), max(corners)
+        case _:
+            return None
+
+
+def _bool_constant(term: Term) -> bool | None:
+    """The value of a boolean term that is one constant everywhere, else None."""
+    while isinstance(term, Replicate | Transpose | Reshape):
+        term = term.array
+    if isinstance(term, Const) and term.value.dtype == np.bool_ and term.value.size > 0:
+        if bool(term.value.all()):
+            return True
+        if not bool(term.value.any()):
+            return False
+    return None
+
+
+def _full_bool(shape: Shape, value: bool) -> Term:
+    term: Term = Const(np.asarray(value))
+    for extent in reversed(shape):
+        term = Replicate(extent, term)
+    return term
+
+
+def _compare_by_ranges(op: str, a: tuple[int, int], b: tuple[int, int]) -> bool | None:
+    """``a op b`` for every element, from the bounds of both sides, or None."""
+    (lo_a, hi_a), (lo_b, hi_b) = a, b
+    apart, single = hi_a < lo_b or hi_b < lo_a, lo_a == hi_a == lo_b == hi_b
+    decided: dict[str, tuple[bool, bool]] = {  # (always true, always false)
+        "lt": (hi_a < lo_b, lo_a >= hi_b),
+        "le": (hi_a <= lo_b, lo_a > hi_b),
+        "gt": (lo_a > hi_b, hi_a <= lo_b),
+        "ge": (lo_a >= hi_b, hi_a < lo_b),
+        "eq": (single, apart),
+        "ne": (apart, single),
+    }
+    always, never = decided[op]
+    return True if always else False if never else None
+
+
+def _decided_by_ranges(t: Op, op: str, args: tuple[Term, ...]) -> Term | None:
+    """Bounds checks that the shapes already decide (e.g. ``0 <= iota 4`` and
+    ``iota 4 < replicate 4 5``, left by the totality of indexing, §5.2) become constants,
+    and ``&&``, ``||``, ``!`` and ``select`` with a constant condition disappear."""
+    if op in ("lt", "le", "gt", "ge", "eq", "ne") and t.shape != ():
+        ra, rb = _int_range(args[0]), _int_range(args[1])
+        if ra is None or rb is None:
+            return None
+        value = _compare_by_ranges(op, ra, rb)
+        return None if value is None else _full_bool(t.shape, value)
+    if op in ("and", "or"):
+        a, b = (_bool_constant(x) for x in args)
+        absorbing = op == "or"  # x || true = true, x && false = false
+        for known, other in ((a, args[1]), (b, args[0])):
+            if known is absorbing:
+                return _full_bool(t.shape, absorbing)
+            if known is not None:
+                return other
+        return None
+    if op == "not":
+        a = _bool_constant(args[0])
+        return None if a is None else _full_bool(t.shape, not a)
+    if op == "select":
+        c = _bool_constant(args[0])
+        return None if c is None else (args[1] if c else args[2])
+    return None
 
 
 def _scalar_constant(term: Term) -> float | None:

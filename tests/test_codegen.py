@@ -198,3 +198,27 @@ def test_a_let_shared_inside_and_outside_a_build1_compiles() -> None:
     program, _ = vectorise_program(Program("p", (x0,), (term,), False, IdSupply(10)))
     (got,) = compile_program(program.inputs, program.outputs)(np.array(1.0))
     assert got == 11.0 == evaluate_many(program.outputs, {x0: np.array(1.0)})[0]
+
+
+def test_an_in_range_injective_scatter_is_a_slice_assignment() -> None:
+    """The transpose of ``x[0:4]`` pads with zeros: ``zeros``, one slice assigned, and no
+    index arrays; a reversing or transposing scatter too."""
+    x = np.arange(5.0)
+
+    def head(x: dualarr.Tensor) -> dualarr.Tensor:
+        return dualarr.sum(dualarr.build1(4, lambda i: x[i] * dualarr.to_float(i)))
+
+    source = dualarr.pipeline(head, x).python
+    assert "t2 = xp.zeros((5,), dtype=xp.float64)" in source
+    assert "[0:4] = " in source and "helpers.scatter" not in source
+    np.testing.assert_array_equal(dualarr.grad(head)(x), [0.0, 1.0, 2.0, 3.0, 0.0])
+
+    def tail_reversed(m: dualarr.Tensor) -> dualarr.Tensor:  # rows 3, 2, 1 of m, transposed
+        picked = dualarr.gather((3, 2), m, lambda i, j: (3 - i, j))
+        return dualarr.sum(dualarr.transpose(picked, (1, 0)) * np.arange(6.0).reshape(2, 3))
+
+    m = np.ones((5, 2))
+    want = np.zeros((5, 2))
+    want[3:0:-1] = np.arange(6.0).reshape(2, 3).T
+    np.testing.assert_array_equal(dualarr.grad(tail_reversed)(m), want)
+    np.testing.assert_array_equal(dualarr.grad(tail_reversed, mode="interpret")(m), want)

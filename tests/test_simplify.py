@@ -88,3 +88,28 @@ def test_dead_let_is_dropped() -> None:
     assert simplified(lambda x: da.let(da.exp(x), lambda e: x + 1.0), X) == (
         r"\x. x + replicate 3 (replicate 4 1.0)"
     )
+
+
+def test_bounds_checks_decided_by_the_shapes_are_folded() -> None:
+    """Indexing ``(x * i)[i]`` under ``build1 4`` over ``x : [5]`` leaves the totality
+    check ``0 <= iota 4 && iota 4 < 5`` (§5.2); the bounds of ``iota`` decide it."""
+    x = np.arange(5.0)
+
+    def f(x: da.Tensor) -> da.Tensor:
+        return da.build1(4, lambda i: (x * da.to_float(i))[i])
+
+    p = da.pipeline(f, x)
+    text = str(p.vectorised)
+    assert "select" not in text and "<=" not in text and "iota 4 <" not in text
+    np.testing.assert_array_equal(p.vectorised(x), x[:4] * np.arange(4.0))
+
+
+def test_bounds_checks_that_can_fail_are_kept() -> None:
+    x = np.arange(3.0)
+
+    def f(x: da.Tensor) -> da.Tensor:  # i reaches 3, past the end of x
+        return da.build1(4, lambda i: (x * da.to_float(i))[i])
+
+    p = da.pipeline(f, x)
+    np.testing.assert_array_equal(p.vectorised(x), [0.0, 1.0, 4.0, 0.0])
+    np.testing.assert_array_equal(p.vectorised(x), p.source(x))

@@ -50,6 +50,7 @@ from .core import (
     Replicate,
     Reshape,
     Scatter,
+    Shape,
     Share,
     SumOuter,
     Term,
@@ -222,66 +223,30 @@ def _replicated_scalar(term: Term) -> Term | None:
     return term if term.shape == () else None
 
 
-def _slice_view(node: Gather) -> tuple[str, tuple[int, ...] | None] | None:
-    """A gather whose index components are in-range constants or ``±v + c`` of distinct
-    variables is basic slicing (``x[::-1]``, ``x[2:7]``), then maybe a transpose:
-    the subscripts and the permutation, or None."""
+def _affine_slices(
+    index: Sequence[Term], variables: tuple[Var, ...], extents: Shape, grid: Shape
+) -> tuple[list[str], list[int]] | None:
+    """Index components that are in-range constants or ``±v + c`` of distinct variables
+    (over ``grid``, into ``extents``) as slice subscripts (``2:7``, ``9::-1``), with the
+    variable (its position) behind each sliced axis; None when they are not."""
     subscripts: list[str] = []
-    axis_of: dict[Var, int] = {}  # variable -> its axis in the sliced view
-    for position, component in enumerate(node.index):
-        extent = node.array.shape[position]
+    order: list[int] = []
+    for position, component in enumerate(index):
+        extent = extents[position]
         value = static_int_value(component)
         if value is not None:
             if not 0 <= value < extent:
                 return None
             subscripts.append(str(value))
             continue
-        form = affine_form(component, node.vars)
-        if form is None or form[0] in axis_of:
-            return None
-        var, sign, shift = form
-        n = node.outer_shape[node.vars.index(var)]
-        if sign == 1 and shift >= 0 and shift + n <= extent:
-            subscripts.append(f"{shift}:{shift + n}")
-        elif sign == -1 and shift < extent and shift - n + 1 >= 0:
-            stop = shift - n
-            subscripts.append(f"{shift}:{stop if stop >= 0 else ''}:-1")
-        else:
-            return None
-        axis_of[var] = len(axis_of)
-    if len(axis_of) != len(node.vars):
-        return None  # a variable the index ignores: a replicate, not a slice
-    tail = len(node.array.shape) - len(node.index)
-    perm = (*(axis_of[v] for v in node.vars), *range(len(node.vars), len(node.vars) + tail))
-    identity = perm == tuple(range(len(perm)))
-    if tail:  # the array API wants every dimension named: the rest as an ellipsis
-        subscripts.append("...")
-    return ", ".join(subscripts), None if identity else perm
-
-
-def _slice_target(node: Scatter) -> tuple[str, tuple[int, ...] | None] | None:
-    """A scatter that writes each element once, in range, to a slice (``±v + c`` of
-    distinct variables, or constants): zeros with that slice assigned, ``out[2:6] = a``
-    (no index arrays, no summing).  The subscripts and the permutation that puts the
-    array's axes in the slice's order, or None."""
-    subscripts: list[str] = []
-    order: list[int] = []  # the array's axis (its variable) behind each slice axis
-    for position, component in enumerate(node.index):
-        extent = node.outer_shape[position]
-        value = static_int_value(component)
-        if value is not None:
-            if not 0 <= value < extent:
-                return None
-            subscripts.append(str(value))
-            continue
-        form = affine_form(component, node.vars)
+        form = affine_form(component, variables)
         if form is None:
             return None
         var, sign, shift = form
-        axis = node.vars.index(var)
+        axis = variables.index(var)
         if axis in order:
             return None
-        n = node.array.shape[axis]
+        n = grid[axis]
         if sign == 1 and shift >= 0 and shift + n <= extent:
             subscripts.append(f"{shift}:{shift + n}")
         elif sign == -1 and shift < extent and shift - n + 1 >= 0:
@@ -290,11 +255,41 @@ def _slice_target(node: Scatter) -> tuple[str, tuple[int, ...] | None] | None:
         else:
             return None
         order.append(axis)
-    if len(order) != len(node.vars):
-        return None  # a variable the index ignores: several writes to one place (a sum)
+    if len(order) != len(variables):
+        return None  # a variable the index ignores: a replicate (gather) or a sum (scatter)
+    return subscripts, order
+
+
+def _slice_view(node: Gather) -> tuple[str, tuple[int, ...] | None] | None:
+    """A gather whose index components are in-range constants or ``±v + c`` of distinct
+    variables is basic slicing (``x[::-1]``, ``x[2:7]``), then maybe a transpose:
+    the subscripts and the permutation, or None."""
+    found = _affine_slices(node.index, node.vars, node.array.shape, node.outer_shape)
+    if found is None:
+        return None
+    subscripts, order = found
+    axis_of = {axis: k for k, axis in enumerate(order)}  # variable -> its sliced axis
+    tail = len(node.array.shape) - len(node.index)
+    count = len(node.vars)
+    perm = (*(axis_of[j] for j in range(count)), *range(count, count + tail))
+    if tail:  # the array API wants every dimension named: the rest as an ellipsis
+        subscripts.append("...")
+    return ", ".join(subscripts), None if perm == tuple(range(len(perm))) else perm
+
+
+def _slice_target(node: Scatter) -> tuple[str, tuple[int, ...] | None] | None:
+    """A scatter that writes each element once, in range, to a slice (``±v + c`` of
+    distinct variables, or constants): zeros with that slice assigned, ``out[2:6] = a``
+    (no index arrays, no summing).  The subscripts and the permutation that puts the
+    array's axes in the slice's order, or None."""
+    count = len(node.vars)
+    found = _affine_slices(node.index, node.vars, node.outer_shape, node.array.shape[:count])
+    if found is None:
+        return None
+    subscripts, order = found
     rank = len(node.array.shape)
-    perm = (*order, *range(len(node.vars), rank))
-    if rank > len(node.vars) or not subscripts:
+    perm = (*order, *range(count, rank))
+    if rank > count or not subscripts:
         subscripts.append("...")
     return ", ".join(subscripts), None if perm == tuple(range(rank)) else perm
 

@@ -98,6 +98,7 @@ ELEMENTWISE: dict[str, Callable[..., Array]] = {
     "neg": _unary("negative"),
     "recip": lambda xp, a: 1.0 / a,
     "sigmoid": _sigmoid,
+    "stop_gradient": lambda xp, a: a,
     "not": _unary("logical_not"),
     **{n: _binary(n) for n in ("add", "subtract", "multiply", "maximum", "minimum")},
     "sub": _binary("subtract"),
@@ -267,13 +268,13 @@ def contract(xp: Any, spec: str, a: Array, b: Array) -> Array:
         a = xp.permute_dims(a, plan.left_perm)
     if plan.right_perm is not None:
         b = xp.permute_dims(b, plan.right_perm)
-    if len(plan.left_shape) == 2 and plan.right_shape == (plan.left_shape[1], 1) == (
+    if len(plan.left_shape) == 2 and plan.left_shape[0] == 1 and plan.right_shape == (
         plan.left_shape[1],
-        plan.left_shape[0],
-    ):
-        # a full inner product: one vecdot (a (1,n)@(n,1) matmul can be much slower)
-        return xp.vecdot(xp.reshape(a, (-1,)), xp.reshape(b, (-1,)))
-    product = xp.matmul(xp.reshape(a, plan.left_shape), xp.reshape(b, plan.right_shape))
+        1,
+    ):  # a full inner product: one vecdot (a (1,n)@(n,1) matmul can be much slower)
+        product = xp.vecdot(xp.reshape(a, (-1,)), xp.reshape(b, (-1,)))
+    else:
+        product = xp.matmul(xp.reshape(a, plan.left_shape), xp.reshape(b, plan.right_shape))
     product = xp.reshape(product, plan.product_shape)
     if plan.result_perm is not None:
         product = xp.permute_dims(product, plan.result_perm)

@@ -683,6 +683,9 @@ class _Generator:
             if p == _POW:
                 return f"{ref(a, p + 1)} ** {ref(b, p)}", p
             return f"{ref(a, p)} {symbol} {ref(b, p + 1)}", p
+        if op == "stop_gradient":  # the identity once differentiated
+            text, precedence, _ = self.text[id(args[0])]
+            return text, precedence
         if op == "neg":
             return f"-{ref(args[0], _UNARY)}", _UNARY
         if op == "recip":

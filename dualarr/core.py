@@ -132,7 +132,10 @@ class OpSpec:
 
 def _specs() -> dict[str, OpSpec]:
     specs: list[OpSpec] = []
-    float_unary = "exp log log1p expm1 sin cos tan asin acos atan sinh cosh tanh sqrt recip sigmoid"
+    float_unary = (
+        "exp log log1p expm1 sin cos tan asin acos atan sinh cosh tanh sqrt recip sigmoid"
+        " stop_gradient"
+    )
     specs += [OpSpec(name, OpKind.FLOAT_UNARY) for name in float_unary.split()]
     specs += [OpSpec("neg", OpKind.NUM_UNARY), OpSpec("abs", OpKind.NUM_UNARY)]
     specs.append(OpSpec("sign", OpKind.NUM_UNARY))

@@ -302,6 +302,7 @@ def _rules() -> dict[str, Rule]:
         "sigmoid": unary(
             lambda alg, x, y, dt: f(alg, "mul", dt, y, f(alg, "sub", dt, k(alg, y, 1.0, dt), y))
         ),
+        "stop_gradient": lambda alg, xs, y, dt: [False],  # a constant to differentiation
     }
     return rules
 

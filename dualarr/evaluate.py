@@ -97,6 +97,7 @@ ELEMENTWISE: dict[str, Callable[..., Any]] = {
     "sqrt": np.sqrt,
     "recip": _recip,
     "sigmoid": _sigmoid,
+    "stop_gradient": lambda x: x,  # the identity; its derivative is 0 (dual.py)
     "neg": np.negative,
     "abs": np.abs,
     "sign": np.sign,

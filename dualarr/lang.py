@@ -114,6 +114,11 @@ def _unary(name: str, doc: str) -> Callable[[Operand], Tensor]:
 
 
 exp = _unary("exp", "Elementwise e**x.")
+stop_gradient = _unary(
+    "stop_gradient",
+    "The identity, seen by differentiation as a constant (derivative 0), like "
+    "``jax.lax.stop_gradient``.",
+)
 log = _unary("log", "Elementwise natural logarithm.")
 log1p = _unary("log1p", "Elementwise log(1 + x).")
 expm1 = _unary("expm1", "Elementwise e**x - 1.")
@@ -732,12 +737,14 @@ def logsumexp(x: Operand, axis: int | None = None) -> Tensor:
     t = ensure_tensor(x, "logsumexp")
     if not t.term.dtype.is_float:
         t = to_float(t)
+    # the shift m cancels, so its derivative is 0: stop_gradient keeps the gradient
+    # program from differentiating through the max (an argmax scatter of zeros)
     if axis is None:
         flat = reshape(t, (t.size,))
-        m = max(flat)
+        m = stop_gradient(max(flat))
         return m + log(sum(exp(flat - m)))
     ax = _axis(axis, len(t.shape), "logsumexp")
-    m = max(t, ax)
+    m = stop_gradient(max(t, ax))
     shifted = t - _expand(m, ax, t.shape[ax])
     return m + log(sum(exp(shifted), ax))
 
@@ -751,7 +758,7 @@ def softmax(x: Operand, axis: int = -1) -> Tensor:
         raise ShapeError("needs an array of rank >= 1", op="softmax")
     ax = _axis(axis, len(t.shape), "softmax")
     n = t.shape[ax]
-    e = exp(t - _expand(max(t, ax), ax, n))
+    e = exp(t - _expand(stop_gradient(max(t, ax)), ax, n))  # the shift cancels
     return e / _expand(sum(e, ax), ax, n)
 
 
@@ -809,6 +816,7 @@ __all__ = [
     "softmax",
     "sqrt",
     "stack",
+    "stop_gradient",
     "sum",
     "sum_outer",
     "tan",

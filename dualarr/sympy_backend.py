@@ -264,6 +264,7 @@ def sympy_operations() -> dict[str, Callable[..., Expr]]:
         "sqrt": sp.sqrt,
         "recip": lambda x: 1 / x,
         "sigmoid": lambda x: 1 / (1 + sp.exp(-x)),
+        "stop_gradient": lambda x: _stop_gradient()(x),
         "neg": lambda x: -x,
         "abs": absolute,
         "sign": sign,
@@ -730,6 +731,21 @@ def _derivative(expression: Expr, symbol: Expr) -> Expr:
 
 
 @cache
+def _stop_gradient() -> Any:
+    """``stop_gradient``: the identity with derivative 0 (a constant to ``diff``),
+    replaced by its argument before lambdify."""
+    sp = _sympy()
+
+    def fdiff(self: Expr, argindex: int = 1) -> Expr:
+        return sp.Integer(0)
+
+    def eval(cls: Any, x: Expr) -> Expr | None:
+        return x if x.is_number else None
+
+    return type("stop_gradient", (sp.Function,), {"fdiff": fdiff, "eval": classmethod(eval)})
+
+
+@cache
 def _flat_floor() -> Any:
     """``floor`` with derivative 0 (it is piecewise constant): used while
     differentiating only."""
@@ -747,10 +763,13 @@ def _for_numpy(expressions: Sequence[Expr]) -> list[Expr]:
     NumPy printer turns ``ITE`` into a float ``select``."""
     sp = _sympy()
     flat = _flat_floor()
+    stop = _stop_gradient()
 
     def rule(e: Expr) -> Expr | None:
         if isinstance(e, flat):
             return sp.floor(*e.args)
+        if isinstance(e, stop):
+            return e.args[0]
         if isinstance(e, sp.ITE):
             c, a, b = e.args
             return sp.Or(sp.And(c, a), sp.And(sp.Not(c), b))

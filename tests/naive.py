@@ -99,6 +99,7 @@ SCALAR_OPS: dict[str, Callable[..., Scalar]] = {
     "sqrt": np.sqrt,
     "recip": _recip,
     "sigmoid": _sigmoid,
+    "stop_gradient": lambda a: a,
     "neg": lambda a: -a,
     "abs": abs,
     "sign": np.sign,

@@ -121,7 +121,7 @@ FLOAT_CONSTS: tuple[float, ...] = (0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 1.5, -0
 INT_CONSTS: tuple[int, ...] = (0, 1, 2, -1, 3, 4, -2, 5)
 FLOAT_UNARY: tuple[str, ...] = (
     "sin", "cos", "tanh", "atan", "sigmoid", "neg", "abs", "exp", "log",
-    "sqrt", "log1p", "expm1", "tan", "asin", "acos", "sinh", "cosh", "recip",
+    "sqrt", "log1p", "expm1", "tan", "asin", "acos", "sinh", "cosh", "recip", "stop_gradient",
 )  # fmt: skip
 
 
@@ -573,6 +573,9 @@ class TermGen:
             return _op(name, _op("tanh", x))
         if name in ("asin", "acos"):
             return _op(name, _op("mul", _op("tanh", x), self.full(shape, 0.5)))
+        if name == "stop_gradient":  # x - sg x + sg x: the value and derivative of x
+            stopped = _op(name, x)
+            return _op("add", _op("sub", x, stopped), stopped)
         return _op(name, x)
 
     def _g_float_binary(

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from strategies import GeneratedProgram, programs
 
 import dualarr
@@ -222,3 +223,25 @@ def test_an_in_range_injective_scatter_is_a_slice_assignment() -> None:
     want[3:0:-1] = np.arange(6.0).reshape(2, 3).T
     np.testing.assert_array_equal(dualarr.grad(tail_reversed)(m), want)
     np.testing.assert_array_equal(dualarr.grad(tail_reversed, mode="interpret")(m), want)
+
+
+SPECS = ["a,a->", "ab,b->a", "ab,ab->", "ab,ab->ba", "ab,bc->ac", "ab,ac->bc", "abc,bc->a",
+         "ab,b->ab", "abc,ac->ab"]
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.sampled_from(SPECS), st.lists(st.integers(1, 3), min_size=3, max_size=3))
+def test_contract_agrees_with_einsum_on_every_shape(spec: str, dims: list[int]) -> None:
+    """The one-matmul (or vecdot) contraction has einsum's shape and values, size-1
+    dimensions included (a (1,1) inner product is not a scalar)."""
+    from dualarr.arrays import contract
+
+    size = dict(zip("abc", dims, strict=True))
+    left, right = spec.split("->")[0].split(",")
+    rng = np.random.default_rng(sum(dims))
+    a = rng.normal(size=[size[c] for c in left])
+    b = rng.normal(size=[size[c] for c in right])
+    got = contract(np, spec, a, b)
+    want = np.einsum(spec, a, b)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

@@ -90,3 +90,18 @@ def test_other_transforms_in_a_trace_say_so(op: str) -> None:
 def test_grad_in_a_trace_keeps_its_errors() -> None:
     with pytest.raises(da.ShapeError, match="grad needs a function returning one rank-0"):
         da.vmap(da.grad(lambda x: x * x))(np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("mode", ["compiled", "interpret"])
+def test_jacobian_of_grad_is_the_hessian(mode: str) -> None:
+    def f(x: Any) -> Any:  # not separable: the Hessian has off-diagonal entries
+        return da.sum(da.sin(x) * x) * da.sum(x * x) + da.logsumexp(x)
+
+    x = np.array([0.1, 0.5, -0.3, 1.2])
+    hessian = da.jacobian(da.grad(f), mode=mode)(x)
+    h = 1e-6
+    columns = [
+        (da.grad(f)(x + h * e) - da.grad(f)(x - h * e)) / (2 * h) for e in np.eye(x.size)
+    ]
+    np.testing.assert_allclose(hessian, np.stack(columns, axis=1), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(hessian, hessian.T, rtol=1e-12, atol=1e-12)

@@ -21,10 +21,11 @@ import numpy as np
 from . import delta as dl
 from .arrays import Backend
 from .backends import backend_of, get_backend, to_backend
-from .core import Const, IdSupply, Term, Var, type_name
+from .core import Const, FromIntegral, IdSupply, Term, Var, type_name
 from .dual import Dual, DualAlgebra
 from .errors import DtypeError, DualarrError, ShapeError, UnsupportedError
 from .evaluate import Interpreter, algebra_for
+from .letconv import LetProgram
 from .pipeline import CompiledGradient, compile_gradient, gradient_stages, vectorise_program
 from .program import Program, ShapeSpec, input_type, trace
 from .reverse import ReverseState, ReverseStats, backprop, eval_delta, forward
@@ -318,9 +319,29 @@ def _reject_traced(args: Sequence[Any], op: str) -> None:
     if any(isinstance(a, Tensor) for a in args):
         raise UnsupportedError(
             f"{op} of traced values (inside da.trace, da.vmap or da.grad) is not supported; "
-            "da.grad and da.value_and_grad are (e.g. da.vmap(da.grad(f)))",
+            "da.grad, da.value_and_grad, da.vjp and da.jacobian are "
+            "(e.g. da.vmap(da.grad(f)))",
             op=op,
         )
+
+
+def _traced_inputs(args: Sequence[Any], op: str) -> tuple[list[Term], list[ShapeSpec]]:
+    terms = [ensure_tensor(a, op).term for a in args]
+    return terms, [ShapeSpec(t.shape, t.dtype.numpy()) for t in terms]
+
+
+def _instantiate(
+    gradient: LetProgram, terms: Sequence[Term], cotangent: Term, op: str
+) -> list[Term]:
+    """The let-program ``gradient`` (Fig. 21) on ``terms`` and ``cotangent`` as terms
+    of the enclosing trace (``(value, *gradients)``)."""
+    *inputs, dt = gradient.inputs
+    env: dict[Var, Term] = dict(zip(inputs, terms, strict=True))
+    env[dt] = cotangent
+    interpreter = Interpreter(TermAlgebra(current_context(op).supply))
+    for var, term in gradient.bindings:
+        env[var] = interpreter.run([term], env)[0]
+    return interpreter.run(list(gradient.outputs), env)
 
 
 def _traced_value_and_grad(
@@ -330,22 +351,86 @@ def _traced_value_and_grad(
     ``da.grad``): the gradient program of §7 (Fig. 21), built for the arguments' types,
     is instantiated as terms of the enclosing trace, so the bot then vectorises it like
     any other code (``vmap(grad(f))`` gives per-example gradients in bulk)."""
-    ctx = current_context("grad")
-    terms = [ensure_tensor(a, "grad").term for a in args]
-    specs = [ShapeSpec(t.shape, t.dtype.numpy()) for t in terms]
+    terms, specs = _traced_inputs(args, "grad")
     positions = _positions(argnums, len(args), "grad")
     program, _ = vectorise_program(trace(f, *specs))
     _check_gradient_program(program, positions)
     gradient = gradient_stages(program, sorted(set(positions)), unit_cotangent=True).gradient
-    *inputs, dt = gradient.inputs
-    env: dict[Var, Term] = dict(zip(inputs, terms, strict=True))
-    env[dt] = Const(np.ones((), dtype=dt.dtype.numpy()))
-    interpreter = Interpreter(TermAlgebra(ctx.supply))
-    for var, term in gradient.bindings:
-        env[var] = interpreter.run([term], env)[0]
-    value, *grads = interpreter.run(list(gradient.outputs), env)
+    dt = gradient.inputs[-1]
+    one = Const(np.ones((), dtype=dt.dtype.numpy()))
+    value, *grads = _instantiate(gradient, terms, one, "grad")
     by_position = dict(zip(gradient.positions, (Tensor(g) for g in grads), strict=True))
     return Tensor(value), _select(by_position, positions, argnums)
+
+
+def _traced_vjp(
+    f: Callable[..., Any], args: Sequence[Any]
+) -> tuple[Any, Callable[..., tuple[Any, ...]]]:
+    """``vjp`` on traced arguments: the value, and a pullback that instantiates the
+    gradient program of §7 with its cotangent (itself a traced value or an array), so
+    ``vmap`` of a pullback, or ``jacobian`` inside a trace, are bulk programs too."""
+    terms, specs = _traced_inputs(args, "vjp")
+    program, _ = vectorise_program(trace(f, *specs))
+    out = program.outputs[0]
+    if program.tuple_output or not out.dtype.is_float:
+        raise UnsupportedError(
+            "vjp of traced values needs a function with one float output", op="vjp"
+        )
+    positions = tuple(k for k, v in enumerate(program.inputs) if v.dtype.is_float)
+    gradient = gradient_stages(program, positions).gradient if positions else None
+    (value,) = Interpreter(TermAlgebra(current_context("vjp").supply)).run(
+        [out], dict(zip(program.inputs, terms, strict=True))
+    )
+
+    def pullback(*cotangents: Any) -> tuple[Any, ...]:
+        if len(cotangents) != 1:
+            raise DualarrError(f"expected 1 cotangent, got {len(cotangents)}", op="vjp")
+        ct = ensure_tensor(cotangents[0], "vjp").term
+        if ct.shape != out.shape:
+            raise ShapeError(
+                f"cotangent of type {type_name(ct.shape, ct.dtype)} for an output of type "
+                f"{type_name(out.shape, out.dtype)}",
+                op="vjp",
+                shapes=[ct.shape, out.shape],
+            )
+        if gradient is None:
+            return tuple(None for _ in args)
+        if not ct.dtype.is_float:
+            ct = FromIntegral(ct, out.dtype)
+        if ct.dtype is not out.dtype:
+            raise DtypeError(f"cotangent of {ct.dtype} for an output of {out.dtype}", op="vjp")
+        _, *grads = _instantiate(gradient, terms, ct, "vjp")
+        by_position = dict(zip(gradient.positions, grads, strict=True))
+        return tuple(
+            Tensor(by_position[k]) if k in by_position else None for k in range(len(args))
+        )
+
+    return Tensor(value), pullback
+
+
+def _traced_jacobian(
+    f: Callable[..., Any],
+    args: Sequence[Any],
+    positions: Sequence[int],
+    argnums: int | Sequence[int],
+) -> Any:
+    """``jacobian`` on traced arguments: the pullback mapped (``vmap``, so in bulk) over
+    the one-hot cotangents, one row per output element."""
+    from .lang import constant, reshape
+    from .vmap import vmap
+
+    value, pullback = _traced_vjp(f, args)
+    out = value.term
+    size = math.prod(out.shape)
+    basis = constant(np.eye(size, dtype=out.dtype.numpy()).reshape((size, *out.shape)))
+    results = []
+    for k in positions:
+        shape = (*out.shape, *ensure_tensor(args[k], "jacobian").shape)
+        if not ensure_tensor(args[k], "jacobian").term.dtype.is_float:
+            raise DtypeError(f"jacobian of input {k}: not a float input", op="jacobian")
+        rows = vmap(lambda c, k=k: pullback(c)[k])(basis)
+        results.append(reshape(rows, shape))
+    return results[0] if isinstance(argnums, int) else tuple(results)
 
 
 def grad(
@@ -374,9 +459,11 @@ def vjp(
     """``(f(*args), pullback)``; ``pullback(cotangent)`` gives one cotangent per argument
     (``None`` for integer and bool arguments).  A function with one float output uses
     the compiled gradient program (``mode="compiled"``); tuple outputs and
-    ``mode="interpret"`` use the concrete reverse pass."""
+    ``mode="interpret"`` use the concrete reverse pass.  On traced values (inside
+    ``da.vmap``, ``da.trace``, …) the pullback builds the gradient program as terms."""
     _check_mode(mode, "vjp")
-    _reject_traced(args, "vjp")
+    if any(isinstance(a, Tensor) for a in args):  # inside a trace
+        return _traced_vjp(f, args)
     backend = backend_of(args)
     program = vectorised_program(f, args)
     positions = tuple(k for k, v in enumerate(program.inputs) if v.dtype.is_float)
@@ -478,12 +565,14 @@ def jacobian(
     f: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode: str = "compiled"
 ) -> Callable[..., Any]:
     """The Jacobian, shape ``output.shape + input.shape``: one reverse pass per output
-    element over one forward pass (paper App. A)."""
+    element over one forward pass (paper App. A); on traced values, the pullback mapped
+    over the one-hot cotangents (in bulk, by the bot)."""
     _check_mode(mode, "jacobian")
 
     def wrapped(*args: Any) -> Any:
         positions = _positions(argnums, len(args), "jacobian")
-        _reject_traced(args, "jacobian")
+        if any(isinstance(a, Tensor) for a in args):  # inside a trace
+            return _traced_jacobian(f, args, positions, argnums)
         program = vectorised_program(f, args)
         _check_differentiable(program, positions, "jacobian")
         if program.tuple_output:

@@ -315,16 +315,6 @@ def _check_gradient_program(program: Program, positions: Sequence[int]) -> Term:
     return out
 
 
-def _reject_traced(args: Sequence[Any], op: str) -> None:
-    if any(isinstance(a, Tensor) for a in args):
-        raise UnsupportedError(
-            f"{op} of traced values (inside da.trace, da.vmap or da.grad) is not supported; "
-            "da.grad, da.value_and_grad, da.vjp and da.jacobian are "
-            "(e.g. da.vmap(da.grad(f)))",
-            op=op,
-        )
-
-
 def _traced_inputs(args: Sequence[Any], op: str) -> tuple[list[Term], list[ShapeSpec]]:
     terms = [ensure_tensor(a, op).term for a in args]
     return terms, [ShapeSpec(t.shape, t.dtype.numpy()) for t in terms]
@@ -406,6 +396,32 @@ def _traced_vjp(
         )
 
     return Tensor(value), pullback
+
+
+def _traced_jvp(
+    f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
+) -> tuple[Any, Any]:
+    """``jvp`` on traced values, by transposing the pullback (it is linear in its
+    cotangent): ``J v`` is the gradient in ``ct`` of ``<pullback(ct), v>``, so two
+    reverse passes, both built as terms of the enclosing trace."""
+    from .lang import sum as total
+
+    value, _ = _traced_vjp(f, primals)
+    n = len(primals)
+
+    def pairing(ct: Any, *rest: Any) -> Any:
+        xs, vs = rest[:n], rest[n:]
+        cotangents = vjp(f, *xs)[1](ct)
+        terms = [total(c * v) for c, v in zip(cotangents, vs, strict=True) if c is not None]
+        result = terms[0] if terms else total(ct) * 0.0
+        for term in terms[1:]:
+            result = result + term
+        return result
+
+    out = value.term
+    zero = Const(np.zeros(out.shape, dtype=out.dtype.numpy()))
+    tangent = grad(pairing)(Tensor(zero), *primals, *tangents)
+    return value, tangent
 
 
 def _traced_jacobian(
@@ -542,7 +558,8 @@ def jvp(
         raise DualarrError(
             f"{len(primals)} primals but {len(tangents)} tangents", op="jvp"
         )
-    _reject_traced(primals, "jvp")
+    if any(isinstance(a, Tensor) for a in (*primals, *tangents)):  # inside a trace
+        return _traced_jvp(f, primals, tangents)
     backend = backend_of(primals)
     program = vectorised_program(f, primals)
     positions = tuple(k for k, v in enumerate(program.inputs) if v.dtype.is_float)

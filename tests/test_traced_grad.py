@@ -1,4 +1,4 @@
-"""``da.grad``, ``da.vjp`` and ``da.jacobian`` inside a trace: ``vmap(grad(f))``
+"""``da.grad``, ``da.vjp``, ``da.jvp`` and ``da.jacobian`` in a trace: ``vmap(grad(f))``
 (per-example gradients), ``grad`` of ``grad``, Hessians, ``vmap`` of a pullback.  The
 gradient program of §7 is instantiated as terms of the enclosing trace."""
 
@@ -77,9 +77,29 @@ def test_value_and_grad_in_a_trace_returns_both() -> None:
     assert da.trace(both, x)(x) == pytest.approx(5.0 + 6.0)
 
 
-def test_jvp_in_a_trace_says_so() -> None:
-    with pytest.raises(da.UnsupportedError, match=r"jvp of traced values.*da.grad"):
-        da.vmap(lambda x: da.jvp(lambda y: da.sum(y * y), (x,), (x,))[0])(np.ones((2, 3)))
+def test_jvp_in_a_trace_transposes_the_pullback() -> None:
+    def f(y: Any) -> Any:
+        return da.sin(y) * da.sum(y * y)
+
+    xs = np.arange(6.0).reshape(2, 3) / 5
+    vs = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, 1.0]])
+    values, tangents = da.vmap(lambda x, v: da.jvp(f, (x,), (v,)))(xs, vs)
+    for x, v, value, tangent in zip(xs, vs, values, tangents, strict=True):
+        want_value, want_tangent = da.jvp(f, (x,), (v,))
+        np.testing.assert_allclose(value, want_value, rtol=1e-12)
+        np.testing.assert_allclose(tangent, want_tangent, rtol=1e-12)
+
+
+def test_hessian_vector_products_both_ways() -> None:
+    def f(x: Any) -> Any:
+        return da.sum(da.sin(x) * x) * da.sum(x * x)
+
+    x, v = np.array([0.1, 0.5, -0.3]), np.array([1.0, -2.0, 0.5])
+    hessian = da.jacobian(da.grad(f))(x)
+    forward_over_reverse = da.jvp(da.grad(f), (x,), (v,))[1]
+    reverse_over_reverse = da.grad(lambda y: da.sum(da.grad(f)(y) * v))(x)
+    np.testing.assert_allclose(forward_over_reverse, hessian @ v, rtol=1e-12)
+    np.testing.assert_allclose(reverse_over_reverse, hessian @ v, rtol=1e-12)
 
 
 def test_vmap_of_a_pullback() -> None:

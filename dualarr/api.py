@@ -315,9 +315,21 @@ def _check_gradient_program(program: Program, positions: Sequence[int]) -> Term:
     return out
 
 
-def _traced_inputs(args: Sequence[Any], op: str) -> tuple[list[Term], list[ShapeSpec]]:
+def _traced_program(
+    f: Callable[..., Any], args: Sequence[Any], op: str
+) -> tuple[list[Term], Program]:
+    """The traced arguments' terms, and ``f`` traced for their types and vectorised."""
     terms = [ensure_tensor(a, op).term for a in args]
-    return terms, [ShapeSpec(t.shape, t.dtype.numpy()) for t in terms]
+    specs = [ShapeSpec(t.shape, t.dtype.numpy()) for t in terms]
+    program, _ = vectorise_program(trace(f, *specs))
+    return terms, program
+
+
+def _traced_value(program: Program, terms: Sequence[Term], op: str) -> Tensor:
+    """``program``'s one output on ``terms``, as a term of the enclosing trace."""
+    interpreter = Interpreter(TermAlgebra(current_context(op).supply))
+    (value,) = interpreter.run(program.outputs, dict(zip(program.inputs, terms, strict=True)))
+    return Tensor(value)
 
 
 def _instantiate(
@@ -341,9 +353,8 @@ def _traced_value_and_grad(
     ``da.grad``): the gradient program of §7 (Fig. 21), built for the arguments' types,
     is instantiated as terms of the enclosing trace, so the bot then vectorises it like
     any other code (``vmap(grad(f))`` gives per-example gradients in bulk)."""
-    terms, specs = _traced_inputs(args, "grad")
+    terms, program = _traced_program(f, args, "grad")
     positions = _positions(argnums, len(args), "grad")
-    program, _ = vectorise_program(trace(f, *specs))
     _check_gradient_program(program, positions)
     gradient = gradient_stages(program, sorted(set(positions)), unit_cotangent=True).gradient
     dt = gradient.inputs[-1]
@@ -359,8 +370,7 @@ def _traced_vjp(
     """``vjp`` on traced arguments: the value, and a pullback that instantiates the
     gradient program of §7 with its cotangent (itself a traced value or an array), so
     ``vmap`` of a pullback, or ``jacobian`` inside a trace, are bulk programs too."""
-    terms, specs = _traced_inputs(args, "vjp")
-    program, _ = vectorise_program(trace(f, *specs))
+    terms, program = _traced_program(f, args, "vjp")
     out = program.outputs[0]
     if program.tuple_output or not out.dtype.is_float:
         raise UnsupportedError(
@@ -368,9 +378,7 @@ def _traced_vjp(
         )
     positions = tuple(k for k, v in enumerate(program.inputs) if v.dtype.is_float)
     gradient = gradient_stages(program, positions).gradient if positions else None
-    (value,) = Interpreter(TermAlgebra(current_context("vjp").supply)).run(
-        [out], dict(zip(program.inputs, terms, strict=True))
-    )
+    value = _traced_value(program, terms, "vjp")
 
     def pullback(*cotangents: Any) -> tuple[Any, ...]:
         if len(cotangents) != 1:
@@ -395,7 +403,7 @@ def _traced_vjp(
             Tensor(by_position[k]) if k in by_position else None for k in range(len(args))
         )
 
-    return Tensor(value), pullback
+    return value, pullback
 
 
 def _traced_jvp(
@@ -406,7 +414,13 @@ def _traced_jvp(
     reverse passes, both built as terms of the enclosing trace."""
     from .lang import sum as total
 
-    value, _ = _traced_vjp(f, primals)
+    terms, program = _traced_program(f, primals, "jvp")
+    out = program.outputs[0]
+    if program.tuple_output or not out.dtype.is_float:
+        raise UnsupportedError(
+            "jvp of traced values needs a function with one float output", op="jvp"
+        )
+    value = _traced_value(program, terms, "jvp")
     n = len(primals)
 
     def pairing(ct: Any, *rest: Any) -> Any:
@@ -418,7 +432,6 @@ def _traced_jvp(
             result = result + term
         return result
 
-    out = value.term
     zero = Const(np.zeros(out.shape, dtype=out.dtype.numpy()))
     tangent = grad(pairing)(Tensor(zero), *primals, *tangents)
     return value, tangent
@@ -441,9 +454,10 @@ def _traced_jacobian(
     basis = constant(np.eye(size, dtype=out.dtype.numpy()).reshape((size, *out.shape)))
     results = []
     for k in positions:
-        shape = (*out.shape, *ensure_tensor(args[k], "jacobian").shape)
-        if not ensure_tensor(args[k], "jacobian").term.dtype.is_float:
+        arg = ensure_tensor(args[k], "jacobian").term
+        if not arg.dtype.is_float:
             raise DtypeError(f"jacobian of input {k}: not a float input", op="jacobian")
+        shape = (*out.shape, *arg.shape)
         rows = vmap(lambda c, k=k: pullback(c)[k])(basis)
         results.append(reshape(rows, shape))
     return results[0] if isinstance(argnums, int) else tuple(results)

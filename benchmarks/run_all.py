@@ -21,6 +21,8 @@ RUNS: dict[str, list[str]] = {
     "pipeline": ["bench_pipeline.py"],
     "sharing": ["bench_sharing.py"],
     "gradients": ["bench_gradients.py"],
+    "overhead": ["bench_overhead.py"],
+    "timing-claims": ["bench_timing_claims.py"],
     "gradients-malloc-tuned": ["bench_gradients.py", "--malloc-tuned"],
 }
 

@@ -5,11 +5,18 @@ the core language of the paper (stage ``source``) and, in later stages, vectoris
 differentiates, transposes and compiles it.  ``import dualarr as da``.
 """
 
-from .api import grad, jacobian, jvp, value_and_grad, vjp
+from .api import clear_caches, grad, jacobian, jit, jvp, value_and_grad, vjp
 from .bot import NotBotNormal, is_bot_normal
 from .check import GradCheckReport, check_grad
 from .core import DType, Term
-from .errors import DtypeError, DualarrError, ShapeError, TracingError, UnsupportedError
+from .errors import (
+    DtypeError,
+    DualarrError,
+    ShapeError,
+    TracingError,
+    UnsupportedDtypeError,
+    UnsupportedError,
+)
 from .lang import (
     abs,
     acos,
@@ -28,6 +35,7 @@ from .lang import (
     exp,
     expm1,
     floor,
+    floor_divide,
     from_list,
     gather,
     imax,
@@ -51,6 +59,7 @@ from .lang import (
     negative,
     recip,
     relu,
+    remainder,
     replicate,
     reshape,
     scatter,
@@ -92,6 +101,7 @@ __all__ = [
     "Tensor",
     "Term",
     "TracingError",
+    "UnsupportedDtypeError",
     "UnsupportedError",
     "__version__",
     "abs",
@@ -104,6 +114,7 @@ __all__ = [
     "build",
     "build1",
     "check_grad",
+    "clear_caches",
     "concatenate",
     "constant",
     "cos",
@@ -112,6 +123,7 @@ __all__ = [
     "exp",
     "expm1",
     "floor",
+    "floor_divide",
     "from_list",
     "gather",
     "grad",
@@ -121,6 +133,7 @@ __all__ = [
     "iota",
     "is_bot_normal",
     "jacobian",
+    "jit",
     "jvp",
     "let",
     "log",
@@ -140,6 +153,7 @@ __all__ = [
     "pipeline",
     "recip",
     "relu",
+    "remainder",
     "replicate",
     "reshape",
     "scatter",

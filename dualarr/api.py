@@ -10,6 +10,8 @@ generated as Python once per (function, shapes, dtypes, backend) and run on ever
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -17,52 +19,225 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import optree
 
 from . import delta as dl
 from .arrays import Backend
 from .backends import backend_of, get_backend, to_backend
-from .core import Const, FromIntegral, IdSupply, Term, Var, type_name
+from .closure import ClosedProgram, close_program
+from .codegen import HELPERS, CompiledProgram, compile_program
+from .core import Const, FromIntegral, IdSupply, Term, TermBase, Var, type_name
 from .dual import Dual, DualAlgebra
-from .errors import DtypeError, DualarrError, ShapeError, UnsupportedError
-from .evaluate import Interpreter, algebra_for
+from .errors import DtypeError, DualarrError, ShapeError, TracingError, UnsupportedError
+from .evaluate import Evaluator, Interpreter, algebra_for
 from .letconv import LetProgram
 from .pipeline import CompiledGradient, compile_gradient, gradient_stages, vectorise_program
-from .program import Program, ShapeSpec, input_type, trace
+from .program import Program, ShapeSpec, fresh_result, input_type, trace
 from .reverse import ReverseState, ReverseStats, backprop, eval_delta, forward
 from .staging import TermAlgebra
-from .tensor import Tensor, current_context, ensure_tensor
+from .tensor import Tensor, current_context, current_trace, ensure_tensor
 from .trampoline import collector_paused
 
 MODES = ("compiled", "interpret")
-_CACHE_SIZE = 128
-_programs: OrderedDict[Hashable, Program] = OrderedDict()
-_gradients: OrderedDict[Hashable, CompiledGradient] = OrderedDict()
+CACHE_SIZE = 128
+"""How many compiled programs (of any kind) are kept, least recently used first out."""
+
+_compiled: OrderedDict[Hashable, Any] = OrderedDict()
 
 
-def _cache_key(
-    f: Callable[..., Any], args: Sequence[Any], backend: str = "numpy"
-) -> Hashable | None:
-    types = tuple((shape, dtype) for shape, dtype in (input_type(a, k) for k, a in enumerate(args)))
+def _cached(key: Hashable, build: Callable[[], Any]) -> Any:
+    """The compiled artefact stored under ``key`` (a program's structure, not the
+    function's identity), built on a miss; at most :data:`CACHE_SIZE` are kept."""
+    hit = _compiled.get(key)
+    if hit is not None:
+        _compiled.move_to_end(key)
+        return hit
+    with collector_paused():
+        value = build()
+    _compiled[key] = value
+    if len(_compiled) > CACHE_SIZE:
+        _compiled.popitem(last=False)
+    return value
+
+
+def clear_caches() -> None:
+    """Forget every vectorised and compiled program."""
+    _compiled.clear()
+
+
+def cache_size() -> int:
+    """How many compiled programs are cached now (bounded by :data:`CACHE_SIZE`)."""
+    return len(_compiled)
+
+
+def _function_name(f: Callable[..., Any]) -> str:
+    return str(getattr(f, "__name__", None) or type(f).__name__)
+
+
+def _bound(f: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., Any]:
+    """``f`` with the keyword arguments given (they are not differentiated)."""
+    if not kwargs:
+        return f
+    bound = functools.partial(f, **kwargs)
+    functools.update_wrapper(bound, f)
+    return bound
+
+
+def _check_call(
+    f: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], op: str
+) -> None:
+    """A :class:`DualarrError` when ``f`` cannot take these arguments."""
     try:
-        key: Hashable = (f, types, backend)
-        hash(key)
+        signature = inspect.signature(f)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as error:
+        raise DualarrError(
+            f"{_function_name(f)}{signature} cannot be called with {len(args)} positional "
+            f"argument{'s' if len(args) != 1 else ''}"
+            + (f" and keywords {sorted(kwargs)}" if kwargs else "")
+            + f": {error}",
+            op=op,
+        ) from None
+
+
+def _trace_now(
+    f: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], op: str
+) -> Program:
+    """``f`` traced on ``args``' types, reading everything else as it is now."""
+    try:
+        return trace(_bound(f, kwargs), *args, captures=True)
     except TypeError:
-        return None
-    return key
+        _check_call(f, args, kwargs, op)  # a named error when f cannot take the arguments
+        raise
 
 
-def vectorised_program(f: Callable[..., Any], args: Sequence[Any]) -> Program:
-    """``f`` traced on ``args``' types, vectorised and simplified; cached per types."""
-    key = _cache_key(f, args)
-    if key is not None and key in _programs:
-        _programs.move_to_end(key)
-        return _programs[key]
-    program, _ = vectorise_program(trace(f, *args))
-    if key is not None:
-        _programs[key] = program
-        if len(_programs) > _CACHE_SIZE:
-            _programs.popitem(last=False)
-    return program
+def _closed(
+    f: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    op: str,
+    *,
+    has_aux: bool = False,
+    lift_constants: bool = True,
+) -> tuple[ClosedProgram, Any]:
+    """``f`` traced now and closed over what it reads (:mod:`dualarr.closure`); with
+    ``has_aux`` the program's outputs are the output then the auxiliary leaves, and the
+    second result is the auxiliary data's tree structure."""
+    if not has_aux:
+        return close_program(_trace_now(f, args, kwargs, op), lift_constants=lift_constants), None
+    structure: list[Any] = []
+
+    def split(*xs: Any) -> tuple[Any, ...]:
+        result = f(*xs, **kwargs)
+        if not isinstance(result, tuple | list) or len(result) != 2:
+            raise DualarrError(
+                f"has_aux=True needs {_function_name(f)} to return a pair (output, aux), got "
+                f"{type(result).__name__}",
+                op=op,
+            )
+        out, aux = result
+        leaves, tree = optree.tree_flatten(aux)
+        structure.append(tree)
+        return (out, *leaves)
+
+    functools.update_wrapper(split, f)
+    try:
+        program = trace(split, *args, captures=True)
+    except TypeError:
+        _check_call(f, args, kwargs, op)
+        raise
+    return close_program(program, lift_constants=lift_constants), structure[0]
+
+
+def _with_outputs(program: Program, outputs: Sequence[Term]) -> Program:
+    return Program(program.name, program.inputs, tuple(outputs), len(outputs) != 1, program.supply)
+
+
+def _vectorised(closed: ClosedProgram) -> Program:
+    """The closed program after the bot and the simplifier, cached by structure."""
+    return _cached(("vectorised", closed.key), lambda: vectorise_program(closed.program)[0])  # type: ignore[no-any-return]
+
+
+def _gradient(
+    closed: ClosedProgram,
+    positions: Sequence[int],
+    *,
+    unit_cotangent: bool = False,
+    value: bool = True,
+    backend: str = "numpy",
+) -> CompiledGradient:
+    """The compiled gradient program of the closed program's first output, with respect
+    to the arguments at ``positions``, cached by structure."""
+    key = ("gradient", closed.key, tuple(positions), unit_cotangent, value, backend)
+
+    def build() -> CompiledGradient:
+        vectorised = _vectorised(closed)
+        return compile_gradient(
+            _with_outputs(vectorised, vectorised.outputs[:1]),
+            positions,
+            unit_cotangent=unit_cotangent,
+            value=value,
+        )
+
+    return _cached(key, build)  # type: ignore[no-any-return]
+
+
+def _forward(closed: ClosedProgram, first: int = 0) -> CompiledProgram:
+    """The closed program's outputs from ``first`` on, compiled (codegen), cached."""
+
+    def build() -> CompiledProgram:
+        vectorised = _vectorised(closed)
+        return compile_program(vectorised.inputs, vectorised.outputs[first:], "forward")
+
+    return _cached(("forward", closed.key, first), build)  # type: ignore[no-any-return]
+
+
+def _inputs(closed: ClosedProgram, args: Sequence[Any], run_on: Backend) -> list[Any]:
+    """The arguments and the captured arrays, checked and converted to the program's
+    input types, on ``run_on``."""
+    env = closed.traced.bind(*args)
+    captured = [to_backend(run_on, c) if run_on.name != "numpy" else c for c in closed.captured]
+    return [*(env[v] for v in closed.traced.inputs), *captured]
+
+
+def evaluate_now(
+    f: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], op: str
+) -> Any:
+    """``f`` on arrays by its bulk program: traced now (call-time values), vectorised
+    once per structure, run by the reference evaluator; results alias no input.  ``f``
+    may return a tree (tuples, lists, dicts) of arrays."""
+    trees: list[Any] = []
+
+    def flat(*xs: Any) -> tuple[Any, ...]:
+        leaves, tree = optree.tree_flatten(f(*xs, **kwargs))
+        trees.append(tree)
+        return tuple(leaves)
+
+    functools.update_wrapper(flat, f)
+    closed, _ = _closed(flat, args, {}, op)
+    program = _vectorised(closed)
+    inputs = _inputs(closed, args, backend_of(args))
+    env = dict(zip(program.inputs, inputs, strict=True))
+    values = [_unaliased(v, inputs) for v in Evaluator().run(list(program.outputs), env)]
+    return optree.tree_unflatten(trees[-1], values)
+
+
+def vectorised_program(
+    f: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any] | None = None
+) -> Program:
+    """``f`` traced now on ``args``' types (what it captured baked in as constants),
+    vectorised and simplified; reused by the traced term's structure."""
+    closed, _ = _closed(f, args, kwargs or {}, "trace", lift_constants=False)
+    if closed.captured:
+        raise TracingError(
+            f"{_function_name(f)} reads a traced value of an enclosing trace; use da.grad "
+            "or da.vjp inside the traced function",
+            op="trace",
+        )
+    return _vectorised(closed)
 
 
 def compiled_gradient(
@@ -74,31 +249,21 @@ def compiled_gradient(
     backend: str = "numpy",
     value: bool = True,
 ) -> CompiledGradient:
-    """The compiled gradient program of ``f`` for ``args``' types (every stage of §7 and
-    code generation) with respect to ``positions`` (default: every float input), cached
-    per (function, shapes, dtypes, backend, positions); ``unit_cotangent`` specialises
-    it to the cotangent 1 of ``grad``."""
-    base = _cache_key(f, args, backend)
-    chosen = None if positions is None else tuple(positions)
-    key = None if base is None else (base, chosen, unit_cotangent, value)
-    if key is not None and key in _gradients:
-        _gradients.move_to_end(key)
-        return _gradients[key]
-    with collector_paused():
-        result = compile_gradient(
-            vectorised_program(f, args), positions, unit_cotangent=unit_cotangent, value=value
+    """The compiled gradient program of ``f`` traced now on ``args``' types (its captured
+    values baked in), with respect to ``positions`` (default: every float input);
+    ``unit_cotangent`` specialises it to the cotangent 1 of ``grad``.  Reused by the
+    traced term's structure (captured values are part of it here)."""
+    closed, _ = _closed(f, args, {}, "grad", lift_constants=False)
+    if closed.captured:
+        raise TracingError(
+            f"{_function_name(f)} reads a traced value of an enclosing trace", op="grad"
         )
-    if key is not None:
-        _gradients[key] = result
-        if len(_gradients) > _CACHE_SIZE:
-            _gradients.popitem(last=False)
-    return result
-
-
-def clear_caches() -> None:
-    """Forget every traced, vectorised and compiled program."""
-    _programs.clear()
-    _gradients.clear()
+    chosen = (
+        tuple(k for k, v in enumerate(closed.traced.inputs) if v.dtype.is_float)
+        if positions is None
+        else tuple(positions)
+    )
+    return _gradient(closed, chosen, unit_cotangent=unit_cotangent, value=value, backend=backend)
 
 
 @dataclass
@@ -139,37 +304,58 @@ def dual_run(
     for term, out in zip(program.outputs, outputs, strict=True):
         primal = alg.prim(out)
         values.append(np.asarray(primal) if backend.name == "numpy" else backend.xp.asarray(primal))
-        deltas.append(
-            out.delta if isinstance(out, Dual) else dl.Zero(term.shape, term.dtype)
-        )
+        deltas.append(out.delta if isinstance(out, Dual) else dl.Zero(term.shape, term.dtype))
     return DualRun(program, values, deltas, alg, tuple(positions), backend)
 
 
 def _check_mode(mode: str, op: str) -> None:
     if mode not in MODES:
+        raise DualarrError(f"unknown mode {mode!r}; available: {', '.join(MODES)}", op=op)
+
+
+def _check_argnums(argnums: Any, op: str) -> None:
+    """``argnums`` is an int or a non-empty tuple/list of ints (as in JAX)."""
+    ok = isinstance(argnums, int | np.integer) and not isinstance(argnums, bool)
+    if isinstance(argnums, tuple | list):
+        ok = bool(argnums) and all(
+            isinstance(a, int | np.integer) and not isinstance(a, bool) for a in argnums
+        )
+    if not ok:
         raise DualarrError(
-            f"unknown mode {mode!r}; available: {', '.join(MODES)}", op=op
+            f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}", op=op
         )
 
 
 def _positions(argnums: int | Sequence[int], count: int, op: str) -> tuple[int, ...]:
-    raw = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    raw = (argnums,) if isinstance(argnums, int | np.integer) else tuple(argnums)
     positions = []
     for a in raw:
         if not -count <= a < count:
-            raise DualarrError(f"argnums {a} is out of range for {count} arguments", op=op)
-        positions.append(a % count)
+            raise DualarrError(
+                f"argnums {a} is out of range for a call with {count} positional arguments",
+                op=op,
+            )
+        positions.append(int(a) % count)
     return tuple(positions)
 
 
-def _check_differentiable(program: Program, positions: Sequence[int], op: str) -> None:
+def _check_differentiable(
+    program: Program, positions: Sequence[int], op: str, args: Sequence[Any] = ()
+) -> None:
+    """Every differentiated argument is a float array; the error names the dtype the
+    user passed (``args``), not the traced one."""
     for k in positions:
         var = program.inputs[k]
         if not var.dtype.is_float:
+            given = getattr(args[k], "dtype", None) if k < len(args) else None
+            shown = str(given) if given is not None else type_name(var.shape, var.dtype)
+            if k < len(args) and given is None:
+                shown = type(args[k]).__name__
             raise DtypeError(
-                f"argument {k} ({var.hint} : {type_name(var.shape, var.dtype)}) is not a "
-                "float array; differentiate with respect to float inputs only",
+                f"argument {k} ({var.hint}: {shown}, shape {list(var.shape)}) is not a float "
+                "array; differentiate with respect to float inputs only",
                 op=op,
+                shapes=[var.shape],
             )
 
 
@@ -182,11 +368,11 @@ def _result(array: Any, like: Term, backend: Backend | None = None) -> Any:
     return xp.asarray(array, copy=True)
 
 
-def _array_types(args: Sequence[Any]) -> Hashable | None:
-    """The exact NumPy types of the arguments, when all are NumPy arrays."""
-    if all(type(a) is np.ndarray for a in args):
-        return tuple((a.shape, a.dtype.str) for a in args)
-    return None
+def _unaliased(value: Any, inputs: Sequence[Any]) -> Any:
+    """``value`` (an array, or a tuple of them) sharing no memory with ``inputs``."""
+    if isinstance(value, tuple):
+        return tuple(_unaliased(v, inputs) for v in value)
+    return fresh_result(value, list(inputs))
 
 
 def _home(home: Backend, value: Any) -> Any:
@@ -206,7 +392,7 @@ def _select(
     by_position: dict[int, Any], positions: Sequence[int], argnums: int | Sequence[int]
 ) -> Any:
     results = tuple(by_position[k] for k in positions)
-    return results[0] if isinstance(argnums, int) else results
+    return results[0] if isinstance(argnums, int | np.integer) else results
 
 
 def _concrete_gradients(
@@ -221,19 +407,42 @@ def _concrete_gradients(
         return backprop(alg, state, stats).grad
 
 
+def _traced(args: Sequence[Any]) -> bool:
+    return any(isinstance(a, Tensor) for a in args)
+
+
+def _as_outer(args: Sequence[Any], op: str) -> list[Tensor]:
+    """The arguments as values of the running trace (constants for arrays)."""
+    return [ensure_tensor(a, op) for a in args]
+
+
+def _aux_values(closed: ClosedProgram, tree: Any, inputs: Sequence[Any], run_on: Backend) -> Any:
+    """The auxiliary data of ``has_aux``: the outputs after the first, by the compiled
+    forward program, in ``tree``'s structure."""
+    leaves = _forward(closed, 1)(*inputs, backend=run_on) if len(closed.traced.outputs) > 1 else ()
+    return optree.tree_unflatten(tree, [_unaliased(v, inputs) for v in leaves])
+
+
 def value_and_grad(
     f: Callable[..., Any],
     argnums: int | Sequence[int] = 0,
     *,
+    has_aux: bool = False,
     mode: str = "compiled",
     backend: str | None = None,
-) -> Callable[..., tuple[Any, Any]]:
+) -> Callable[..., Any]:
     """``f``'s value and gradient with respect to ``argnums`` (``f`` returns a rank-0
-    float); a tuple of gradients when ``argnums`` is a tuple.  ``mode="compiled"`` runs
-    the generated gradient program, ``mode="interpret"`` the concrete reverse pass.
-    ``backend`` ("numpy", "cupy") runs on that backend; by default the arrays' own.
-    Results come back on the backend of the input arrays."""
-    return _value_and_grad(f, argnums, mode, backend, with_value=True)
+    float); a tuple of gradients when ``argnums`` is a tuple.  As ``jax.value_and_grad``:
+    keyword arguments pass through to ``f`` undifferentiated, and with ``has_aux``
+    ``f`` returns ``(output, aux)`` and the result is ``((value, aux), grad)``.
+
+    Every call computes with the values ``f`` reads at call time: ``f`` is traced on
+    each call and its captured arrays become inputs of the program
+    (:mod:`dualarr.closure`), which is compiled once per structure.
+    ``mode="compiled"`` runs the generated gradient program, ``mode="interpret"`` the
+    concrete reverse pass.  ``backend`` ("numpy", "cupy") runs on that backend; by
+    default the arrays' own.  Results come back on the backend of the input arrays."""
+    return _value_and_grad(f, argnums, mode, backend, with_value=True, has_aux=has_aux)
 
 
 def _value_and_grad(
@@ -243,93 +452,112 @@ def _value_and_grad(
     backend: str | None,
     *,
     with_value: bool,
-) -> Callable[..., tuple[Any, Any]]:
+    has_aux: bool,
+) -> Callable[..., Any]:
     """``value_and_grad``; without ``with_value`` (for ``grad``) the compiled program
     skips the primal value (its first result is then 0)."""
-    _check_mode(mode, "value_and_grad")
+    op = "value_and_grad" if with_value else "grad"
+    _check_mode(mode, op)
+    _check_argnums(argnums, op)
     if backend is not None:
         get_backend(backend)  # a clear error now for an unknown or unavailable backend
-    # (shape, dtype) of every argument -> the compiled gradient and the positions:
-    # calls with arrays of seen types skip tracing, the caches and the checks
-    seen: dict[Hashable, tuple[CompiledGradient, tuple[int, ...]]] = {}
     unit = np.ones((), dtype=np.float64)
 
-    def wrapped(*args: Any) -> tuple[Any, Any]:
-        if any(isinstance(a, Tensor) for a in args):  # inside a trace: vmap(grad(f)), …
-            return _traced_value_and_grad(f, args, argnums)
-        quick = _array_types(args) if mode == "compiled" and backend in (None, "numpy") else None
-        hit = seen.get(quick) if quick is not None else None
-        if hit is not None:
-            compiled, positions = hit
-            value, all_grads = compiled.run(args, unit)
-            by_position = dict(zip(compiled.positions, all_grads, strict=True))
-            return value[()], _select(by_position, positions, argnums)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        positions = _positions(argnums, len(args), op) if args else _no_arguments(op)
+        if _traced(args):  # inside a trace: vmap(grad(f)), grad(grad(f)), …
+            closed, tree = _closed(
+                f, _specs(args, op), kwargs, op, has_aux=has_aux, lift_constants=False
+            )
+            return _traced_value_and_grad(closed, tree, _as_outer(args, op), positions, argnums, op)
         home, run_on = backend_of(args), get_backend(backend, args)
         if run_on is not home:  # an explicit transfer, requested by ``backend=``
             args = tuple(to_backend(run_on, a) for a in args)
-        positions = _positions(argnums, len(args), "grad")
-        program = vectorised_program(f, args)
-        out = _check_gradient_program(program, positions)
+        closed, tree = _closed(f, args, kwargs, op, has_aux=has_aux)
+        if closed.outer_terms:  # f reads values of an enclosing trace: build terms there
+            closed, tree = _closed(f, args, kwargs, op, has_aux=has_aux, lift_constants=False)
+            return _traced_value_and_grad(closed, tree, _as_outer(args, op), positions, argnums, op)
+        out = _check_gradient_program(closed.traced, positions, op, has_aux=has_aux, args=args)
+        inputs = _inputs(closed, args, run_on)
+        aux = _aux_values(closed, tree, inputs, run_on) if has_aux else None
         if mode == "compiled":
-            compiled = compiled_gradient(
-                f,
-                args,
+            compiled = _gradient(
+                closed,
                 sorted(set(positions)),
                 unit_cotangent=True,
-                backend=run_on.name,
                 value=with_value,
+                backend=run_on.name,
             )
-            if quick is not None and out.dtype.numpy() == unit.dtype:
-                seen[quick] = (compiled, positions)
-            value_array, all_grads = compiled(*args, backend=run_on)
+            if run_on.name == "numpy" and out.dtype.numpy() == unit.dtype:
+                value_array, all_grads = compiled.run(inputs, unit)
+            else:
+                value_array, all_grads = compiled(*inputs, backend=run_on)
             by_position = dict(zip(compiled.positions, all_grads, strict=True))
-            chosen = _select(by_position, positions, argnums)
-            return _home(home, value_array[()]), _home(home, chosen)
-        run = dual_run(program, args, positions, run_on)
-        seed = algebra_for(run_on).full((), 1.0, out.dtype)
-        grads = _concrete_gradients(run, [(run.deltas[0], seed)])
-        results = tuple(
-            _result(grads.get(k, 0.0), program.inputs[k], run_on) for k in positions
-        )
-        value = run.values[0][()]
-        return _home(home, value), _home(home, results[0] if isinstance(argnums, int) else results)
+            value, chosen = value_array[()], _select(by_position, positions, argnums)
+        else:
+            run = dual_run(_vectorised(closed), inputs, positions, run_on)
+            seed = algebra_for(run_on).full((), 1.0, out.dtype)
+            grads = _concrete_gradients(run, [(run.deltas[0], seed)])
+            results = tuple(
+                _result(grads.get(k, 0.0), closed.traced.inputs[k], run_on) for k in positions
+            )
+            value = run.values[0][()]
+            chosen = results[0] if isinstance(argnums, int | np.integer) else results
+        value, chosen = _home(home, value), _home(home, _unaliased(chosen, inputs))
+        return ((value, aux), chosen) if has_aux else (value, chosen)
 
-    wrapped.__name__ = f"value_and_grad({getattr(f, '__name__', 'f')})"
+    wrapped.__name__ = f"{op}({_function_name(f)})"
     return wrapped
 
 
-def _check_gradient_program(program: Program, positions: Sequence[int]) -> Term:
-    """The one rank-0 float output of a program given to ``grad``, or a clear error."""
-    _check_differentiable(program, positions, "grad")
-    if program.tuple_output or program.outputs[0].shape != ():
+def _no_arguments(op: str) -> tuple[int, ...]:
+    raise DualarrError(
+        "called with no positional arguments; pass the arrays to differentiate", op=op
+    )
+
+
+def _specs(args: Sequence[Any], op: str) -> list[ShapeSpec]:
+    """Shape specs of arguments given to a transformation inside a trace."""
+    terms = [ensure_tensor(a, op).term for a in args]
+    return [ShapeSpec(t.shape, t.dtype.numpy()) for t in terms]
+
+
+def _check_gradient_program(
+    program: Program,
+    positions: Sequence[int],
+    op: str = "grad",
+    *,
+    has_aux: bool = False,
+    args: Sequence[Any] = (),
+) -> Term:
+    """The one rank-0 float output of a program given to ``grad`` (the first, with
+    ``has_aux``), or a clear error."""
+    _check_differentiable(program, positions, op, args)
+    if program.outputs[0].shape != () or (program.tuple_output and not has_aux):
         shapes = [type_name(t.shape, t.dtype) for t in program.outputs]
         raise ShapeError(
-            f"grad needs a function returning one rank-0 float, got {', '.join(shapes)}; "
+            f"{op} needs a function returning one rank-0 float, got {', '.join(shapes)}; "
             "use da.vjp or da.jacobian for other outputs",
-            op="grad",
+            op=op,
             shapes=[t.shape for t in program.outputs],
         )
     out = program.outputs[0]
     if not out.dtype.is_float:
-        raise DtypeError(f"grad needs a float output, got {out.dtype}", op="grad")
+        raise DtypeError(f"{op} needs a float output, got {out.dtype}", op=op)
     return out
 
 
-def _traced_program(
-    f: Callable[..., Any], args: Sequence[Any], op: str
-) -> tuple[list[Term], Program]:
-    """The traced arguments' terms, and ``f`` traced for their types and vectorised."""
-    terms = [ensure_tensor(a, op).term for a in args]
-    specs = [ShapeSpec(t.shape, t.dtype.numpy()) for t in terms]
-    program, _ = vectorise_program(trace(f, *specs))
-    return terms, program
-
-
-def _traced_value(program: Program, terms: Sequence[Term], op: str) -> Tensor:
-    """``program``'s one output on ``terms``, as a term of the enclosing trace."""
+def _traced_value(program: Program, terms: Sequence[Term], op: str) -> list[Term]:
+    """``program``'s outputs on ``terms``, as terms of the enclosing trace."""
     interpreter = Interpreter(TermAlgebra(current_context(op).supply))
-    (value,) = interpreter.run(program.outputs, dict(zip(program.inputs, terms, strict=True)))
-    return Tensor(value)
+    return interpreter.run(program.outputs, dict(zip(program.inputs, terms, strict=True)))
+
+
+def _outer_terms(closed: ClosedProgram, args: Sequence[Tensor]) -> list[Term]:
+    """The terms of the enclosing trace for every input of ``closed``: the arguments,
+    then what the program captured (variables of the enclosing trace, constants)."""
+    captured = [c if isinstance(c, TermBase) else Const(c) for c in closed.captured]
+    return [*(a.term for a in args), *captured]  # type: ignore[list-item]
 
 
 def _instantiate(
@@ -347,38 +575,57 @@ def _instantiate(
 
 
 def _traced_value_and_grad(
-    f: Callable[..., Any], args: Sequence[Any], argnums: int | Sequence[int]
-) -> tuple[Any, Any]:
+    closed: ClosedProgram,
+    tree: Any,
+    args: Sequence[Tensor],
+    positions: Sequence[int],
+    argnums: int | Sequence[int],
+    op: str,
+) -> Any:
     """``value_and_grad`` on traced arguments (inside ``da.trace``, ``da.vmap``, another
     ``da.grad``): the gradient program of §7 (Fig. 21), built for the arguments' types,
     is instantiated as terms of the enclosing trace, so the bot then vectorises it like
-    any other code (``vmap(grad(f))`` gives per-example gradients in bulk)."""
-    terms, program = _traced_program(f, args, "grad")
-    positions = _positions(argnums, len(args), "grad")
-    _check_gradient_program(program, positions)
-    gradient = gradient_stages(program, sorted(set(positions)), unit_cotangent=True).gradient
+    any other code (``vmap(grad(f))`` gives per-example gradients in bulk).  Values of
+    the enclosing trace that ``f`` reads are inputs of the program, not differentiated
+    here: the enclosing transformation differentiates through them (no perturbation
+    confusion)."""
+    vectorised, _ = vectorise_program(closed.program)
+    _check_gradient_program(vectorised, positions, op, has_aux=tree is not None)
+    terms = _outer_terms(closed, args)
+    first = _with_outputs(vectorised, vectorised.outputs[:1])
+    gradient = gradient_stages(first, sorted(set(positions)), unit_cotangent=True).gradient
     dt = gradient.inputs[-1]
     one = Const(np.ones((), dtype=dt.dtype.numpy()))
-    value, *grads = _instantiate(gradient, terms, one, "grad")
+    value, *grads = _instantiate(gradient, terms, one, op)
     by_position = dict(zip(gradient.positions, (Tensor(g) for g in grads), strict=True))
-    return Tensor(value), _select(by_position, positions, argnums)
+    chosen = _select(by_position, positions, argnums)
+    if tree is None:
+        return Tensor(value), chosen
+    aux_terms = (
+        _traced_value(_with_outputs(vectorised, vectorised.outputs[1:]), terms, op)
+        if len(vectorised.outputs) > 1
+        else []
+    )
+    aux = optree.tree_unflatten(tree, [Tensor(t) for t in aux_terms])
+    return (Tensor(value), aux), chosen
 
 
 def _traced_vjp(
-    f: Callable[..., Any], args: Sequence[Any]
+    closed: ClosedProgram, args: Sequence[Tensor]
 ) -> tuple[Any, Callable[..., tuple[Any, ...]]]:
     """``vjp`` on traced arguments: the value, and a pullback that instantiates the
     gradient program of §7 with its cotangent (itself a traced value or an array), so
     ``vmap`` of a pullback, or ``jacobian`` inside a trace, are bulk programs too."""
-    terms, program = _traced_program(f, args, "vjp")
+    program, _ = vectorise_program(closed.program)
     out = program.outputs[0]
     if program.tuple_output or not out.dtype.is_float:
         raise UnsupportedError(
             "vjp of traced values needs a function with one float output", op="vjp"
         )
-    positions = tuple(k for k, v in enumerate(program.inputs) if v.dtype.is_float)
+    terms = _outer_terms(closed, args)
+    positions = tuple(k for k in range(closed.arity) if program.inputs[k].dtype.is_float)
     gradient = gradient_stages(program, positions).gradient if positions else None
-    value = _traced_value(program, terms, "vjp")
+    (value,) = _traced_value(program, terms, "vjp")
 
     def pullback(*cotangents: Any) -> tuple[Any, ...]:
         if len(cotangents) != 1:
@@ -399,11 +646,9 @@ def _traced_vjp(
             raise DtypeError(f"cotangent of {ct.dtype} for an output of {out.dtype}", op="vjp")
         _, *grads = _instantiate(gradient, terms, ct, "vjp")
         by_position = dict(zip(gradient.positions, grads, strict=True))
-        return tuple(
-            Tensor(by_position[k]) if k in by_position else None for k in range(len(args))
-        )
+        return tuple(Tensor(by_position[k]) if k in by_position else None for k in range(len(args)))
 
-    return value, pullback
+    return Tensor(value), pullback
 
 
 def _traced_jvp(
@@ -414,13 +659,10 @@ def _traced_jvp(
     reverse passes, both built as terms of the enclosing trace."""
     from .lang import sum as total
 
-    terms, program = _traced_program(f, primals, "jvp")
-    out = program.outputs[0]
-    if program.tuple_output or not out.dtype.is_float:
-        raise UnsupportedError(
-            "jvp of traced values needs a function with one float output", op="jvp"
-        )
-    value = _traced_value(program, terms, "jvp")
+    closed, _ = _closed(f, _specs(primals, "jvp"), {}, "jvp", lift_constants=False)
+    primal_tensors = _as_outer(primals, "jvp")
+    value, _ = _traced_vjp(closed, primal_tensors)
+    out = value.term
     n = len(primals)
 
     def pairing(ct: Any, *rest: Any) -> Any:
@@ -433,13 +675,13 @@ def _traced_jvp(
         return result
 
     zero = Const(np.zeros(out.shape, dtype=out.dtype.numpy()))
-    tangent = grad(pairing)(Tensor(zero), *primals, *tangents)
+    tangent = grad(pairing)(Tensor(zero), *primal_tensors, *tangents)
     return value, tangent
 
 
 def _traced_jacobian(
-    f: Callable[..., Any],
-    args: Sequence[Any],
+    closed: ClosedProgram,
+    args: Sequence[Tensor],
     positions: Sequence[int],
     argnums: int | Sequence[int],
 ) -> Any:
@@ -448,60 +690,97 @@ def _traced_jacobian(
     from .lang import constant, reshape
     from .vmap import vmap
 
-    value, pullback = _traced_vjp(f, args)
+    value, pullback = _traced_vjp(closed, args)
     out = value.term
     size = math.prod(out.shape)
     basis = constant(np.eye(size, dtype=out.dtype.numpy()).reshape((size, *out.shape)))
     results = []
     for k in positions:
-        arg = ensure_tensor(args[k], "jacobian").term
+        arg = args[k].term
         if not arg.dtype.is_float:
             raise DtypeError(f"jacobian of input {k}: not a float input", op="jacobian")
         shape = (*out.shape, *arg.shape)
         rows = vmap(lambda c, k=k: pullback(c)[k])(basis)
         results.append(reshape(rows, shape))
-    return results[0] if isinstance(argnums, int) else tuple(results)
+    return results[0] if isinstance(argnums, int | np.integer) else tuple(results)
 
 
 def grad(
     f: Callable[..., Any],
     argnums: int | Sequence[int] = 0,
     *,
+    has_aux: bool = False,
     mode: str = "compiled",
     backend: str | None = None,
 ) -> Callable[..., Any]:
     """The gradient of ``f`` (rank-0 float output) with respect to ``argnums``, like
-    ``jax.grad`` (``mode`` and ``backend`` as for :func:`value_and_grad`).  It also
-    works on traced values, so ``da.vmap(da.grad(f))`` gives per-example gradients and
-    ``da.grad`` of a function that calls ``da.grad`` gives second derivatives."""
-    inner = _value_and_grad(f, argnums, mode, backend, with_value=False)
+    ``jax.grad`` (keywords, ``has_aux``, ``mode`` and ``backend`` as for
+    :func:`value_and_grad`; with ``has_aux`` the result is ``(grad, aux)``).  Every call
+    sees the values ``f`` reads at call time.  It also works on traced values, so
+    ``da.vmap(da.grad(f))`` gives per-example gradients and ``da.grad`` of a function
+    that calls ``da.grad`` gives second derivatives (the inner function may close over
+    the outer one's variables)."""
+    inner = _value_and_grad(f, argnums, mode, backend, with_value=False, has_aux=has_aux)
 
-    def wrapped(*args: Any) -> Any:
-        return inner(*args)[1]
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        result = inner(*args, **kwargs)
+        if has_aux:
+            (_, aux), gradient = result
+            return gradient, aux
+        return result[1]
 
-    wrapped.__name__ = f"grad({getattr(f, '__name__', 'f')})"
+    wrapped.__name__ = f"grad({_function_name(f)})"
     return wrapped
 
 
-def vjp(
-    f: Callable[..., Any], *args: Any, mode: str = "compiled"
-) -> tuple[Any, Callable[..., tuple[Any, ...]]]:
+def vjp(f: Callable[..., Any], *args: Any, has_aux: bool = False, mode: str = "compiled") -> Any:
     """``(f(*args), pullback)``; ``pullback(cotangent)`` gives one cotangent per argument
-    (``None`` for integer and bool arguments).  A function with one float output uses
-    the compiled gradient program (``mode="compiled"``); tuple outputs and
-    ``mode="interpret"`` use the concrete reverse pass.  On traced values (inside
-    ``da.vmap``, ``da.trace``, …) the pullback builds the gradient program as terms."""
+    (``None`` for integer and bool arguments); with ``has_aux`` (``f`` returns
+    ``(output, aux)``), ``(output, pullback, aux)`` as in JAX.  A function with one
+    float output uses the compiled gradient program (``mode="compiled"``); tuple
+    outputs and ``mode="interpret"`` use the concrete reverse pass.  On traced values
+    (inside ``da.vmap``, ``da.trace``, …) the pullback builds the gradient program as
+    terms.  The values ``f`` reads are those at the time of the ``vjp`` call."""
     _check_mode(mode, "vjp")
-    if any(isinstance(a, Tensor) for a in args):  # inside a trace
-        return _traced_vjp(f, args)
+    if _traced(args):
+        closed, tree = _closed(
+            f, _specs(args, "vjp"), {}, "vjp", has_aux=has_aux, lift_constants=False
+        )
+        if tree is not None:
+            raise UnsupportedError("vjp with has_aux=True on traced values", op="vjp")
+        return _traced_vjp(closed, _as_outer(args, "vjp"))
+    if not args:
+        _no_arguments("vjp")
     backend = backend_of(args)
-    program = vectorised_program(f, args)
-    positions = tuple(k for k, v in enumerate(program.inputs) if v.dtype.is_float)
-    single = not program.tuple_output and program.outputs[0].dtype.is_float
+    closed, tree = _closed(f, args, {}, "vjp", has_aux=has_aux)
+    if closed.outer_terms:
+        closed, _ = _closed(f, args, {}, "vjp", lift_constants=False)
+        return _traced_vjp(closed, _as_outer(args, "vjp"))
+    inputs = _inputs(closed, args, backend)
+    aux = _aux_values(closed, tree, inputs, backend) if has_aux else None
+    vectorised = _vectorised(closed)
+    if has_aux:
+        vectorised = _with_outputs(vectorised, vectorised.outputs[:1])
+    outputs = vectorised.outputs
+    positions = tuple(k for k in range(closed.arity) if vectorised.inputs[k].dtype.is_float)
+    single = not vectorised.tuple_output and outputs[0].dtype.is_float
     if mode == "compiled" and single:
-        return _compiled_vjp(f, args, program, positions, backend)
-    run = dual_run(program, args, positions, backend)
-    value = tuple(run.values) if program.tuple_output else run.values[0]
+        value, pullback = _compiled_vjp(closed, inputs, positions, backend)
+    else:
+        value, pullback = _concrete_vjp(vectorised, closed.arity, inputs, positions, backend)
+    return (value, pullback, aux) if has_aux else (value, pullback)
+
+
+def _concrete_vjp(
+    program: Program,
+    arity: int,
+    inputs: Sequence[Any],
+    positions: Sequence[int],
+    backend: Backend,
+) -> tuple[Any, Callable[..., tuple[Any, ...]]]:
+    run = dual_run(program, inputs, positions, backend)
+    values = tuple(_unaliased(v, inputs) for v in run.values)
+    value = values if program.tuple_output else values[0]
 
     def pullback(*cotangents: Any) -> tuple[Any, ...]:
         cts = cotangents[0] if len(cotangents) == 1 else cotangents
@@ -515,8 +794,8 @@ def vjp(
             seeds.append((delta, _cotangent(backend, ct, term, "vjp")))
         grads = _concrete_gradients(run, seeds)
         return tuple(
-            _result(grads.get(k, 0.0), v, backend) if k in positions else None
-            for k, v in enumerate(program.inputs)
+            _result(grads.get(k, 0.0), program.inputs[k], backend) if k in positions else None
+            for k in range(arity)
         )
 
     return value, pullback
@@ -524,13 +803,25 @@ def vjp(
 
 def _cotangent(backend: Backend, value: Any, term: Term, op: str) -> Any:
     """A cotangent (or tangent) for ``term``'s type, as an array of ``backend``."""
+    what = "tangent" if op == "jvp" else "cotangent"
+    if isinstance(value, Tensor):
+        raise TracingError(f"a traced {what} given outside a trace", op=op)
+    dtype = getattr(value, "dtype", None)
+    kind = np.dtype(str(dtype).rsplit(".", 1)[-1]).kind if dtype is not None else None
+    if kind == "c" or isinstance(value, complex) or (kind is None and np.iscomplexobj(value)):
+        raise DtypeError(
+            f"a complex {what} ({dtype or type(value).__name__}) for "
+            f"{'an argument' if op == 'jvp' else 'an output'} of type "
+            f"{type_name(term.shape, term.dtype)}: dualarr differentiates real arrays only",
+            op=op,
+        )
     if backend.name == "numpy":
         array = np.asarray(value, dtype=term.dtype.numpy() if term.dtype.is_float else None)
     else:
         array = backend.xp.asarray(value, dtype=backend.dtype(term.dtype))
     if tuple(array.shape) != term.shape:
         raise ShapeError(
-            f"{'tangent' if op == 'jvp' else 'cotangent'} of shape {list(array.shape)} for "
+            f"{what} of shape {list(array.shape)} for "
             f"{'an argument' if op == 'jvp' else 'an output'} of type "
             f"{type_name(term.shape, term.dtype)}",
             op=op,
@@ -540,44 +831,54 @@ def _cotangent(backend: Backend, value: Any, term: Term, op: str) -> Any:
 
 
 def _compiled_vjp(
-    f: Callable[..., Any],
-    args: Sequence[Any],
-    program: Program,
+    closed: ClosedProgram,
+    inputs: Sequence[Any],
     positions: Sequence[int],
     backend: Backend,
 ) -> tuple[Any, Callable[..., tuple[Any, ...]]]:
-    compiled = compiled_gradient(f, args, backend=backend.name)
-    term = program.outputs[0]
-    value = program(*args)
-    value = np.asarray(value) if backend.name == "numpy" else value
+    compiled = _gradient(closed, positions, backend=backend.name)
+    term = compiled.program.outputs[0]
+    (value,) = _forward(closed)(*inputs, backend=backend)[:1]
+    value = _unaliased(value, inputs)
 
     def pullback(*cotangents: Any) -> tuple[Any, ...]:
         if len(cotangents) != 1:
             raise DualarrError(f"expected 1 cotangent, got {len(cotangents)}", op="vjp")
         array = _cotangent(backend, cotangents[0], term, "vjp")
-        _, grads = compiled(*args, cotangent=array, backend=backend)
+        _, grads = compiled(*inputs, cotangent=array, backend=backend)
+        grads = _unaliased(tuple(grads), [*inputs, array])
         by_position = dict(zip(compiled.positions, grads, strict=True))
-        return tuple(by_position[k] if k in positions else None for k in range(len(args)))
+        return tuple(by_position[k] if k in positions else None for k in range(closed.arity))
 
     return value, pullback
 
 
-def jvp(
-    f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
-) -> tuple[Any, Any]:
+def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
     """``(f(*primals), tangent of f's output)`` along ``tangents`` (forward evaluation of
-    the Delta, "evalFwd")."""
+    the Delta, "evalFwd"); ``primals`` and ``tangents`` are tuples (or lists) of equal
+    length, as in JAX.  ``f`` reads its captured values at call time."""
+    for what, given in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(given, tuple | list):
+            raise DualarrError(
+                f"{what} must be a tuple (or list) of arguments, got {type(given).__name__}: "
+                f"write da.jvp(f, (x,), (v,))",
+                op="jvp",
+            )
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
-        raise DualarrError(
-            f"{len(primals)} primals but {len(tangents)} tangents", op="jvp"
-        )
-    if any(isinstance(a, Tensor) for a in (*primals, *tangents)):  # inside a trace
+        raise DualarrError(f"{len(primals)} primals but {len(tangents)} tangents", op="jvp")
+    if _traced((*primals, *tangents)):  # inside a trace
         return _traced_jvp(f, primals, tangents)
+    if not primals:
+        _no_arguments("jvp")
     backend = backend_of(primals)
-    program = vectorised_program(f, primals)
-    positions = tuple(k for k, v in enumerate(program.inputs) if v.dtype.is_float)
-    run = dual_run(program, primals, positions, backend)
+    closed, _ = _closed(f, primals, {}, "jvp")
+    if closed.outer_terms:
+        return _traced_jvp(f, _as_outer(primals, "jvp"), _as_outer(tangents, "jvp"))
+    program = _vectorised(closed)
+    inputs = _inputs(closed, primals, backend)
+    positions = tuple(k for k in range(closed.arity) if program.inputs[k].dtype.is_float)
+    run = dual_run(program, inputs, positions, backend)
     seeds: dict[int, Any] = {
         k: _cotangent(backend, tangents[k], program.inputs[k], "jvp") for k in positions
     }
@@ -587,37 +888,58 @@ def jvp(
             _result(forward(alg, d, seeds) if term.dtype.is_float else 0.0, term, backend)
             for d, term in zip(run.deltas, program.outputs, strict=True)
         ]
+    values = tuple(_unaliased(v, inputs) for v in run.values)
     if program.tuple_output:
-        return tuple(run.values), tuple(outs)
-    return run.values[0], outs[0]
+        return values, tuple(outs)
+    return values[0], outs[0]
 
 
 def jacobian(
-    f: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode: str = "compiled"
+    f: Callable[..., Any],
+    argnums: int | Sequence[int] = 0,
+    *,
+    has_aux: bool = False,
+    mode: str = "compiled",
 ) -> Callable[..., Any]:
     """The Jacobian, shape ``output.shape + input.shape``: one reverse pass per output
     element over one forward pass (paper App. A); on traced values, the pullback mapped
-    over the one-hot cotangents (in bulk, by the bot)."""
+    over the one-hot cotangents (in bulk, by the bot).  Keywords pass through to ``f``;
+    with ``has_aux`` the result is ``(jacobian, aux)``."""
     _check_mode(mode, "jacobian")
+    _check_argnums(argnums, "jacobian")
 
-    def wrapped(*args: Any) -> Any:
-        positions = _positions(argnums, len(args), "jacobian")
-        if any(isinstance(a, Tensor) for a in args):  # inside a trace
-            return _traced_jacobian(f, args, positions, argnums)
-        program = vectorised_program(f, args)
-        _check_differentiable(program, positions, "jacobian")
-        if program.tuple_output:
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        positions = (
+            _positions(argnums, len(args), "jacobian") if args else _no_arguments("jacobian")
+        )
+        if _traced(args):  # inside a trace
+            if has_aux:
+                raise UnsupportedError("jacobian with has_aux=True on traced values", op="jacobian")
+            closed, _ = _closed(
+                f, _specs(args, "jacobian"), kwargs, "jacobian", lift_constants=False
+            )
+            return _traced_jacobian(closed, _as_outer(args, "jacobian"), positions, argnums)
+        closed, tree = _closed(f, args, kwargs, "jacobian", has_aux=has_aux)
+        if closed.outer_terms and not has_aux:
+            closed, _ = _closed(f, args, kwargs, "jacobian", lift_constants=False)
+            return _traced_jacobian(closed, _as_outer(args, "jacobian"), positions, argnums)
+        program = _vectorised(closed)
+        _check_differentiable(program, positions, "jacobian", args)
+        if len(program.outputs) > 1 and not has_aux:
             raise DualarrError("jacobian needs a function with one output", op="jacobian")
         out = program.outputs[0]
         if not out.dtype.is_float:
             raise DtypeError(f"jacobian needs a float output, got {out.dtype}", op="jacobian")
         backend = backend_of(args)
+        inputs = _inputs(closed, args, backend)
+        aux = _aux_values(closed, tree, inputs, backend) if has_aux else None
         xp = np if backend.name == "numpy" else backend.xp
         size = math.prod(out.shape)
         rows: dict[int, list[Any]] = {k: [] for k in positions}
-        run = dual_run(program, args, positions, backend) if mode == "interpret" else None
+        first = _with_outputs(program, program.outputs[:1])
+        run = dual_run(first, inputs, positions, backend) if mode == "interpret" else None
         compiled = (
-            compiled_gradient(f, args, sorted(set(positions)), backend=backend.name)
+            _gradient(closed, sorted(set(positions)), backend=backend.name)
             if mode == "compiled"
             else None
         )
@@ -625,7 +947,7 @@ def jacobian(
         for element in range(size):  # one-hot cotangents, built on the arrays' backend
             seed = xp.reshape(xp.astype(slots == element, _dtype(xp, out)), out.shape)
             if compiled is not None:
-                _, all_grads = compiled(*args, cotangent=seed, backend=backend)
+                _, all_grads = compiled(*inputs, cotangent=seed, backend=backend)
                 grads = dict(zip(compiled.positions, all_grads, strict=True))
             else:
                 assert run is not None
@@ -638,20 +960,103 @@ def jacobian(
             else xp.zeros(out.shape + program.inputs[k].shape, dtype=_dtype(xp, out))
             for k in positions
         )
-        return results[0] if isinstance(argnums, int) else results
+        result = results[0] if isinstance(argnums, int | np.integer) else results
+        return (result, aux) if has_aux else result
 
-    wrapped.__name__ = f"jacobian({getattr(f, '__name__', 'f')})"
+    wrapped.__name__ = f"jacobian({_function_name(f)})"
     return wrapped
 
 
+def jit(f: Callable[..., Any], *, backend: str | None = None) -> Callable[..., Any]:
+    """``f`` compiled, as ``jax.jit``: traced once per input shapes, dtypes, backend and
+    keyword values (keywords are static: they must be hashable), vectorised by the bot
+    and compiled to Python over the arrays' namespace; later calls with inputs of those
+    types run the compiled code only.
+
+    The semantics are JAX's: what ``f`` captures (globals, closure cells, attributes)
+    is read **when it is traced** and baked into the compiled program; a later change
+    is not seen until the cache is cleared (``jitted.clear_cache()`` or
+    :func:`clear_caches`).  Use it for a function whose captured values do not change
+    (``da.jit(da.grad(loss))``); :func:`grad` and the other transformations always read
+    call-time values.  Inside a trace ``jit`` is the identity."""
+    if not callable(f):
+        raise DualarrError(f"expected a function, got {type(f).__name__}", op="jit")
+    if backend is not None:
+        get_backend(backend)
+    compiled: OrderedDict[Hashable, tuple[CompiledProgram, bool]] = OrderedDict()
+
+    def jitted(*args: Any, **kwargs: Any) -> Any:
+        if _traced(args) or current_trace() is not None:
+            return f(*args, **kwargs)
+        quick = _array_types(args)
+        try:
+            key: Hashable = (
+                quick if quick is not None else tuple(input_type(a, k) for k, a in enumerate(args)),
+                tuple(sorted(kwargs.items())) if kwargs else (),
+                backend,
+            )
+            entry = compiled.get(key)
+        except TypeError:
+            raise DualarrError(
+                "keyword arguments of a jitted function are static (part of the cache key) "
+                f"and must be hashable, got {sorted(kwargs)}",
+                op="jit",
+            ) from None
+        home, run_on = backend_of(args), get_backend(backend, args)
+        if run_on is not home:
+            args = tuple(to_backend(run_on, a) for a in args)
+        if entry is None:
+            try:
+                program = trace(_bound(f, kwargs), *args)
+            except TypeError:
+                _check_call(f, args, kwargs, "jit")
+                raise
+            vectorised, _ = vectorise_program(program)
+            with collector_paused():
+                code = compile_program(
+                    vectorised.inputs, vectorised.outputs, f"jit_{len(compiled)}"
+                )
+            entry = compiled[key] = (code, vectorised.tuple_output)
+            if len(compiled) > CACHE_SIZE:
+                compiled.popitem(last=False)
+        code, several = entry
+        if quick is not None:
+            with np.errstate(all="ignore"):
+                raw = code.function(np, HELPERS, *args)
+            values = tuple(
+                np.asarray(v).astype(dt, copy=False)
+                for v, dt in zip(raw, code.output_dtypes, strict=True)
+            )
+        else:
+            values = code(*args, backend=run_on)
+        values = _home(home, _unaliased(tuple(values), args))
+        return values if several else values[0]
+
+    def clear_cache() -> None:
+        compiled.clear()
+
+    jitted.__name__ = f"jit({_function_name(f)})"
+    jitted.clear_cache = clear_cache  # type: ignore[attr-defined]
+    return jitted
+
+
+def _array_types(args: Sequence[Any]) -> Hashable | None:
+    """The exact NumPy types of the arguments, when all are NumPy arrays."""
+    if all(type(a) is np.ndarray for a in args):
+        return tuple((a.shape, a.dtype.str) for a in args)
+    return None
+
+
 __all__ = [
+    "CACHE_SIZE",
     "MODES",
+    "cache_size",
     "clear_caches",
     "compiled_gradient",
     "grad",
     "jacobian",
+    "jit",
     "jvp",
     "value_and_grad",
     "vjp",
 ]
-

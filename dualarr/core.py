@@ -21,8 +21,15 @@ from enum import Enum
 from typing import Any, NoReturn, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
-from .errors import DtypeError, ShapeError, UnsupportedError, format_shape
+from .errors import (
+    DtypeError,
+    ShapeError,
+    UnsupportedDtypeError,
+    UnsupportedError,
+    format_shape,
+)
 
 Shape = tuple[int, ...]
 
@@ -55,9 +62,18 @@ class DType(Enum):
         return self.value
 
     @staticmethod
-    def of_numpy(dtype: np.dtype[np.generic] | type, *, what: str = "array") -> DType:
-        """The core type of a NumPy dtype: any integer kind becomes ``int64``."""
-        dt = np.dtype(dtype)
+    def of_numpy(dtype: npt.DTypeLike, *, what: str = "array", op: str | None = None) -> DType:
+        """The core type of a NumPy dtype: any integer kind becomes ``int64``.
+
+        Any other is an :class:`UnsupportedDtypeError` naming it: with ``op``, ``what``
+        says what had it (``trace: argument 0 has element type float16 …``); without,
+        ``what`` is the operation."""
+        try:
+            dt = np.dtype(dtype)
+        except TypeError:
+            raise UnsupportedDtypeError(
+                f"{dtype!r} is not a NumPy element type", op=op or what
+            ) from None
         if dt == np.float64:
             return DType.FLOAT64
         if dt == np.float32:
@@ -66,9 +82,10 @@ class DType(Enum):
             return DType.INT64
         if dt.kind == "b":
             return DType.BOOL
-        raise UnsupportedError(
-            f"element type {dt} is not supported (use float32, float64, an integer type or bool)",
-            op=what,
+        subject = f"{what} has element type {dt}, which" if op else f"element type {dt}"
+        raise UnsupportedDtypeError(
+            f"{subject} is not supported (use float32, float64, an integer type or bool)",
+            op=op or what,
         )
 
 

@@ -14,7 +14,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from .core import DType, Shape, assert_never, parse_contraction
+import numpy as np
+
+from .core import DType, Shape, assert_never, parse_contraction, static_int_value
 from .errors import DualarrError
 
 
@@ -267,6 +269,70 @@ def delta_children(d: Delta) -> tuple[Delta, ...]:
             return (x,)
         case _:
             assert_never(d)
+
+
+def pruned(d: Delta) -> Delta:
+    """The smart constructor of every Delta node: a node whose operands are all ``Zero``
+    is ``Zero`` itself (each node of Fig. 16 is a linear map, so it maps 0 to 0), and
+    ``Add`` with one ``Zero`` operand is the other one.  Applied as the forward pass
+    builds each node (children first), it keeps a constant's derivative symbolically
+    zero through ``Replicate``, ``Gather``, ``Transpose`` … so a derivative factor such
+    as pow's ``y·log x`` is never computed, nor multiplied by a zero tangent (§6)."""
+    match d:
+        case Zero() | Input() | Share():
+            return d
+        case Add(left=Zero(), right=b):
+            return b
+        case Add(left=a, right=Zero()):
+            return a
+        case FromList(deltas=ds) if all(isinstance(x, Zero) for x in ds):
+            return Zero(d.shape, d.dtype)
+        case Index(delta=inner, index=index) if _statically_out_of_range(index, inner.shape):
+            return Zero(d.shape, d.dtype)  # reads 0 (§5.2), whatever the Delta indexed
+        case (
+            Scale(delta=Zero())
+            | Index(delta=Zero())
+            | Gather(delta=Zero())
+            | Scatter(delta=Zero())
+            | SumOuter(delta=Zero())
+            | Replicate(delta=Zero())
+            | Transpose(delta=Zero())
+            | Reshape(delta=Zero())
+            | Contract(delta=Zero())
+        ):
+            return Zero(d.shape, d.dtype)
+        case (
+            Add()
+            | FromList()
+            | Scale()
+            | Index()
+            | Gather()
+            | Scatter()
+            | SumOuter()
+            | Replicate()
+            | Transpose()
+            | Reshape()
+            | Contract()
+        ):
+            return d
+        case _:
+            assert_never(d)
+
+
+def _statically_out_of_range(index: tuple[Any, ...], shape: Shape) -> bool:
+    """Whether some component of a primal index is a known constant outside ``shape``
+    (the concrete path's index values are numbers, the symbolic path's are terms)."""
+    for component, extent in zip(index, shape, strict=False):
+        value: int | None
+        if isinstance(component, int | np.integer) or (
+            isinstance(component, np.ndarray) and component.shape == ()
+        ):
+            value = int(component)
+        else:
+            value = static_int_value(component)
+        if value is not None and not 0 <= value < extent:
+            return True
+    return False
 
 
 def delta_postorder(roots: Iterable[Delta]) -> list[Delta]:

@@ -46,6 +46,9 @@ class DualAlgebra(Algebra[Any]):
     # -- plumbing ------------------------------------------------------------------
 
     def share_delta(self, d: dl.Delta) -> dl.Delta:
+        """``Share`` a new node, built by the smart constructor :func:`dualarr.delta.pruned`:
+        a linear map of zeros stays ``Zero`` (unshared), so a rule never scales it."""
+        d = dl.pruned(d)
         if isinstance(d, dl.Zero | dl.Share | dl.Input):
             return d
         self.shared += 1
@@ -252,10 +255,12 @@ def _rules() -> dict[str, Rule]:
             lambda: f(alg, "recip", dt, xs[1]),
             lambda: f(alg, "neg", dt, f(alg, "div", dt, y, xs[1])),
         ],
+        # d/dy x**y = x**y · log x with log x read as 0 where x == 0 (JAX's
+        # ``log(_replace_zero(x))``): 0 at x = 0 for y > 0, not 0 · -inf
         "pow": lambda alg, xs, y, dt: [
             lambda: f(alg, "mul", dt, xs[1],
                       f(alg, "pow", dt, xs[0], f(alg, "sub", dt, xs[1], k(alg, y, 1.0, dt)))),
-            lambda: f(alg, "mul", dt, y, f(alg, "log", dt, xs[0])),
+            lambda: f(alg, "mul", dt, y, f(alg, "log", dt, _replace_zero(alg, xs[0], dt))),
         ],
         "atan2": lambda alg, xs, y, dt: [
             lambda: f(alg, "div", dt, xs[1], _norm2(alg, xs, dt)),
@@ -305,6 +310,12 @@ def _rules() -> dict[str, Rule]:
         "stop_gradient": lambda alg, xs, y, dt: [False],  # a constant to differentiation
     }
     return rules
+
+
+def _replace_zero(alg: DualAlgebra, x: Any, dt: DType) -> Any:
+    """``select (x == 0) 1 x``: the argument of the log in pow's exponent rule."""
+    zero, one = alg.p.full(alg.p.shape(x), 0.0, dt), alg.p.full(alg.p.shape(x), 1.0, dt)
+    return alg.p.op("select", (alg.p.op("eq", (x, zero), DType.BOOL), one, x), dt)
 
 
 def _norm2(alg: DualAlgebra, xs: list[Any], dt: DType) -> Any:

@@ -77,3 +77,8 @@ class TracingError(DualarrError):
 
 class UnsupportedError(DualarrError):
     """A construct or input that dualarr does not support (with what to use instead)."""
+
+
+class UnsupportedDtypeError(DtypeError, UnsupportedError):
+    """An element type dualarr does not support (float16, complex, strings, objects):
+    both a :class:`DtypeError` and an :class:`UnsupportedError`."""

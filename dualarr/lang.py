@@ -41,22 +41,38 @@ from .core import (
     int_const,
     type_name,
 )
-from .errors import DtypeError, ShapeError, UnsupportedError, format_shape
+from .errors import DtypeError, ShapeError, TracingError, UnsupportedError, format_shape
 from .tensor import (
     Operand,
     Tensor,
     as_term,
     cast_to,
+    check_arity,
+    common_shape,
+    constant_array,
     elementwise,
-    ensure_tensor,
+    lift_shape,
     new_var,
     param_hints,
     positional_arity,
     promote,
     static_int,
 )
+from .tensor import ensure_tensor as _ensure_tensor
 
 IndexFn = Callable[..., Any]
+
+
+def ensure_tensor(value: Operand, op: str) -> Tensor:
+    """The Tensor for an argument of ``op``; a list or array is checked first (ragged
+    nesting, traced values inside, element type) so the error names ``op``."""
+    if isinstance(value, list | tuple | np.ndarray):
+        value = constant_array(value, op, "the argument")
+    return _ensure_tensor(value, op)
+
+
+def _variables(count: int, what: str = "index variable") -> str:
+    return f"{count} {what}{'' if count == 1 else 's'}"
 
 # --------------------------------------------------------------------------------------
 # Constants and simple constructors
@@ -65,7 +81,10 @@ IndexFn = Callable[..., Any]
 
 def constant(value: Any, dtype: Any = None) -> Tensor:
     """A constant array (``c`` in Fig. 7).  Works outside a trace too."""
-    array = np.asarray(value, dtype=dtype)
+    array = constant_array(value, "constant")
+    if dtype is not None:
+        DType.of_numpy(dtype, what="dtype", op="constant")
+        array = array.astype(dtype)
     return Tensor(as_term(array, "constant"))
 
 
@@ -77,7 +96,7 @@ def iota(n: int) -> Tensor:
 def to_float(x: Operand, dtype: Any = np.float64) -> Tensor:
     """int (or bool) → float, elementwise (``fromIntegral``)."""
     t = ensure_tensor(x, "to_float")
-    target = DType.of_numpy(np.dtype(dtype), what="to_float")
+    target = DType.of_numpy(dtype, what="to_float")
     if not target.is_float:
         raise DtypeError(f"target type must be a float type, got {target}", op="to_float")
     if t.term.dtype.is_float:
@@ -140,6 +159,44 @@ negative = _unary("neg", "Elementwise negation.")
 logical_not = _unary("not", "Elementwise logical not (bool).")
 
 
+_WHOLE = float(2**52)  # every float at least this large is a whole number
+
+
+def floor_divide(a: Operand, b: Operand) -> Tensor:
+    """``a // b``: on ints ``quot`` (total: ``a // 0 == a``, §5.2); on floats NumPy's
+    ``floor_divide`` as ``to_float(floor(a / b))``, with derivative 0.  A quotient that is
+    not finite, or already whole (``|a / b| >= 2**52``), is ``a / b`` itself, so
+    ``a // 0.0`` is ±inf or nan as in NumPy."""
+    ta, tb = _division_operands("quot", a, b)
+    if not ta.term.dtype.is_float:
+        return elementwise("quot", ta, tb)
+    return _float_quotient(ta, tb)
+
+
+def remainder(a: Operand, b: Operand) -> Tensor:
+    """``a % b``: on ints ``rem`` (total: ``a % 0 == a``, §5.2); on floats NumPy's
+    ``remainder`` (the sign of ``b``) as ``a - b * (a // b)``: derivative 1 in ``a`` and
+    ``-(a // b)`` in ``b``; ``a % 0.0`` is nan as in NumPy."""
+    ta, tb = _division_operands("rem", a, b)
+    if not ta.term.dtype.is_float:
+        return elementwise("rem", ta, tb)
+    return ta - tb * _float_quotient(ta, tb)
+
+
+def _division_operands(op: str, a: Operand, b: Operand) -> tuple[Tensor, Tensor]:
+    """``a`` and ``b`` promoted to one element type and lifted to one shape (errors name
+    ``op``, not the operations ``//`` and ``%`` are composed of)."""
+    ta, tb = promote(op, OpKind.NUM_BINARY, [a, b])
+    shape = common_shape(op, [ta.shape, tb.shape])
+    return Tensor(lift_shape(ta, shape)), Tensor(lift_shape(tb, shape))
+
+
+def _float_quotient(a: Tensor, b: Tensor) -> Tensor:
+    q = a / b
+    whole = to_float(floor(q), q.dtype)
+    return elementwise("select", abs(q) < _WHOLE, whole, stop_gradient(q))
+
+
 def atan2(y: Operand, x: Operand) -> Tensor:
     """Elementwise arctangent of y/x with the quadrant of (x, y)."""
     return elementwise("atan2", y, x)
@@ -183,8 +240,16 @@ def logical_or(a: Operand, b: Operand) -> Tensor:
 
 
 def relu(x: Operand) -> Tensor:
-    """``max(x, 0)`` as ``where(x > 0, x, 0)``: derivative 0 at 0 (as horde-ad's relu)."""
-    return where(ensure_tensor(x, "relu") > 0, x, 0)
+    """``max(x, 0)``, differentiated as ``where(x > 0, dx, 0)``: derivative 0 at 0 (as
+    horde-ad's and ``jax.nn.relu``'s), and at ``nan`` the value ``nan`` (as NumPy's
+    ``maximum``) with derivative 0 (as ``jax.nn.relu``'s rule ``select(x > 0, g, 0)``).
+    The else branch is ``maximum(x, 0)`` under ``stop_gradient``: 0 for ``x <= 0``,
+    ``nan`` for ``nan``, and a zero Delta, so the derivative is the cond's (Fig. 15).
+    Integer arrays (no ``nan``, no derivative) keep their dtype: ``where(x > 0, x, 0)``."""
+    t = ensure_tensor(x, "relu")
+    if not t.term.dtype.is_float:
+        return where(t > 0, t, 0)
+    return where(t > 0, t, stop_gradient(maximum(t, 0)))
 
 
 def where(cond: Operand, a: Operand, b: Operand) -> Tensor:
@@ -232,16 +297,41 @@ def _lift(term: Term, shape: tuple[int, ...]) -> Term:
 def build1(n: int, f: Callable[[Tensor], Operand]) -> Tensor:
     """``build1 n (λi. f(i))``: the array ``[f(0), …, f(n-1)]`` (Fig. 7)."""
     size = static_int(n, "build1", "size")
+    check_arity(f, 1, "build1", "1 index variable (λi. e)")
     (hint,) = param_hints(f, 1, "i")
     var = new_var("build1", hint, (), DType.INT64)
     body = ensure_tensor(f(Tensor(var)), "build1")
     return Tensor(Build1(size, var, body.term))
 
 
+def _static_shape(shape: Any, op: str, *, infer: bool = False) -> list[int]:
+    """A static shape (an int or a sequence of ints) as a list; with ``infer`` one
+    dimension may be -1."""
+    if isinstance(shape, Tensor | int | np.integer):
+        items: list[Any] = [shape]
+    elif isinstance(shape, Sequence) and not isinstance(shape, str):
+        items = list(shape)
+    else:
+        raise ShapeError(
+            f"shape must be an int or a sequence of ints, got {shape!r}", op=op
+        )
+    dims: list[int] = []
+    for k, d in enumerate(items):
+        minus_one = isinstance(d, int | np.integer) and not isinstance(d, bool) and d == -1
+        what = f"dimension {k} of the shape" if len(items) > 1 else "the shape"
+        dims.append(-1 if infer and minus_one else static_int(d, op, what))
+    return dims
+
+
 def build(shape: Sequence[int] | int, f: Callable[..., Operand]) -> Tensor:
     """``build sh (λi j …. f(i, j, …))``: nested ``build1``, outermost dimension first."""
-    dims = (shape,) if isinstance(shape, int) else tuple(shape)
-    sizes = [static_int(d, "build", "size") for d in dims]
+    sizes = _static_shape(shape, "build")
+    check_arity(
+        f,
+        len(sizes),
+        "build",
+        f"{_variables(len(sizes))}, one per dimension of the shape {format_shape(sizes)}",
+    )
     hints = param_hints(f, len(sizes), "i")
     variables = [new_var("build", h, (), DType.INT64) for h in hints]
     body = ensure_tensor(f(*[Tensor(v) for v in variables]), "build").term
@@ -255,12 +345,14 @@ def map(f: Callable[[Tensor], Operand], x: Operand) -> Tensor:
     t = ensure_tensor(x, "map")
     if not t.shape:
         raise ShapeError("needs an array of rank >= 1, got rank 0", op="map", shapes=[t.shape])
+    check_arity(f, 1, "map", "1 argument (a row of x)", TracingError)
     return build1(t.shape[0], lambda i: f(t[i]))
 
 
 def let(value: Operand, body: Callable[[Tensor], Operand]) -> Tensor:
     """``let v = value in body(v)``: explicit sharing (Fig. 7)."""
     bound = ensure_tensor(value, "let").term
+    check_arity(body, 1, "let", "1 argument (the bound value v)", TracingError)
     (hint,) = param_hints(body, 1, "v")
     var = new_var("let", hint, bound.shape, bound.dtype)
     result = ensure_tensor(body(Tensor(var)), "let")
@@ -319,8 +411,13 @@ def gather(shape: Sequence[int] | int, x: Operand, f: IndexFn) -> Tensor:
     index into ``x``); out-of-range reads give 0.
     """
     t = ensure_tensor(x, "gather")
-    dims = (shape,) if isinstance(shape, int) else tuple(shape)
-    outer = tuple(static_int(d, "gather", "shape") for d in dims)
+    outer = tuple(_static_shape(shape, "gather"))
+    check_arity(
+        f,
+        len(outer),
+        "gather",
+        f"{_variables(len(outer))}, one per dimension of the shape {format_shape(outer)}",
+    )
     hints = param_hints(f, len(outer), "i")
     variables = tuple(new_var("gather", h, (), DType.INT64) for h in hints)
     components = _index_components(f(*[Tensor(v) for v in variables]), "gather")
@@ -331,20 +428,32 @@ def scatter(shape: Sequence[int] | int, x: Operand, f: IndexFn) -> Tensor:
     """``scatter sh x (λis. f(is))``: ``out[f(is)] += x[is]``; out-of-range writes drop.
 
     ``f`` takes one int per leading dimension of ``x`` it ranges over (all of them when
-    it takes ``*args``) and returns a full index into ``sh``.
+    it takes ``*args``; at least one unless ``x`` is rank 0) and returns a full index
+    into ``sh``.
     """
     t = ensure_tensor(x, "scatter")
-    dims = (shape,) if isinstance(shape, int) else tuple(shape)
-    outer = tuple(static_int(d, "scatter", "shape") for d in dims)
+    outer = tuple(_static_shape(shape, "scatter"))
     arity = positional_arity(f)
     n_vars = len(t.shape) if arity is None else arity
-    if n_vars > len(t.shape):
+    if n_vars > len(t.shape) or (n_vars == 0 and t.shape):
+        expected = (
+            f"1 to {len(t.shape)}, one per leading dimension it ranges over"
+            if t.shape
+            else "none"
+        )
         raise ShapeError(
             f"index function takes {n_vars} variables but the source has shape "
-            f"{format_shape(t.shape)}",
+            f"{format_shape(t.shape)}: it must take {expected}",
             op="scatter",
             shapes=[t.shape],
         )
+    check_arity(
+        f,
+        n_vars,
+        "scatter",
+        f"{_variables(n_vars)}, one per leading dimension of the source "
+        f"{format_shape(t.shape)} it ranges over",
+    )
     hints = param_hints(f, n_vars, "i")
     variables = tuple(new_var("scatter", h, (), DType.INT64) for h in hints)
     components = _index_components(f(*[Tensor(v) for v in variables]), "scatter")
@@ -481,7 +590,7 @@ def transpose(x: Operand, perm: Sequence[int] | None = None) -> Tensor:
 def reshape(x: Operand, shape: Sequence[int] | int) -> Tensor:
     """``reshape sh x``: row-major; one dimension may be -1 (inferred)."""
     t = ensure_tensor(x, "reshape")
-    dims = [shape] if isinstance(shape, int) else [int(d) for d in shape]
+    dims = _static_shape(shape, "reshape", infer=True)
     if dims.count(-1) > 1:
         raise ShapeError("at most one dimension may be -1", op="reshape", shapes=[t.shape])
     if -1 in dims:
@@ -566,19 +675,30 @@ def concatenate(xs: Sequence[Operand], axis: int = 0) -> Tensor:
 # --------------------------------------------------------------------------------------
 
 
-def _axis(axis: int, rank: int, op: str) -> int:
+def _axis(axis: Any, rank: int, op: str, expected: str = "an int") -> int:
+    """One axis, negative ones counted from the end, as a non-negative int."""
+    if isinstance(axis, Tensor):
+        raise TracingError(
+            f"axis must be a static Python int, got a traced "
+            f"{type_name(axis.shape, axis.term.dtype)} value",
+            op=op,
+        )
+    if isinstance(axis, bool) or not isinstance(axis, int | np.integer):
+        raise ShapeError(f"axis must be {expected}, got {axis!r}", op=op)
     if not -rank <= axis < rank:
         raise ShapeError(f"axis {axis} is out of range for rank {rank}", op=op)
-    return axis + rank if axis < 0 else axis
+    return int(axis) + rank if axis < 0 else int(axis)
 
 
-def _axes(axis: int | Sequence[int] | None, rank: int, op: str) -> tuple[int, ...]:
+def _axes(axis: Any, rank: int, op: str) -> tuple[int, ...]:
+    """``None`` (every axis), one axis or a tuple of distinct axes, as NumPy takes them."""
     if axis is None:
         return tuple(range(rank))
-    raw = (axis,) if isinstance(axis, int) else tuple(axis)
-    axes = tuple(_axis(a, rank, op) for a in raw)
-    if len(set(axes)) != len(axes):
-        raise ShapeError(f"repeated axis in {raw}", op=op)
+    raw = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
+    axes = tuple(_axis(a, rank, op, "an int, a tuple of ints or None") for a in raw)
+    for k, a in enumerate(axes):
+        if a in axes[:k]:
+            raise ShapeError(f"axis {raw[k]} is repeated in {raw} (rank {rank})", op=op)
     return axes
 
 
@@ -648,19 +768,29 @@ def _arg(op: str, x: Operand, axis: int | None) -> Tensor:
     return Tensor(node(moved.term))
 
 
-def min(x: Operand, axis: int | None = None) -> Tensor:
-    """Least element over ``axis`` (all by default); its gradient goes to one argmin."""
-    return _extremum("min", x, axis)
+def min(
+    x: Operand, axis: int | Sequence[int] | None = None, keepdims: bool = False
+) -> Tensor:
+    """Least element over ``axis`` (an int, a tuple of ints or all by default); its
+    gradient goes to one argmin."""
+    return _extremum("min", x, axis, keepdims)
 
 
-def max(x: Operand, axis: int | None = None) -> Tensor:
-    """Greatest element over ``axis`` (all by default); its gradient goes to one argmax."""
-    return _extremum("max", x, axis)
+def max(
+    x: Operand, axis: int | Sequence[int] | None = None, keepdims: bool = False
+) -> Tensor:
+    """Greatest element over ``axis`` (an int, a tuple of ints or all by default); its
+    gradient goes to one argmax."""
+    return _extremum("max", x, axis, keepdims)
 
 
-def _extremum(op: str, x: Operand, axis: int | None) -> Tensor:
+def _extremum(op: str, x: Operand, axis: int | Sequence[int] | None, keepdims: bool) -> Tensor:
+    """The reduced axes moved to the front and joined into one, then an argmin/argmax
+    over it selects the elements (by an index, or a gather over the other axes)."""
     t = ensure_tensor(x, op)
-    if t.shape == ():
+    rank = len(t.shape)
+    axes = _axes(axis, rank, op)
+    if not axes:
         return t
     if t.size == 0:
         raise ShapeError(
@@ -669,17 +799,19 @@ def _extremum(op: str, x: Operand, axis: int | None) -> Tensor:
             shapes=[t.shape],
         )
     node = ArgMin if op == "min" else ArgMax
-    if axis is None:
-        flat = reshape(t, (t.size,)) if len(t.shape) != 1 else t
-        return Tensor(Index(flat.term, (node(flat.term),)))
-    moved = _move_to_front(t, (_axis(axis, len(t.shape), op),))
-    best = node(moved.term)
-    if best.shape == ():
-        return Tensor(Index(moved.term, (best,)))
-    rest = best.shape
-    variables = tuple(new_var(op, "i", (), DType.INT64) for _ in rest)
-    which = Index(best, variables)
-    return Tensor(Gather(rest, moved.term, variables, (which, *variables)))
+    if len(axes) == rank:
+        flat = reshape(t, (t.size,)) if rank != 1 else t
+        result = Tensor(Index(flat.term, (node(flat.term),)))
+    else:
+        moved = _move_to_front(t, axes)
+        rest = moved.shape[len(axes) :]
+        if len(axes) > 1:
+            moved = reshape(moved, (math.prod(moved.shape[: len(axes)]), *rest))
+        best = node(moved.term)
+        variables = tuple(new_var(op, "i", (), DType.INT64) for _ in rest)
+        which = Index(best, variables)
+        result = Tensor(Gather(rest, moved.term, variables, (which, *variables)))
+    return _keepdims(result, t.shape, axes) if keepdims else result
 
 
 def dot(a: Operand, b: Operand) -> Tensor:
@@ -782,6 +914,7 @@ __all__ = [
     "exp",
     "expm1",
     "floor",
+    "floor_divide",
     "from_list",
     "gather",
     "getitem",
@@ -806,6 +939,7 @@ __all__ = [
     "negative",
     "recip",
     "relu",
+    "remainder",
     "replicate",
     "reshape",
     "scatter",

@@ -17,7 +17,16 @@ from .core import DType, FreeVars, IdSupply, Term, Var, count_nodes, fresh_var, 
 from .errors import DtypeError, DualarrError, ShapeError, TracingError, UnsupportedError
 from .evaluate import Evaluator
 from .printer import input_names, print_program
-from .tensor import Tensor, TraceContext, as_term, enter_trace, exit_trace, param_hints
+from .tensor import (
+    Tensor,
+    TraceContext,
+    as_term,
+    constant_array,
+    enter_trace,
+    exit_trace,
+    param_hints,
+    static_int,
+)
 
 
 @dataclass(frozen=True)
@@ -28,13 +37,17 @@ class ShapeSpec:
     dtype: Any = "float64"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
-        if any(d < 0 for d in self.shape):
-            raise ShapeError(f"negative dimension in {self.shape}", op="ShapeSpec")
+        shape: Any = self.shape
+        if isinstance(shape, int | np.integer) and not isinstance(shape, bool):
+            shape = (shape,)
+        if not isinstance(shape, tuple | list | np.ndarray):
+            raise ShapeError(f"shape must be a tuple of ints, got {shape!r}", op="ShapeSpec")
+        dims = tuple(static_int(d, "ShapeSpec", f"dimension {k}") for k, d in enumerate(shape))
+        object.__setattr__(self, "shape", dims)
 
     @property
     def core_dtype(self) -> DType:
-        return DType.of_numpy(np.dtype(self.dtype), what="ShapeSpec")
+        return DType.of_numpy(self.dtype, what="ShapeSpec")
 
 
 def input_type(value: Any, position: int) -> tuple[tuple[int, ...], DType]:
@@ -46,16 +59,15 @@ def input_type(value: Any, position: int) -> tuple[tuple[int, ...], DType]:
             f"argument {position} is already a traced value: pass arrays or da.ShapeSpec",
             op="trace",
         )
+    what = f"argument {position}"
     if isinstance(value, bool | int | float | np.generic | np.ndarray | list | tuple):
-        array = np.asarray(value)
-        return tuple(array.shape), DType.of_numpy(array.dtype, what=f"argument {position}")
+        array = constant_array(value, "trace", what)  # named errors: ragged, str, object
+        return tuple(array.shape), DType.of_numpy(array.dtype, what=what, op="trace")
     shape = getattr(value, "shape", None)
     dtype = getattr(value, "dtype", None)
     if shape is not None and dtype is not None:  # another array library's array
         name = str(dtype).rsplit(".", 1)[-1]  # "float32", "cupy float32", "…strict.float64"
-        return tuple(int(d) for d in shape), DType.of_numpy(
-            np.dtype(name), what=f"argument {position}"
-        )
+        return tuple(int(d) for d in shape), DType.of_numpy(name, what=what, op="trace")
     raise UnsupportedError(
         f"argument {position} of type {type(value).__name__} is not an array, a number "
         "or a da.ShapeSpec",
@@ -130,7 +142,7 @@ class Program:
                 _check_input(names[k], var, shape, dtype, str(value.dtype), self.name)
                 env[var] = value
                 continue
-            array = np.asarray(value)
+            array = constant_array(value, self.name, f"input {names[k]}")
             shape, dtype = input_type(array, k)
             if shape != var.shape:
                 raise ShapeError(
@@ -152,8 +164,24 @@ class Program:
     def __call__(self, *arrays: Any) -> Any:
         """Evaluate with the reference evaluator on the arrays' backend; one array or a
         tuple."""
-        values = Evaluator().run(list(self.outputs), self.bind(*arrays))
+        env = self.bind(*arrays)
+        inputs = list(env.values())
+        values = [fresh_result(v, inputs) for v in Evaluator().run(list(self.outputs), env)]
         return tuple(values) if self.tuple_output else values[0]
+
+
+def fresh_result(value: Any, inputs: list[Any]) -> Any:
+    """``value`` sharing no memory with ``inputs`` and writable (no result aliases an
+    input or a read-only constant): such an array is copied."""
+    if isinstance(value, np.ndarray):
+        if not value.flags.writeable or any(
+            isinstance(x, np.ndarray) and np.may_share_memory(value, x) for x in inputs
+        ):
+            return value.copy()
+        return value
+    if hasattr(value, "__array_namespace__") and any(value is x for x in inputs):
+        return value.__array_namespace__().asarray(value, copy=True)
+    return value
 
 
 def _check_input(
@@ -194,8 +222,12 @@ def scalar_float_output(program: Program, op: str) -> Term:
     return out
 
 
-def trace(f: Callable[..., Any], *args: Any) -> Program:
-    """Trace ``f`` on arrays (or :class:`ShapeSpec` values) into a core-language program."""
+def trace(f: Callable[..., Any], *args: Any, captures: bool = False) -> Program:
+    """Trace ``f`` on arrays (or :class:`ShapeSpec` values) into a core-language program.
+
+    With ``captures``, ``f`` may read traced values of an enclosing trace: they stay
+    free variables of the program (:func:`dualarr.closure.close_program` makes them
+    inputs); otherwise that is an error."""
     if not callable(f):
         raise TracingError(f"expected a function, got {type(f).__name__}", op="trace")
     supply = IdSupply()
@@ -204,17 +236,19 @@ def trace(f: Callable[..., Any], *args: Any) -> Program:
         fresh_var(supply, hint, *input_type(a, k))
         for k, (hint, a) in enumerate(zip(hints, args, strict=True))
     )
+    name = getattr(f, "__name__", "program")
     token = enter_trace(TraceContext(supply))
     try:
         result = f(*[Tensor(v) for v in inputs])
+        tuple_output = isinstance(result, tuple | list)
+        items = list(result) if tuple_output else [result]
+        if result is None or any(item is None for item in items):
+            raise TracingError(f"{name} returned None; return the computed value", op="trace")
+        outputs = tuple(as_term(item, "trace") for item in items)
     finally:
         exit_trace(token)
-    name = getattr(f, "__name__", "program")
-    tuple_output = isinstance(result, tuple | list)
-    items = list(result) if tuple_output else [result]
-    if result is None or any(item is None for item in items):
-        raise TracingError(f"{name} returned None; return the computed value", op="trace")
-    outputs = tuple(as_term(item, "trace") for item in items)
+    if captures:
+        return Program(name, inputs, outputs, tuple_output, supply)
     free = FreeVars()
     allowed = set(inputs)
     for out in outputs:

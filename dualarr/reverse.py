@@ -159,7 +159,12 @@ def reverse(
 
 
 def forward(alg: Algebra[Any], d: dl.Delta, tangents: Mapping[int, Any]) -> Any:
-    """Evaluate a Delta on input tangents (the JVP): each node once, Shares memoised."""
+    """Evaluate a Delta on input tangents (the JVP): each node once, Shares memoised.
+
+    A zero tangent stays zero through ``Scale`` even where the factor is infinite: a
+    derivative factor evaluated where an out-of-range read gave 0 (``sqrt' 0``) must
+    not turn the 0 that the read's Delta carries into NaN (the reverse pass drops such
+    elements in the transposed scatter, so both passes agree)."""
     values: dict[int, Any] = {}
     for node in dl.delta_postorder([d]):
         values[id(node)] = _forward_node(alg, node, values, tangents)
@@ -180,7 +185,9 @@ def _forward_node(
         case dl.Add(left=a, right=b):
             return alg.add(v(a), v(b), d.dtype)
         case dl.Scale(factor=s, delta=x):
-            return alg.mul(s, v(x), d.dtype)
+            tangent, zero = v(x), alg.zeros(d.shape, d.dtype)
+            still_zero = alg.op("eq", [tangent, zero], DType.BOOL)
+            return alg.op("select", [still_zero, zero, alg.mul(s, tangent, d.dtype)], d.dtype)
         case dl.Share(delta=x):
             return v(x)
         case dl.Index(delta=x, index=ix):

@@ -274,7 +274,7 @@ def sympy_operations() -> dict[str, Callable[..., Expr]]:
         "maximum": lambda a, b: sp.Piecewise((a, sp.Ge(a, b)), (b, True)),
         "minimum": lambda a, b: sp.Piecewise((a, sp.Le(a, b)), (b, True)),
         "div": lambda a, b: a / b,
-        "pow": lambda a, b: a**b,
+        "pow": lambda a, b: _exponent_pow()(a, b),
         "atan2": sp.atan2,
         "quot": lambda a, b: sp.Piecewise((a, sp.Eq(b, 0)), (sp.floor(a / b), True)),
         "rem": lambda a, b: sp.Piecewise((a, sp.Eq(b, 0)), (sp.Mod(a, b), True)),
@@ -712,8 +712,9 @@ def _rewrite(expressions: Sequence[Expr], rule: Callable[[Expr], Expr | None]) -
 
 def _derivative(expression: Expr, symbol: Expr) -> Expr:
     """``∂expression/∂symbol`` almost everywhere, for an ``expression`` whose ``floor``s
-    are :func:`_flat_floor` instances (derivative 0: ``floor`` is not differentiated, Fig. 14);
-    a ``DiracDelta`` (from a ``sign`` that SymPy's simplifications made) is 0 too."""
+    are :func:`_flat_floor` instances (derivative 0: ``floor`` is not differentiated, Fig. 14)
+    and whose ``pow``s with a symbolic exponent are :func:`_exponent_pow` ones (dualarr's
+    rule); a ``DiracDelta`` (from a ``sign`` that SymPy's simplifications made) is 0 too."""
     sp = _sympy()
     derivative = sp.diff(expression, symbol)
     kinds = {type(node) for node in _subexpressions([derivative])}
@@ -757,17 +758,47 @@ def _flat_floor() -> Any:
     return type("FlatFloor", (sp.floor,), {"fdiff": fdiff})
 
 
+@cache
+def _exponent_pow() -> Any:
+    """The ``pow`` primitive with a symbolic exponent: SymPy's ``x**y`` (printed so,
+    lambdified so by :func:`_for_numpy`) whose derivatives are dualarr's pow rule
+    (Fig. 14), JAX's ``y * x**(y - 1)`` and ``x**y * log(x)`` with the log's argument 1
+    where ``x == 0`` (``_replace_zero``): both 0 at ``x = 0, y = 2``, where SymPy's own
+    ``y*x**y/x`` and ``x**y*log(x)`` are ``nan``.  With a numeric exponent it is plain
+    ``x**y`` (no exponent to differentiate)."""
+    sp = _sympy()
+
+    def eval(cls: Any, base: Expr, exponent: Expr) -> Expr | None:
+        return base**exponent if not exponent.free_symbols else None
+
+    def fdiff(self: Expr, argindex: int = 1) -> Expr:
+        base, exponent = self.args
+        if argindex == 1:
+            return exponent * base ** (exponent - 1)
+        nonzero = sp.Piecewise((sp.Integer(1), sp.Eq(base, 0)), (base, True))
+        return base**exponent * sp.log(nonzero)
+
+    def as_power(self: Expr, printer: Any) -> str:
+        return str(printer.doprint(sp.Pow(*self.args)))
+
+    methods = {"eval": classmethod(eval), "fdiff": fdiff, "_sympystr": as_power, "nargs": 2}
+    return type("ExponentPow", (sp.Function,), methods)
+
+
 def _for_numpy(expressions: Sequence[Expr]) -> list[Expr]:
-    """Expressions ready to lambdify: plain ``floor`` again, and ``ITE(c, a, b)`` (SymPy's
-    rewriting of a relation on a ``Piecewise``) as ``c & a | ~c & b``, since SymPy's
-    NumPy printer turns ``ITE`` into a float ``select``."""
+    """Expressions ready to lambdify: plain ``floor`` and ``**`` again, and ``ITE(c, a, b)``
+    (SymPy's rewriting of a relation on a ``Piecewise``) as ``c & a | ~c & b``, since
+    SymPy's NumPy printer turns ``ITE`` into a float ``select``."""
     sp = _sympy()
     flat = _flat_floor()
     stop = _stop_gradient()
+    power = _exponent_pow()
 
     def rule(e: Expr) -> Expr | None:
         if isinstance(e, flat):
             return sp.floor(*e.args)
+        if isinstance(e, power):
+            return sp.Pow(*e.args)
         if isinstance(e, stop):
             return e.args[0]
         if isinstance(e, sp.ITE):

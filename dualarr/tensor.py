@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import inspect
+import reprlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,14 +36,23 @@ from .core import (
     fresh_var,
     type_name,
 )
-from .errors import DtypeError, ShapeError, TracingError, UnsupportedError, format_shape
+from .errors import (
+    DtypeError,
+    DualarrError,
+    ShapeError,
+    TracingError,
+    UnsupportedError,
+    format_shape,
+)
 
 
-@dataclass
+@dataclass(eq=False)
 class TraceContext:
-    """State of one trace: the id supply for the variables it creates."""
+    """State of one trace: the id supply for the variables it creates, and whether the
+    trace is still running (a traced value used after its trace ended is an error)."""
 
     supply: IdSupply
+    active: bool = True
 
 
 _CURRENT: contextvars.ContextVar[TraceContext | None] = contextvars.ContextVar(
@@ -62,11 +72,19 @@ def current_context(op: str) -> TraceContext:
     return ctx
 
 
+def current_trace() -> TraceContext | None:
+    """The running trace, or None outside any."""
+    return _CURRENT.get()
+
+
 def enter_trace(ctx: TraceContext) -> contextvars.Token[TraceContext | None]:
     return _CURRENT.set(ctx)
 
 
 def exit_trace(token: contextvars.Token[TraceContext | None]) -> None:
+    context = _CURRENT.get()
+    if context is not None:
+        context.active = False
     _CURRENT.reset(token)
 
 
@@ -105,6 +123,31 @@ def positional_arity(f: Callable[..., Any]) -> int | None:
     return count
 
 
+def check_arity(
+    f: Any, count: int, op: str, expected: str, error: type[DualarrError] = ShapeError
+) -> None:
+    """An ``error`` naming ``op``, before ``f`` is called, when ``f`` is not a function
+    that takes ``count`` positional arguments (``expected`` says what they are)."""
+    if not callable(f):
+        raise TracingError(
+            f"expected a function taking {expected}, got {type(f).__name__}", op=op
+        )
+    try:
+        signature = inspect.signature(f)
+    except (TypeError, ValueError):
+        return  # no signature to check (a builtin): the call itself reports a mismatch
+    try:
+        signature.bind(*range(count))
+    except TypeError:
+        name = getattr(f, "__name__", type(f).__name__)
+        shown = f"lambda {signature}" if name == "<lambda>" else f"{name}{signature}"
+        raise error(
+            f"the function must take {expected}, but {shown} cannot be called with "
+            f"{count} argument{'' if count == 1 else 's'}",
+            op=op,
+        ) from None
+
+
 # --------------------------------------------------------------------------------------
 # Lifting Python values and promoting element types
 # --------------------------------------------------------------------------------------
@@ -112,18 +155,77 @@ def positional_arity(f: Callable[..., Any]) -> int | None:
 Operand = Any  # Tensor | Python scalar | NumPy array
 
 
+def constant_array(value: Any, op: str, what: str = "the constant") -> np.ndarray:
+    """``np.asarray(value)`` for a constant or an input (``what``), with named errors for
+    a list holding traced values, ragged nesting and an unsupported element type."""
+
+    def held() -> TracingError:
+        return TracingError(
+            f"{what} is a {type(value).__name__} holding traced values: use da.from_list / "
+            "da.stack",
+            op=op,
+        )
+
+    try:
+        array = np.asarray(value)
+    except TracingError:  # from a Tensor's __array__
+        if _holds_tensor(value):
+            raise held() from None
+        raise
+    except ValueError as error:
+        if _holds_tensor(value):
+            raise held() from None
+        raise ShapeError(
+            f"{what} ({reprlib.repr(value)}) is a ragged nested list: {_ragged(value, error)}; "
+            "an array needs equal lengths along each dimension",
+            op=op,
+        ) from None
+    if array.dtype == object and _holds_tensor(value):
+        raise held()
+    DType.of_numpy(array.dtype, what=what, op=op)
+    return array
+
+
+def _holds_tensor(value: Any) -> bool:
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Tensor):
+            return True
+        if isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, np.ndarray) and item.dtype == object:
+            stack.extend(item.flat)
+    return False
+
+
+def _ragged(value: Any, error: ValueError) -> str:
+    """Where nested lists stop being rectangular (NumPy's message when that is unclear)."""
+
+    def nested(v: Any) -> bool:
+        return isinstance(v, list | tuple) or (isinstance(v, np.ndarray) and v.ndim > 0)
+
+    level: list[Any] = [value]
+    dim = 0
+    while level and all(nested(v) for v in level):
+        lengths = sorted({len(v) for v in level})
+        if len(lengths) > 1:
+            shown = ", ".join(map(str, lengths[:-1])) + f" and {lengths[-1]}"
+            return f"dimension {dim} has lengths {shown}"
+        level = [x for v in level for x in v]
+        dim += 1
+    if any(nested(v) for v in level):
+        return f"dimension {dim} mixes numbers and lists"
+    return str(error)
+
+
 def as_term(value: Operand, op: str = "constant") -> Term:
     """The term of a Tensor, or a constant for a Python/NumPy value."""
     if isinstance(value, Tensor):
+        value.check_live(op)
         return value.term
     if isinstance(value, bool | int | float | np.generic | np.ndarray | list | tuple):
-        array = np.asarray(value)
-        if array.dtype == object:
-            raise TracingError(
-                f"cannot make a constant from {type(value).__name__} holding traced values: "
-                "use da.from_list / da.stack",
-                op=op,
-            )
+        array = constant_array(value, op)
         if array.dtype.kind in "iu":
             array = array.astype(np.int64)
         return Const(array)
@@ -187,7 +289,7 @@ def promote(op: str, kind: OpKind, operands: Sequence[Operand]) -> list[Term]:
     Python numbers are "weak": they adopt the other operands' element type.
     """
     terms: list[Term | None] = [
-        None if isinstance(x, bool | int | float) else as_term(x, op) for x in operands
+        None if isinstance(x, bool | int | float) else _operand_term(x, op) for x in operands
     ]
     strong = [t.dtype for t in terms if t is not None]
     weak = [_weak_type(x) for x, t in zip(operands, terms, strict=True) if t is None]
@@ -196,6 +298,12 @@ def promote(op: str, kind: OpKind, operands: Sequence[Operand]) -> list[Term]:
         cast_to(t if t is not None else _weak_const(x, target), target, op)
         for x, t in zip(operands, terms, strict=True)
     ]
+
+
+def _operand_term(value: Operand, op: str) -> Term:
+    if isinstance(value, list | tuple | np.ndarray):
+        value = constant_array(value, op, "the operand")
+    return as_term(value, op)
 
 
 def elementwise(op: str, *operands: Operand) -> Tensor:
@@ -208,7 +316,7 @@ def elementwise(op: str, *operands: Operand) -> Tensor:
         args = [cond, *promote(op, spec.kind, operands[1:])]
     else:
         args = promote(op, spec.kind, operands)
-    shape = _common_shape(op, [a.shape for a in args])
+    shape = common_shape(op, [a.shape for a in args])
     return Tensor(Op(op, tuple(lift_shape(a, shape) for a in args)))
 
 
@@ -244,7 +352,8 @@ def _target_dtype(
     return DType.INT64 if target is DType.BOOL else target
 
 
-def _common_shape(op: str, shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+def common_shape(op: str, shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """The shape elementwise ``op`` works at: the one shape of rank > 0 (rank 0 lifts)."""
     big = [s for s in shapes if s != ()]
     if not big:
         return ()
@@ -309,11 +418,23 @@ _UFUNCS: dict[str, str] = {
 class Tensor:
     """A traced array: a node of the program being traced, with a static shape."""
 
-    __slots__ = ("term",)
+    __slots__ = ("term", "trace")
     __array_priority__ = 1000
 
     def __init__(self, term: Term) -> None:
         self.term = term
+        self.trace = _CURRENT.get()
+
+    def check_live(self, op: str) -> None:
+        """A :class:`TracingError` when this value's trace has ended (a leaked tracer)."""
+        if self.trace is not None and not self.trace.active:
+            raise TracingError(
+                f"a traced {type_name(self.shape, self.term.dtype)} value is used after the "
+                "trace that made it ended (it leaked out of the traced function, e.g. "
+                "through a global or a list): return it from the function instead",
+                op=op,
+                shapes=[self.shape],
+            )
 
     # -- static facts ------------------------------------------------------------------
 
@@ -380,6 +501,13 @@ class Tensor:
     def __complex__(self) -> complex:
         raise self._no("complex()", "complex numbers are not supported")
 
+    def __format__(self, spec: str) -> str:
+        raise self._no(
+            "format()",
+            "formatting needs a concrete value: show the traced term with str(x), repr(x) "
+            "or f\"{x!r}\", or format the arrays the program returns",
+        )
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise self._no(
             "conversion to a NumPy array",
@@ -395,6 +523,10 @@ class Tensor:
                 "function of the same meaning (da.exp, da.maximum, …)",
                 op=f"numpy.{name}",
             )
+        if op in ("quot", "rem"):
+            from .lang import floor_divide, remainder
+
+            return (floor_divide if op == "quot" else remainder)(*inputs)
         return elementwise(op, *inputs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
@@ -432,16 +564,24 @@ class Tensor:
         return elementwise("div", other, self)
 
     def __floordiv__(self, other: Operand) -> Tensor:
-        return elementwise("quot", self, other)
+        from .lang import floor_divide
+
+        return floor_divide(self, other)
 
     def __rfloordiv__(self, other: Operand) -> Tensor:
-        return elementwise("quot", other, self)
+        from .lang import floor_divide
+
+        return floor_divide(other, self)
 
     def __mod__(self, other: Operand) -> Tensor:
-        return elementwise("rem", self, other)
+        from .lang import remainder
+
+        return remainder(self, other)
 
     def __rmod__(self, other: Operand) -> Tensor:
-        return elementwise("rem", other, self)
+        from .lang import remainder
+
+        return remainder(other, self)
 
     def __pow__(self, other: Operand) -> Tensor:
         return elementwise("pow", self, other)
@@ -476,7 +616,11 @@ class Tensor:
     def __ne__(self, other: object) -> Tensor:  # type: ignore[override]
         return elementwise("ne", self, other)
 
-    __hash__ = object.__hash__
+    def __hash__(self) -> int:
+        raise self._no(
+            "hash()",
+            "traced values are unhashable (like JAX's tracers): key dicts and sets by id(x)",
+        )
 
     def __and__(self, other: Operand) -> Tensor:
         return elementwise("and", self, other)
@@ -528,12 +672,12 @@ class Tensor:
 
         return mean(self, axis)
 
-    def max(self, axis: int | None = None) -> Tensor:
+    def max(self, axis: int | Sequence[int] | None = None) -> Tensor:
         from .lang import max as max_
 
         return max_(self, axis)
 
-    def min(self, axis: int | None = None) -> Tensor:
+    def min(self, axis: int | Sequence[int] | None = None) -> Tensor:
         from .lang import min as min_
 
         return min_(self, axis)

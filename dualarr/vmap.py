@@ -11,15 +11,30 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .errors import ShapeError, TracingError
+import numpy as np
+import optree
+
+from .errors import DualarrError, ShapeError, TracingError
 from .lang import build1, transpose
 from .tensor import _CURRENT, Tensor, ensure_tensor
 
 
-def _axes(in_axes: int | Sequence[int | None] | None, count: int) -> list[int | None]:
-    if in_axes is None or isinstance(in_axes, int):
-        return [in_axes] * count
-    axes = list(in_axes)
+def _axis(value: Any) -> bool:
+    return value is None or (isinstance(value, int | np.integer) and not isinstance(value, bool))
+
+
+def _axes(in_axes: Any, count: int) -> list[int | None]:
+    """One mapped axis (or None) per argument, from ``in_axes`` as ``jax.vmap`` takes it
+    for array arguments: an int, None, or a tuple/list with one of those per argument."""
+    if _axis(in_axes):
+        return [None if in_axes is None else int(in_axes)] * count
+    if not isinstance(in_axes, tuple | list) or not all(_axis(a) for a in in_axes):
+        raise DualarrError(
+            f"in_axes must be an int, None, or a tuple of ints and Nones (one per "
+            f"argument), got {in_axes!r}",
+            op="vmap",
+        )
+    axes = [None if a is None else int(a) for a in in_axes]
     if len(axes) != count:
         raise TracingError(
             f"in_axes has {len(axes)} entries for {count} arguments", op="vmap"
@@ -30,12 +45,18 @@ def _axes(in_axes: int | Sequence[int | None] | None, count: int) -> list[int | 
 def vmap(
     f: Callable[..., Any], in_axes: int | Sequence[int | None] | None = 0
 ) -> Callable[..., Any]:
-    """Map ``f`` over axis ``in_axes`` of its arguments (None: not mapped), like ``jax.vmap``."""
+    """Map ``f`` over axis ``in_axes`` of its arguments (None: not mapped), like
+    ``jax.vmap``.  Keyword arguments pass through to ``f`` unmapped.  Called on arrays,
+    it reads what ``f`` captured at call time (traced per call, vectorised once per
+    structure)."""
+    if not callable(f):
+        raise DualarrError(f"expected a function, got {type(f).__name__}", op="vmap")
+    _axes(in_axes, len(in_axes) if isinstance(in_axes, tuple | list) else 1)
 
-    def mapped(*args: Any) -> Any:
-        if _CURRENT.get() is None:
-            return _eager(mapped, args)
+    def mapped(*args: Any, **kwargs: Any) -> Any:
         axes = _axes(in_axes, len(args))
+        if _CURRENT.get() is None:
+            return _eager(mapped, args, kwargs)
         tensors = [ensure_tensor(a, "vmap") for a in args]
         sizes = set()
         moved: list[Tensor] = []
@@ -60,38 +81,32 @@ def vmap(
             )
         (n,) = sizes
 
-        outputs: list[int | None] = []
+        trees: list[Any] = []
 
         def row(k: int) -> Callable[[Tensor], Any]:
             def body(i: Tensor) -> Any:
                 picked = [t if axis is None else t[i] for t, axis in zip(moved, axes, strict=True)]
-                out = f(*picked)
-                several = isinstance(out, tuple | list)
+                leaves, tree = optree.tree_flatten(f(*picked, **kwargs))
                 if k == 0:
-                    outputs.append(len(out) if several else None)
-                return out[k] if several else out
+                    trees.append(tree)
+                if not leaves:
+                    raise TracingError("the mapped function returned no array", op="vmap")
+                return leaves[k]
 
             return body
 
+        # a function returning a tuple (a tree of arrays) is mapped once per leaf
         first = build1(n, row(0))
-        if outputs[0] is None:
-            return first
-        # a function returning a tuple is mapped once per output
-        return (first, *(build1(n, row(k)) for k in range(1, outputs[0])))
+        count = trees[0].num_leaves
+        return optree.tree_unflatten(
+            trees[0], [first, *(build1(n, row(k)) for k in range(1, count))]
+        )
 
     mapped.__name__ = f"vmap({getattr(f, '__name__', 'f')})"
     return mapped
 
 
-def _eager(mapped: Callable[..., Any], args: Sequence[Any]) -> Any:
-    from .evaluate import Evaluator
-    from .pipeline import vectorise_program
-    from .program import trace
+def _eager(mapped: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    from .api import evaluate_now
 
-    program = trace(mapped, *args)
-    vectorised, _ = vectorise_program(program)
-    values = Evaluator().run(list(vectorised.outputs), vectorised.bind(*args))
-    if vectorised.tuple_output:
-        return tuple(values)
-    return values[0]
-
+    return evaluate_now(mapped, args, kwargs, "vmap")

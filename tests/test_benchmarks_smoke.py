@@ -66,3 +66,10 @@ def test_bench_gpu_runs_or_says_why_not() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     first = result.stdout.splitlines()[0]
     assert first.startswith("# bench_gpu.py")
+
+
+def test_bench_overhead_quick() -> None:
+    result = run("bench_overhead.py", "--quick")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for row in ("da.grad(f)(x, y)", "captured w changed", "da.jit(da.grad(f))", "NumPy by hand"):
+        assert row in result.stdout

@@ -222,23 +222,37 @@ def test_inputs_that_are_not_float_get_no_gradient() -> None:
     assert isinstance(p.gradient.inputs[-1], Var) and p.gradient.inputs[-1].hint == "dt"
 
 
-def test_compiled_gradients_are_cached_per_function_and_types() -> None:
+def test_grad_traces_per_call_and_compiles_per_structure(monkeypatch: Any) -> None:
+    import dualarr.api as api
+    from dualarr.pipeline import compile_gradient as real
+
+    api.clear_caches()
+    compiled = [0]
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        compiled[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("dualarr.api.compile_gradient", counting)
     traced = [0]
 
     def f(x: Any) -> Any:
-        traced[0] += 1  # runs only while dualarr traces f
+        traced[0] += 1  # runs while dualarr traces f: on every call (call-time values)
         return da.sum(da.sin(x) * x)
 
     g = da.grad(f)
     x = np.linspace(0.0, 1.0, 5)
     for _ in range(3):
         np.testing.assert_allclose(g(x), np.cos(x) * x + np.sin(x))
-    assert traced[0] == 1
-    g(np.linspace(0.0, 1.0, 6))  # new shape: traced and compiled again
-    assert traced[0] == 2
+    assert (traced[0], compiled[0]) == (3, 1)
+    g(np.linspace(0.0, 1.0, 6))  # new shape: compiled again
+    assert compiled[0] == 2
     g(x.astype(np.float32))  # new dtype: again
-    assert traced[0] == 3
-    assert da.grad(f)(x).shape == (5,) and traced[0] == 3  # the cache is per function
+    assert compiled[0] == 3
+    assert da.grad(f)(x).shape == (5,) and compiled[0] == 3  # reused by structure
+    same = lambda y: da.sum(da.sin(y) * y)  # noqa: E731 - another function, same term
+    np.testing.assert_allclose(da.grad(same)(x), np.cos(x) * x + np.sin(x))
+    assert compiled[0] == 3
 
 
 def test_grad_compiles_for_the_unit_cotangent() -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
-import time
 from collections.abc import Iterator
+from types import FrameType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -54,20 +56,65 @@ def test_a_value_used_twice_is_one_node() -> None:
     assert program.size == 3  # x, exp x, product
 
 
+@contextlib.contextmanager
+def lines_run() -> Iterator[list[int]]:
+    """Count the lines of dualarr code executed in the block (``[count]``): work measured
+    in Python operations, the same on a fast machine and on a busy one."""
+    package = os.path.dirname(os.path.abspath(da.__file__)) + os.sep
+    count = [0]
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "line":
+            count[0] += 1
+        return local
+
+    def calls(frame: FrameType, event: str, arg: Any) -> Any:
+        return local if frame.f_code.co_filename.startswith(package) else None
+
+    old = sys.gettrace()
+    sys.settrace(calls)
+    try:
+        yield count
+    finally:
+        sys.settrace(old)
+
+
+def chain_work(steps: int) -> tuple[int, dict[str, int]]:
+    """The size of the chain's program, and the dualarr lines each pass over it runs."""
+    x = np.linspace(-1, 1, 3)
+    work: dict[str, int] = {}
+    with lines_run() as traced:
+        program = da.trace(lambda x: chain(x, steps), x)
+    work["trace"] = traced[0]
+    for name, action in (("print", str), ("evaluate", lambda p: p(x)), ("repr", repr)):
+        with lines_run() as run:
+            action(program.term if name == "repr" else program)
+        work[name] = run[0]
+    return program.size, work
+
+
 def test_chain_of_3000_traces_prints_and_evaluates_without_recursion() -> None:
     x = np.linspace(-1, 1, 3)
-    start = time.perf_counter()
     with shallow_stack():
         program = da.trace(lambda x: chain(x), x)
         printed = str(program)
         value = program(x)
         dump = repr(program.term)
-    elapsed = time.perf_counter() - start
     np.testing.assert_allclose(value, expected_chain(x))
     assert printed.count("let ") == 2999  # each shared step is one let
     assert dump.count("\n") == program.size
-    # linear passes take a fraction of a second here; quadratic ones took ~40 s
-    assert elapsed < 5.0
+
+
+def test_tracing_printing_and_evaluating_are_linear_in_the_chain_length() -> None:
+    # Work is counted, not timed (benchmarks/bench_tracing.py and bench_timing_claims.py
+    # time it): doubling the chain doubles the program and the lines each pass runs; a
+    # quadratic pass would run about 4x the lines.
+    size, work = chain_work(750)
+    size2, work2 = chain_work(1500)
+    assert size2 - 1 == 2 * (size - 1)  # x, then seven nodes per step
+    for name in work:
+        assert work[name] > size, name  # every node is visited
+        assert 1.95 < work2[name] / work[name] < 2.05, (name, work[name], work2[name])
 
 
 def test_chain_inside_build1_without_recursion() -> None:

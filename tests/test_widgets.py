@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 import dualarr as da
 from dualarr.examples import fig18
@@ -145,8 +146,140 @@ def test_editing_the_source_reruns_and_errors_show_in_the_widget() -> None:
     assert "2.0" in explorer.outputs["source"].outputs[0]["text"]
     explorer.editor.value = "def bad(x):\n    return x + x[:2]\n"
     explorer.run_button.click()
-    assert explorer.error.startswith("add:") and "shapes" in explorer.error
+    assert explorer.error.startswith("ShapeError: add:") and "shapes" in explorer.error
     assert "color:#b00" in explorer.message.value
     explorer.editor.value = "def broken(x:\n"
     explorer.run()
     assert explorer.error.startswith("SyntaxError")
+    assert (explorer.error_line, explorer.error_source) == (1, "def broken(x:")
+
+
+def _texts(explorer: Any) -> dict[str, str]:
+    """Every tab's outputs as one text each (stdout and the plain-text of displays)."""
+    return {
+        name: "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
+                      for o in out.outputs)
+        for name, out in explorer.outputs.items()
+    }
+
+
+# (source, exception type, part of the message, line of the source, that line's text)
+FAILING: list[tuple[str, str, str, int, str]] = [
+    (
+        "def typo(x):\n    y = x * x\n    return da.summ(y)\n",
+        "AttributeError", "has no attribute 'summ'. Did you mean: 'sum'?",
+        3, "return da.summ(y)",
+    ),
+    (
+        "def unknown(x):\n    y = x * 2.0\n    total = sum_of_squares(y)\n    return total\n",
+        "NameError", "name 'sum_of_squares' is not defined", 3, "total = sum_of_squares(y)",
+    ),
+    (
+        "def mixed(x):\n    n = len(x.shape) + 'one'\n    return da.sum(x)\n",
+        "TypeError", "unsupported operand type(s) for +", 2, "n = len(x.shape) + 'one'",
+    ),
+    (
+        "def divide(x):\n    n = x.shape[0]\n\n    step = n // (n - 5)\n    return da.sum(x)\n",
+        "ZeroDivisionError", "division or modulo by zero", 4, "step = n // (n - 5)",
+    ),
+    (
+        "def shapes(x):\n    head = x[:2]\n    return da.sum(x + head)\n",
+        "ShapeError", "add: elementwise arguments must have equal shapes", 3,
+        "return da.sum(x + head)",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", FAILING, ids=[case[1] for case in FAILING])
+def test_every_exception_of_the_source_shows_type_message_and_line(
+    case: tuple[str, str, str, int, str],
+) -> None:
+    from dualarr_widgets import PipelineExplorer
+
+    source, kind, message, line, text = case
+    explorer = PipelineExplorer(fig18, np.arange(1.0, 6.0))
+    assert explorer.error == ""
+    explorer.editor.value = source
+    explorer.run_button.click()
+    assert explorer.error_type == kind
+    assert message in explorer.error_message
+    assert (explorer.error_line, explorer.error_source) == (line, text)
+    assert source.splitlines()[line - 1].strip() == text  # the line of the edited source
+    assert explorer.error == f"{kind}: {explorer.error_message}\n  line {line}: {text}"
+    shown = explorer.message.value
+    assert "color:#b00" in shown and kind in shown and f"line {line}:" in shown
+    assert "widgets" not in explorer.error and ".py:" not in explorer.error
+    if kind == "ShapeError":
+        assert issubclass(getattr(da, kind), da.DualarrError)
+        assert explorer.error_message.count("add:") == 1 and "\n  at " not in explorer.error
+
+
+def test_an_error_after_a_good_program_clears_every_tab() -> None:
+    from dualarr_widgets import BotStepper, PipelineExplorer
+
+    explorer = PipelineExplorer(fig18, np.arange(1.0, 6.0))
+    before = _texts(explorer)
+    assert explorer.pipeline is not None and "build1 5" in before["source"]
+    assert any(isinstance(w, BotStepper) for w in explorer.bot_box.children)
+    explorer.editor.value = "def oops(x):\n    return da.summ(x)\n"
+    explorer.run_button.click()
+    assert explorer.pipeline is None
+    assert not any(isinstance(w, BotStepper) for w in explorer.bot_box.children)
+    for name, text in _texts(explorer).items():
+        assert text.startswith("(cleared: the edited source failed)"), name
+        assert "AttributeError" in text and "line 2: return da.summ(x)" in text, name
+        assert "build1" not in text and "def grad_" not in text, name
+    assert all(len(out.outputs) == 1 for out in explorer.outputs.values())
+
+
+def test_fixing_the_source_clears_the_error_and_refreshes_every_tab() -> None:
+    from dualarr_widgets import BotStepper, PipelineExplorer
+    from dualarr_widgets.explorer import TABS
+
+    explorer = PipelineExplorer(fig18, np.arange(1.0, 6.0))
+    explorer.editor.value = "def f(x):\n    return da.sum(x * undefined)\n"
+    explorer.run_button.click()
+    assert explorer.error_type == "NameError" and explorer.error_line == 2
+    explorer.editor.value = "def f(x):\n    return da.sum(x * 3.0)\n"
+    explorer.run_button.click()
+    assert explorer.error == explorer.error_type == explorer.error_message == ""
+    assert (explorer.error_line, explorer.error_source) == (0, "")
+    assert "color:#b00" not in explorer.message.value and "<b>f</b>" in explorer.message.value
+    assert explorer.pipeline is not None and explorer.function.__name__ == "f"
+    texts = _texts(explorer)
+    for name in TABS:
+        assert explorer.outputs[name].outputs, name
+        assert "cleared" not in texts[name] and "NameError" not in texts[name], name
+    assert "3.0" in texts["source"] and "def grad_" in texts["python"]
+    assert any(isinstance(w, BotStepper) for w in explorer.bot_box.children)
+    check = explorer.outputs["check"].outputs[0]["data"]
+    assert "text/html" in check and "FAIL" not in check["text/plain"]
+
+
+def test_the_check_tab_names_the_error_once_and_never_the_widgets_file() -> None:
+    from dualarr_widgets import PipelineExplorer
+
+    def counts(n: Any) -> Any:  # no float input: the pipeline runs, check_grad refuses
+        return da.sum(da.to_float(n))
+
+    explorer = PipelineExplorer(counts, np.arange(4))
+    assert explorer.error == ""
+    text = _texts(explorer)["check"]
+    assert text.startswith("DualarrError: check_grad: counts has no float input")
+    assert text.count("check_grad:") == 1
+    assert "widgets" not in text and ".py:" not in text and " at " not in text
+
+
+def test_an_error_in_the_initial_function_names_its_line_in_the_editor() -> None:
+    from dualarr_widgets import PipelineExplorer
+
+    def misfit(x: Any) -> Any:
+        y = x * 2.0
+        return da.sum(y + y[:2])
+
+    explorer = PipelineExplorer(misfit, np.ones(4))
+    assert explorer.error_type == "ShapeError" and explorer.pipeline is None
+    assert explorer.error_line == 3  # the def is line 1 of the editor's text
+    assert explorer.editor.value.splitlines()[2].strip() == explorer.error_source
+    assert explorer.error_source == "return da.sum(y + y[:2])"
+    assert "widgets" not in explorer.error and "test_widgets.py" not in explorer.error

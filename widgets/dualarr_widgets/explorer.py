@@ -3,17 +3,25 @@
 Tabs: source, vectorised (with the :class:`BotStepper`), forward Delta (drawn), the
 extracted symbolic Delta (Eq. 6), the shared gradient, the let-converted program, the
 generated Python and a check (``da.check_grad``).  The program's Python source is in a
-text area: editing it and pressing *run* re-traces and updates every tab; a mistake
-(a ``DualarrError``, a syntax error) is shown in the widget, not as a traceback.  State
+text area: editing it and pressing *run* re-traces and updates every tab.  Any exception
+the source raises (a syntax error, a ``NameError``, a ``TypeError``, a ``DualarrError``
+…) is shown in the widget, not as a traceback: its type, its message and the line of the
+edited source it came from; the tabs of the previous program are then cleared.  State
 in traitlets, output appended, so it runs and is tested without a kernel.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
+import difflib
+import html
 import inspect
 import textwrap
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 import ipywidgets as widgets
@@ -26,31 +34,151 @@ from dualarr.pipeline import Pipeline
 
 from .botstepper import BotStepper
 
-__all__ = ["PipelineExplorer"]
+__all__ = ["PipelineExplorer", "SourceError"]
 
 TABS = ("source", "vectorised", "forward", "delta", "shared", "gradient", "python", "check")
+SOURCE_FILE = "<PipelineExplorer>"  # the file name the edited source is compiled under
 
 
-def _source_of(f: Callable[..., Any]) -> str:
+def _source_of(f: Callable[..., Any]) -> tuple[str, int]:
+    """``f``'s source, dedented, and the line of its file it starts at (0: no source)."""
     try:
-        return textwrap.dedent(inspect.getsource(f))
+        lines, first = inspect.getsourcelines(f)
     except (OSError, TypeError):
+        return "", 0
+    return textwrap.dedent("".join(lines)), max(first, 1)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where the editor's text runs from: code in ``filename`` from line ``first`` on."""
+
+    filename: str
+    first: int
+    lines: tuple[str, ...]
+
+    def line_of(self, filename: str, lineno: int | None) -> int:
+        """The 1-based line of the editor's text at ``filename:lineno`` (0: not in it)."""
+        if filename != self.filename or lineno is None:
+            return 0
+        line = lineno - self.first + 1
+        return line if 1 <= line <= len(self.lines) else 0
+
+    def text(self, line: int) -> str:
+        return self.lines[line - 1].strip() if 1 <= line <= len(self.lines) else ""
+
+
+@dataclass(frozen=True)
+class SourceError:
+    """An exception raised by the program in the editor, located in the edited source:
+    ``line`` counts from 1 in the editor's text (0 when no line of it was running)."""
+
+    kind: str
+    message: str
+    line: int
+    text: str
+
+    def __str__(self) -> str:
+        head = f"{self.kind}: {self.message}" if self.message else self.kind
+        return f"{head}\n  line {self.line}: {self.text}" if self.line else head
+
+    def html(self) -> str:
+        head = f"<b>{html.escape(self.kind)}</b>"
+        if self.message:
+            head += ": " + html.escape(self.message)
+        if self.line:
+            head += f"<br>line {self.line}: <code>{html.escape(self.text)}</code>"
+        return f"<span style='color:#b00; white-space:pre-wrap'>{head}</span>"
+
+
+def _chain(err: BaseException) -> Iterable[BaseException]:
+    """``err``, then the exceptions it was raised from or while handling."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _located(err: BaseException, origin: Origin) -> tuple[int, FrameType | None]:
+    """The innermost line of the edited source in ``err``'s traceback (or in that of an
+    exception it was raised from), with its frame; else the line a ``DualarrError``
+    names as its location; else ``(0, None)``."""
+    for link in _chain(err):
+        found: tuple[int, FrameType | None] = (0, None)
+        for frame, lineno in traceback.walk_tb(link.__traceback__):
+            line = origin.line_of(frame.f_code.co_filename, lineno)
+            if line:
+                found = (line, frame)
+        if found[0]:
+            return found
+    location = err.location if isinstance(err, DualarrError) else None
+    if location and location.startswith(origin.filename + ":"):
+        digits = location[len(origin.filename) + 1 :].split(":", 1)[0]
+        if digits.isdigit():
+            return origin.line_of(origin.filename, int(digits)), None
+    return 0, None
+
+
+def _suggestion(err: BaseException, frame: FrameType | None) -> str:
+    """``Did you mean: 'sum'?`` for a misspelt attribute or name, as Python 3.12 says."""
+    name = getattr(err, "name", None)
+    if not isinstance(name, str):
         return ""
+    if isinstance(err, AttributeError):
+        candidates = [n for n in dir(getattr(err, "obj", None)) if not n.startswith("__")]
+    elif isinstance(err, NameError) and frame is not None:
+        candidates = [*frame.f_locals, *frame.f_globals, *dir(builtins)]
+    else:
+        return ""
+    close = difflib.get_close_matches(name, candidates, n=1)
+    return f". Did you mean: {close[0]!r}?" if close else ""
+
+
+def describe(err: BaseException, origin: Origin) -> SourceError:
+    """``err`` as its type, its message and the line of the edited source it came from.
+
+    A ``DualarrError``'s message loses its ``at file:line`` suffix (that location may be
+    the widget's own code); a syntax error of the source is located by its line number.
+    """
+    if isinstance(err, SyntaxError) and err.filename == origin.filename:
+        line = origin.line_of(origin.filename, err.lineno)
+        return SourceError(type(err).__name__, err.msg, line, origin.text(line))
+    line, frame = _located(err, origin)
+    message = str(err)
+    if isinstance(err, DualarrError) and err.location:
+        message = message.removesuffix(f"\n  at {err.location}")
+    message += _suggestion(err, frame)
+    notes = getattr(err, "__notes__", None)
+    if isinstance(notes, list):
+        message = "\n".join([message, *map(str, notes)])
+    return SourceError(type(err).__name__, message, line, origin.text(line))
 
 
 class PipelineExplorer(widgets.VBox):  # type: ignore[misc]
-    """All stages of ``f`` traced on ``arrays``, with an editable source."""
+    """All stages of ``f`` traced on ``arrays``, with an editable source.
+
+    ``error`` is the last failure of the source as text ("" after a good run);
+    ``error_type``, ``error_message``, ``error_line`` (from 1 in the editor's text, 0
+    for none) and ``error_source`` (that line) are its parts.
+    """
 
     code = traitlets.Unicode("").tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
+    error_type = traitlets.Unicode("").tag(sync=True)
+    error_message = traitlets.Unicode("").tag(sync=True)
+    error_line = traitlets.Int(0).tag(sync=True)
+    error_source = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, f: Callable[..., Any], *arrays: Any, code: str | None = None) -> None:
         self.arrays = arrays
         self.function = f
         self.pipeline: Pipeline | None = None
+        own, first = _source_of(f)
+        source = code if code is not None else own
         self.editor = widgets.Textarea(
-            value=code if code is not None else _source_of(f),
-            layout=widgets.Layout(width="100%", height="8em"),
+            value=source, layout=widgets.Layout(width="100%", height="8em")
         )
         self.run_button = widgets.Button(description="run")
         self.message = widgets.HTML()
@@ -62,8 +190,12 @@ class PipelineExplorer(widgets.VBox):  # type: ignore[misc]
         super().__init__(
             children=[self.editor, widgets.HBox([self.run_button, self.message]), self.tabs]
         )
-        self.code = self.editor.value
-        self._show(f)
+        self.code = source
+        if code is None and first:  # the editor shows f's own lines, from line ``first``
+            origin = Origin(inspect.getfile(f), first, tuple(source.splitlines()))
+        else:  # the editor does not show f's own lines: no line of it can be named
+            origin = Origin(SOURCE_FILE, 1, ())
+        self._show(f, origin)
 
     # -- running -------------------------------------------------------------------
 
@@ -71,37 +203,47 @@ class PipelineExplorer(widgets.VBox):  # type: ignore[misc]
         """Execute the text area's code and show the stages of the function it defines
         (the first ``def``; ``da`` and ``np`` are in scope)."""
         self.code = self.editor.value
+        origin = Origin(SOURCE_FILE, 1, tuple(self.code.splitlines()))
         try:
-            tree = ast.parse(self.code)
+            tree = ast.parse(self.code, SOURCE_FILE)
             names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
             if not names:
-                raise SyntaxError("the code defines no function (def name(...): ...)")
+                raise SyntaxError(
+                    "the code defines no function (def name(...): ...)", (SOURCE_FILE, 0, 0, "")
+                )
             namespace: dict[str, Any] = {"da": da, "np": np}
-            exec(compile(tree, "<PipelineExplorer>", "exec"), namespace)
-        except SyntaxError as err:
-            self._fail(f"SyntaxError: {err.msg} (line {err.lineno})")
+            exec(compile(tree, SOURCE_FILE, "exec"), namespace)
+        except Exception as err:  # the user's code failed: show it, as a cell would
+            self._fail(describe(err, origin))
             return
-        except Exception as err:  # the user's code ran and failed: show it, as a cell would
-            self._fail(f"{type(err).__name__}: {err}")
-            return
-        self._show(namespace[names[0]])
+        self._show(namespace[names[0]], origin)
 
-    def _fail(self, text: str) -> None:
-        self.error = text
-        self.message.value = f"<span style='color:#b00'>{_escape(text)}</span>"
-
-    def _show(self, f: Callable[..., Any]) -> None:
-        try:
-            p = da.pipeline(f, *self.arrays)
-            stages = [getattr(p, name) for name in p.stages if name != "bot_steps"]
-        except DualarrError as err:
-            self._fail(str(err))
-            return
-        self.function, self.pipeline, self.error = f, p, ""
-        self.message.value = f"<b>{p.source.name}</b> {_escape(p.source.signature())}"
+    def _fail(self, report: SourceError) -> None:
+        """Show ``report`` and clear every tab: nothing of an earlier program stays."""
+        self.pipeline = None
+        self.error_type, self.error_message = report.kind, report.message
+        self.error_line, self.error_source = report.line, report.text
+        self.error = str(report)
+        self.message.value = report.html()
         for out in self.outputs.values():
             out.outputs = ()
-        shown = dict(zip([s for s in p.stages if s != "bot_steps"], stages, strict=True))
+            out.append_stdout(f"(cleared: the edited source failed)\n{report}\n")
+        self.bot_box.children = (self.outputs["vectorised"],)
+
+    def _show(self, f: Callable[..., Any], origin: Origin) -> None:
+        try:
+            p = da.pipeline(f, *self.arrays)
+            names = [name for name in p.stages if name != "bot_steps"]
+            shown = {name: getattr(p, name) for name in names}
+        except Exception as err:  # any failure of the user's program, not only dualarr's
+            self._fail(describe(err, origin))
+            return
+        self.function, self.pipeline = f, p
+        self.error = self.error_type = self.error_message = self.error_source = ""
+        self.error_line = 0
+        self.message.value = f"<b>{p.source.name}</b> {html.escape(p.source.signature())}"
+        for out in self.outputs.values():
+            out.outputs = ()
         for name in ("source", "vectorised", "forward", "delta", "shared", "gradient"):
             out = self.outputs[name]
             if name not in shown:
@@ -113,20 +255,16 @@ class PipelineExplorer(widgets.VBox):  # type: ignore[misc]
         self.bot_box.children = (self.outputs["vectorised"], BotStepper(stages=p))
         if "python" in shown:
             self.outputs["python"].append_stdout(shown["python"])
-            self._check(f)
+            self._check(f, origin)
         else:
             self.outputs["python"].append_stdout("(no gradient program: one float output needed)\n")
             self.outputs["check"].append_stdout("(no gradient to check)\n")
 
-    def _check(self, f: Callable[..., Any]) -> None:
+    def _check(self, f: Callable[..., Any], origin: Origin) -> None:
         out = self.outputs["check"]
         try:
             report = da.check_grad(f, *self.arrays)
-        except DualarrError as err:
-            out.append_stdout(f"check_grad: {err}\n")
+        except Exception as err:  # shown in the tab; the other stages went through
+            out.append_stdout(f"{describe(err, origin)}\n")
             return
         out.append_display_data(report)
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -57,6 +57,7 @@ from .tensor import (
     positional_arity,
     promote,
     static_int,
+    static_integer,
 )
 from .tensor import ensure_tensor as _ensure_tensor
 
@@ -677,14 +678,7 @@ def concatenate(xs: Sequence[Operand], axis: int = 0) -> Tensor:
 
 def _axis(axis: Any, rank: int, op: str, expected: str = "an int") -> int:
     """One axis, negative ones counted from the end, as a non-negative int."""
-    if isinstance(axis, Tensor):
-        raise TracingError(
-            f"axis must be a static Python int, got a traced "
-            f"{type_name(axis.shape, axis.term.dtype)} value",
-            op=op,
-        )
-    if isinstance(axis, bool) or not isinstance(axis, int | np.integer):
-        raise ShapeError(f"axis must be {expected}, got {axis!r}", op=op)
+    axis = static_integer(axis, op, "axis", expected)
     if not -rank <= axis < rank:
         raise ShapeError(f"axis {axis} is out of range for rank {rank}", op=op)
     return int(axis) + rank if axis < 0 else int(axis)

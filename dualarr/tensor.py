@@ -699,8 +699,9 @@ def ensure_tensor(value: Operand, op: str) -> Tensor:
     return value if isinstance(value, Tensor) else Tensor(as_term(value, op))
 
 
-def static_int(value: Any, op: str, what: str) -> int:
-    """A static (Python) non-negative int, or a clear error for a traced one."""
+def static_integer(value: Any, op: str, what: str, expected: str = "an int") -> int:
+    """A static (Python or NumPy) int, or a clear error for a traced value or another
+    type (``expected`` says what was wanted)."""
     if isinstance(value, Tensor):
         raise TracingError(
             f"{what} must be a static Python int (shapes are static), got a traced "
@@ -708,7 +709,13 @@ def static_int(value: Any, op: str, what: str) -> int:
             op=op,
         )
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise ShapeError(f"{what} must be an int, got {value!r}", op=op)
+        raise ShapeError(f"{what} must be {expected}, got {value!r}", op=op)
+    return int(value)
+
+
+def static_int(value: Any, op: str, what: str) -> int:
+    """A static (Python) non-negative int, or a clear error for a traced one."""
+    value = static_integer(value, op, what)
     if value < 0:
         raise ShapeError(f"{what} must be >= 0, got {value}", op=op)
     return int(value)

@@ -100,13 +100,6 @@ ARITY: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize(("run", "cls", "op", "fragments"), ARITY)
-def test_wrong_arity(
-    run: Callable[[], Any], cls: type[da.DualarrError], op: str, fragments: Sequence[str]
-) -> None:
-    check(run, cls, op, fragments)
-
-
 def test_functions_with_defaults_or_star_args_are_accepted() -> None:
     program = T(lambda x: da.build((3, 4), lambda *ix: x[ix] * 2.0), X)
     np.testing.assert_array_equal(program(X), 2 * X)
@@ -171,13 +164,6 @@ SHAPES_AND_AXES: list[Any] = [
         da.TracingError, "sum", ["static Python int"], id="sum-traced-axis",
     ),
 ]
-
-
-@pytest.mark.parametrize(("run", "cls", "op", "fragments"), SHAPES_AND_AXES)
-def test_bad_shapes_and_axes(
-    run: Callable[[], Any], cls: type[da.DualarrError], op: str, fragments: Sequence[str]
-) -> None:
-    check(run, cls, op, fragments)
 
 
 CUBE = np.random.default_rng(0).permutation(24).reshape(2, 3, 4).astype(np.float64)
@@ -257,13 +243,6 @@ INPUTS: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize(("run", "cls", "op", "fragments"), INPUTS)
-def test_ragged_and_unsupported_inputs(
-    run: Callable[[], Any], cls: type[da.DualarrError], op: str, fragments: Sequence[str]
-) -> None:
-    check(run, cls, op, fragments)
-
-
 # -------------------------------------------------------------------------- 4. float // and %
 
 DIVISION: list[Any] = [
@@ -288,13 +267,6 @@ DIVISION: list[Any] = [
         da.TracingError, "quot", ["str"], id="floordiv-str",
     ),
 ]
-
-
-@pytest.mark.parametrize(("run", "cls", "op", "fragments"), DIVISION)
-def test_division_errors_name_the_operator(
-    run: Callable[[], Any], cls: type[da.DualarrError], op: str, fragments: Sequence[str]
-) -> None:
-    check(run, cls, op, fragments)
 
 
 A = np.array([7.0, -7.0, 7.0, -7.0, 0.5, 3.25, -0.0, 5.5, 1.0, -1.0, 0.0, 1e300])
@@ -444,13 +416,6 @@ FORMAT_AND_HASH: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize(("run", "cls", "op", "fragments"), FORMAT_AND_HASH)
-def test_format_and_hash_of_traced_values(
-    run: Callable[[], Any], cls: type[da.DualarrError], op: str, fragments: Sequence[str]
-) -> None:
-    check(run, cls, op, fragments)
-
-
 def test_str_and_repr_of_traced_values_still_work() -> None:
     shown: list[str] = []
 
@@ -513,3 +478,24 @@ def test_dtype_errors_name_the_given_dtype(
 def test_grad_of_an_integer_input_names_its_dtype(dtype: type[np.generic]) -> None:
     run = lambda: da.grad(total)(np.ones(3, dtype))  # noqa: E731
     check(run, da.DtypeError, "grad", [np.dtype(dtype).name])
+
+
+ERROR_TABLES = {
+    "test_wrong_arity": ARITY,
+    "test_bad_shapes_and_axes": SHAPES_AND_AXES,
+    "test_ragged_and_unsupported_inputs": INPUTS,
+    "test_division_errors_name_the_operator": DIVISION,
+    "test_format_and_hash_of_traced_values": FORMAT_AND_HASH,
+}
+
+
+@pytest.mark.parametrize(
+    ("run", "cls", "op", "fragments"),
+    [case for table in ERROR_TABLES.values() for case in table],
+)
+def test_a_named_error_at_the_users_line(
+    run: Callable[[], Any], cls: type[da.DualarrError], op: str, fragments: Sequence[str]
+) -> None:
+    """Wrong arity, shapes and axes, ragged and unsupported inputs, division, format
+    and hash of traced values, dtypes: each a named error at the call's line."""
+    check(run, cls, op, fragments)

@@ -16,7 +16,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from .core import DType, Shape, assert_never, parse_contraction, static_int_value
+from .core import DType, Shape, TermBase, assert_never, parse_contraction, static_int_value
 from .errors import DualarrError
 
 
@@ -323,13 +323,11 @@ def _statically_out_of_range(index: tuple[Any, ...], shape: Shape) -> bool:
     """Whether some component of a primal index is a known constant outside ``shape``
     (the concrete path's index values are numbers, the symbolic path's are terms)."""
     for component, extent in zip(index, shape, strict=False):
-        value: int | None
-        if isinstance(component, int | np.integer) or (
-            isinstance(component, np.ndarray) and component.shape == ()
-        ):
-            value = int(component)
-        else:
-            value = static_int_value(component)
+        value: int | None = None
+        if isinstance(component, TermBase):
+            value = static_int_value(component)  # type: ignore[arg-type]
+        elif isinstance(component, int | np.integer) or getattr(component, "shape", None) == ():
+            value = int(component)  # a number, or a rank-0 array of any backend
         if value is not None and not 0 <= value < extent:
             return True
     return False

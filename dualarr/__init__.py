@@ -5,7 +5,7 @@ the core language of the paper (stage ``source``) and, in later stages, vectoris
 differentiates, transposes and compiles it.  ``import dualarr as da``.
 """
 
-from .api import clear_caches, grad, jacobian, jit, jvp, value_and_grad, vjp
+from .api import clear_caches, grad, jacobian, jit, jvp, value_and_grad, vjp, vmap
 from .bot import NotBotNormal, is_bot_normal
 from .check import GradCheckReport, check_grad
 from .core import DType, Term
@@ -83,7 +83,6 @@ from .pipeline import Pipeline, pipeline
 from .program import Program, ShapeSpec, trace
 from .sympy_backend import SympyGradient, sympy_gradient
 from .tensor import Tensor
-from .vmap import vmap
 
 __version__ = "0.1.0"
 

@@ -37,6 +37,7 @@ from .reverse import ReverseState, ReverseStats, backprop, eval_delta, forward
 from .staging import TermAlgebra
 from .tensor import Tensor, current_context, current_trace, ensure_tensor
 from .trampoline import collector_paused
+from .vmap import mapped_term
 
 MODES = ("compiled", "interpret")
 CACHE_SIZE = 128
@@ -688,7 +689,6 @@ def _traced_jacobian(
     """``jacobian`` on traced arguments: the pullback mapped (``vmap``, so in bulk) over
     the one-hot cotangents, one row per output element."""
     from .lang import constant, reshape
-    from .vmap import vmap
 
     value, pullback = _traced_vjp(closed, args)
     out = value.term
@@ -967,6 +967,26 @@ def jacobian(
     return wrapped
 
 
+def vmap(
+    f: Callable[..., Any], in_axes: int | Sequence[int | None] | None = 0
+) -> Callable[..., Any]:
+    """Map ``f`` over axis ``in_axes`` of its arguments (None: not mapped), like
+    ``jax.vmap``; ``f`` may return a tree of arrays, and keyword arguments pass through
+    to it unmapped.  Inside a trace it builds ``build1 n (λi. f(xs[i]))`` (so vmaps
+    nest, and the enclosing pipeline's bot vectorises them); called on arrays it reads
+    what ``f`` captured at call time, and runs the bulk program the bot makes of it
+    (vectorised once per structure), which has no loop over the mapped dimension."""
+    mapped = mapped_term(f, in_axes)
+
+    def vmapped(*args: Any, **kwargs: Any) -> Any:
+        if current_trace() is not None:
+            return mapped(*args, **kwargs)
+        return evaluate_now(mapped, args, kwargs, "vmap")
+
+    vmapped.__name__ = f"vmap({_function_name(f)})"
+    return vmapped
+
+
 def jit(f: Callable[..., Any], *, backend: str | None = None) -> Callable[..., Any]:
     """``f`` compiled, as ``jax.jit``: traced once per input shapes, dtypes, backend and
     keyword values (keywords are static: they must be hashable), vectorised by the bot
@@ -1059,4 +1079,5 @@ __all__ = [
     "jvp",
     "value_and_grad",
     "vjp",
+    "vmap",
 ]

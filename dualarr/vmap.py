@@ -2,8 +2,9 @@
 
 ``vmap(f)(xs)`` means ``build1 n (λi. f(xs[i]))``.  Inside a traced function it builds
 exactly that term (so vmaps nest, and the bot of the enclosing pipeline vectorises
-them); called on arrays it traces, runs the bot and the simplifier and evaluates the
-resulting bulk program, which contains no loop over the mapped dimension.
+them); called on arrays (:func:`dualarr.api.vmap`) it is traced, the bot and the
+simplifier run, and the resulting bulk program, which contains no loop over the mapped
+dimension, is evaluated.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import optree
 
 from .errors import DualarrError, ShapeError, TracingError
 from .lang import build1, transpose
-from .tensor import _CURRENT, Tensor, ensure_tensor
+from .tensor import Tensor, ensure_tensor
 
 
 def _axis(value: Any) -> bool:
@@ -42,21 +43,19 @@ def _axes(in_axes: Any, count: int) -> list[int | None]:
     return axes
 
 
-def vmap(
+def mapped_term(
     f: Callable[..., Any], in_axes: int | Sequence[int | None] | None = 0
 ) -> Callable[..., Any]:
-    """Map ``f`` over axis ``in_axes`` of its arguments (None: not mapped), like
-    ``jax.vmap``.  Keyword arguments pass through to ``f`` unmapped.  Called on arrays,
-    it reads what ``f`` captured at call time (traced per call, vectorised once per
-    structure)."""
+    """``f`` mapped over axis ``in_axes`` of its arguments (None: not mapped) as a term
+    of the running trace: ``build1 n (λi. f(xs[i]))``, one per leaf of ``f``'s result.
+    Keyword arguments pass through to ``f`` unmapped.  (:func:`dualarr.api.vmap` runs
+    it on arrays.)"""
     if not callable(f):
         raise DualarrError(f"expected a function, got {type(f).__name__}", op="vmap")
     _axes(in_axes, len(in_axes) if isinstance(in_axes, tuple | list) else 1)
 
     def mapped(*args: Any, **kwargs: Any) -> Any:
         axes = _axes(in_axes, len(args))
-        if _CURRENT.get() is None:
-            return _eager(mapped, args, kwargs)
         tensors = [ensure_tensor(a, "vmap") for a in args]
         sizes = set()
         moved: list[Tensor] = []
@@ -104,9 +103,3 @@ def vmap(
 
     mapped.__name__ = f"vmap({getattr(f, '__name__', 'f')})"
     return mapped
-
-
-def _eager(mapped: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
-    from .api import evaluate_now
-
-    return evaluate_now(mapped, args, kwargs, "vmap")

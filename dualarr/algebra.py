@@ -13,6 +13,7 @@ Index functions (of ``gather``/``scatter``) are interpreted into an algebra-spec
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
@@ -24,11 +25,13 @@ A = TypeVar("A")
 IndexFn = Any  # an algebra's representation of an evaluated index function
 
 
-class Algebra(Generic[A]):
+class Algebra(ABC, Generic[A]):
     """The operations of the core language (Fig. 7) on a carrier ``A``.
 
     Static information (shapes, element types) is passed explicitly, so the same
-    methods serve terms being interpreted and values built by derivative rules.
+    methods serve terms being interpreted and values built by derivative rules.  Every
+    construct is an abstract method: a carrier that lacks one is reported by mypy and
+    cannot be instantiated.
     """
 
     @property
@@ -38,61 +41,79 @@ class Algebra(Generic[A]):
 
     # -- leaves ----------------------------------------------------------------------
 
+    @abstractmethod
     def const(self, value: np.ndarray) -> A:
         raise NotImplementedError
 
+    @abstractmethod
     def full(self, shape: Shape, value: float | int | bool, dtype: DType) -> A:
         raise NotImplementedError
 
+    @abstractmethod
     def iota(self, n: int) -> A:
         raise NotImplementedError
 
     # -- elementwise -----------------------------------------------------------------
 
+    @abstractmethod
     def op(self, name: str, args: Sequence[A], dtype: DType) -> A:
         raise NotImplementedError
 
+    @abstractmethod
     def cond(self, c: A, a: A, b: A) -> A:
         raise NotImplementedError
 
+    @abstractmethod
     def from_integral(self, a: A, dtype: DType) -> A:
         raise NotImplementedError
 
+    @abstractmethod
     def floor(self, a: A) -> A:
         raise NotImplementedError
 
     # -- structure -------------------------------------------------------------------
 
+    @abstractmethod
     def index(self, a: A, ix: Sequence[A]) -> A:
         raise NotImplementedError
 
+    @abstractmethod
     def gather(self, outer: Shape, a: A, fn: IndexFn) -> A:
         raise NotImplementedError
 
+    @abstractmethod
     def scatter(self, outer: Shape, a: A, fn: IndexFn, n_vars: int) -> A:
         raise NotImplementedError
 
+    @abstractmethod
     def sum_outer(self, a: A) -> A:
         raise NotImplementedError
 
+    @abstractmethod
     def replicate(self, count: int, a: A) -> A:
         raise NotImplementedError
 
+    @abstractmethod
     def transpose(self, perm: Sequence[int], a: A) -> A:
         raise NotImplementedError
 
+    @abstractmethod
     def reshape(self, shape: Shape, a: A) -> A:
         raise NotImplementedError
 
+    @abstractmethod
     def from_list(self, elems: Sequence[A]) -> A:
         raise NotImplementedError
 
+    @abstractmethod
     def argmin(self, a: A) -> A:
         raise NotImplementedError
 
+    @abstractmethod
     def argmax(self, a: A) -> A:
         raise NotImplementedError
 
+    @abstractmethod
     def contract(self, spec: str, a: A, b: A) -> A:
         """A tensor contraction in einsum notation (see :class:`dualarr.core.Contract`)."""
         raise NotImplementedError
@@ -102,12 +123,14 @@ class Algebra(Generic[A]):
         symbolic algebra wraps the term in an explicit ``share``."""
         return a
 
+    @abstractmethod
     def build1(self, rows: Sequence[A], shape: Shape, dtype: DType) -> A:
         """Stack the rows of an element-by-element ``build1`` (``shape`` of the result)."""
         raise NotImplementedError
 
     # -- index functions --------------------------------------------------------------
 
+    @abstractmethod
     def index_point(self, value: int) -> A:
         """A lambda variable bound to one index value."""
         raise NotImplementedError
@@ -116,18 +139,22 @@ class Algebra(Generic[A]):
         """The lambda variables bound to whole grids (bulk evaluation), if supported."""
         return None
 
+    @abstractmethod
     def index_fn_from_bulk(self, components: Sequence[A], grid: Shape) -> IndexFn:
         raise NotImplementedError
 
+    @abstractmethod
     def index_fn_from_points(self, columns: Sequence[Sequence[A]], grid: Shape) -> IndexFn:
         raise NotImplementedError
 
+    @abstractmethod
     def index_fn_constant(self, ix: Sequence[A]) -> IndexFn:
         """The index function of no variables returning ``ix`` (used by one-hot)."""
         raise NotImplementedError
 
     # -- static facts of values ----------------------------------------------------------
 
+    @abstractmethod
     def shape(self, a: A) -> Shape:
         raise NotImplementedError
 

@@ -26,7 +26,7 @@ from .algebra import Algebra, IndexFn
 from .api import dual_run, vectorised_program
 from .core import DType, IdSupply, Shape, Var
 from .dual import Dual, DualAlgebra
-from .errors import ShapeError
+from .errors import ShapeError, UnsupportedError
 from .evaluate import Interpreter, NumpyAlgebra, index_array
 from .program import Program, trace
 from .reverse import ReverseStats, reverse
@@ -211,6 +211,13 @@ class ScalarDualAlgebra(Algebra[Any]):
 
     def argmax(self, a: Any) -> Any:
         return self.np.argmax(self.primal(a))
+
+    def contract(self, spec: str, a: Any, b: Any) -> Any:
+        raise UnsupportedError(
+            f"contract ({spec}) is not part of the scalar dual-numbers baseline (§2): it "
+            "runs traced programs before simplification, which has no contractions",
+            op="contract",
+        )
 
     def build1(self, rows: Sequence[Any], shape: Shape, dtype: DType) -> Any:
         if not rows:

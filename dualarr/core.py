@@ -14,6 +14,7 @@ Every traversal in this module is iterative, so terms of any depth are fine.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -790,86 +791,67 @@ def fresh_var(supply: IdSupply, hint: str, shape: Shape, dtype: DType) -> Var:
 # --------------------------------------------------------------------------------------
 
 
+_CHILD = "Term"
+_CHILDREN = "tuple[Term, ...]"
+
+
+def _structure(cls: type) -> tuple[tuple[tuple[str, bool], ...], tuple[str, ...]]:
+    """The fields of a term constructor that hold subterms (name, whether a tuple of
+    them), in declaration order, and the other constructor fields: read off the
+    dataclass's field types, so a new constructor needs no entry here."""
+    kids, statics = [], []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        if f.type in (_CHILD, _CHILDREN):
+            kids.append((f.name, f.type == _CHILDREN))
+        else:
+            statics.append(f.name)
+    return tuple(kids), tuple(statics)
+
+
+_STRUCTURE: dict[type, tuple[tuple[tuple[str, bool], ...], tuple[str, ...]]] = {
+    cls: _structure(cls) for cls in TERM_TYPES
+}
+
+
 def children(term: Term) -> tuple[Term, ...]:
-    """The immediate subterms, in evaluation order (binders' bodies included)."""
-    match term:
-        case Const() | Var() | Iota():
-            return ()
-        case Op(args=args):
-            return args
-        case Cond(cond=c, if_true=a, if_false=b):
-            return (c, a, b)
-        case Let(bound=bound, body=body):
-            return (bound, body)
-        case Build1(body=body):
-            return (body,)
-        case Index(array=array, index=index):
-            return (array, *index)
-        case Gather(array=array, index=index) | Scatter(array=array, index=index):
-            return (array, *index)
-        case (
-            SumOuter(array=a)
-            | Replicate(array=a)
-            | Transpose(array=a)
-            | Reshape(array=a)
-            | FromIntegral(array=a)
-            | Floor(array=a)
-            | ArgMin(array=a)
-            | ArgMax(array=a)
-            | Share(array=a)
-        ):
-            return (a,)
-        case Contract(left=a, right=b):
-            return (a, b)
-        case FromList(elems=elems):
-            return elems
-        case _:
-            assert_never(term)
+    """The immediate subterms, in evaluation order (binders' bodies included): the
+    constructor's ``Term`` fields in declaration order, a tuple of terms spliced in."""
+    fields, _ = _STRUCTURE[type(term)]
+    if not fields:
+        return ()
+    if len(fields) == 1:
+        name, many = fields[0]
+        value = getattr(term, name)
+        return value if many else (value,)
+    kids: list[Term] = []
+    for name, many in fields:
+        value = getattr(term, name)
+        if many:
+            kids.extend(value)
+        else:
+            kids.append(value)
+    return tuple(kids)
 
 
 def with_children(term: Term, kids: Sequence[Term]) -> Term:
-    """``term`` rebuilt with new immediate subterms (same order as :func:`children`)."""
-    match term:
-        case Const() | Var() | Iota():
-            return term
-        case Op(op=op):
-            return Op(op, tuple(kids))
-        case Cond():
-            return Cond(kids[0], kids[1], kids[2])
-        case Let(var=var):
-            return Let(var, kids[0], kids[1])
-        case Build1(size=size, var=var):
-            return Build1(size, var, kids[0])
-        case Index():
-            return Index(kids[0], tuple(kids[1:]))
-        case Gather(outer_shape=sh, vars=vs):
-            return Gather(sh, kids[0], vs, tuple(kids[1:]))
-        case Scatter(outer_shape=sh, vars=vs):
-            return Scatter(sh, kids[0], vs, tuple(kids[1:]))
-        case SumOuter():
-            return SumOuter(kids[0])
-        case Replicate(count=count):
-            return Replicate(count, kids[0])
-        case Transpose(perm=perm):
-            return Transpose(perm, kids[0])
-        case Reshape(new_shape=sh):
-            return Reshape(sh, kids[0])
-        case FromList():
-            return FromList(tuple(kids))
-        case FromIntegral(to=to):
-            return FromIntegral(kids[0], to)
-        case Floor():
-            return Floor(kids[0])
-        case ArgMin():
-            return ArgMin(kids[0])
-        case ArgMax():
-            return ArgMax(kids[0])
-        case Contract(spec=spec):
-            return Contract(spec, kids[0], kids[1])
-        case Share(id=i):
-            return Share(i, kids[0])
-        case _:
-            assert_never(term)
+    """``term`` rebuilt with new immediate subterms (same order as :func:`children`);
+    the constructor checks the new node's types."""
+    fields, statics = _STRUCTURE[type(term)]
+    if not fields:
+        return term
+    values: dict[str, Any] = {name: getattr(term, name) for name in statics}
+    at = 0
+    for name, many in fields:
+        if many:
+            count = len(getattr(term, name))
+            values[name] = tuple(kids[at : at + count])
+            at += count
+        else:
+            values[name] = kids[at]
+            at += 1
+    return type(term)(**values)
 
 
 def bound_vars(term: Term) -> tuple[tuple[Var, ...], tuple[int, ...]]:

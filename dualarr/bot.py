@@ -8,7 +8,7 @@ an indexed array is a normal form that mentions ``i`` (a ``fromList``, a ``scatt
 D).  ``cond c a b`` is encoded as ``index (fromList [a, b]) [cond c 0 1]``.
 
 The transform works bottom-up: the body of an inner ``build1`` is vectorised before the
-outer one, so a rule never meets a ``build1`` below it (``shared/RULES.md`` §2).  It is
+outer one, so a rule never meets a ``build1`` below it (``book/rules.md §2``).  It is
 memoised on the DAG (a shared subterm is vectorised once, sharing kept) and trampolined
 (:mod:`dualarr.trampoline`), so 3,500-deep ``let`` chains need no deep Python stack.
 

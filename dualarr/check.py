@@ -1,4 +1,4 @@
-"""``da.check_grad``: the compiled gradient cross-checked four ways (``DESIGN.md`` §3).
+"""``da.check_grad``: the compiled gradient cross-checked four ways (README, "Writing programs").
 
 The gradient of the compiled program (§7: ``da.pipeline(f, *arrays)``) is compared with
 

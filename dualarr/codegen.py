@@ -28,7 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Backend, contract, generic_helpers
+from .arrays import (
+    ELEMENTWISE,
+    Backend,
+    NamespaceCall,
+    contract,
+    generic_helpers,
+    primal_helpers,
+)
 from .bot import distinct_binders
 from .core import (
     ArgMax,
@@ -72,29 +79,6 @@ __all__ = ["HELPERS", "CompiledProgram", "compile_program", "generate"]
 # --------------------------------------------------------------------------------------
 
 
-def _quot(a: Any, b: Any) -> Any:
-    """Integer floor division with ``a // 0 == a``."""
-    zero = b == 0
-    return np.where(zero, a, np.floor_divide(a, np.where(zero, 1, b)))
-
-
-def _rem(a: Any, b: Any) -> Any:
-    """Integer remainder (sign of the divisor) with ``a % 0 == a``."""
-    zero = b == 0
-    return np.where(zero, a, np.remainder(a, np.where(zero, 1, b)))
-
-
-def _sigmoid(a: Any) -> Any:
-    return 1 / (1 + np.exp(-a))
-
-
-def _floor(a: Any) -> Any:
-    """Float to int, rounding down (``nan`` becomes 0, ``±inf`` a huge int)."""
-    bound = float(2**62)
-    x = np.asarray(a)
-    return np.floor(np.where(np.isnan(x), 0.0, np.clip(x, -bound, bound))).astype(np.int64)
-
-
 def _grid(shape: tuple[int, ...]) -> list[np.ndarray]:
     """One index grid per dimension of ``shape`` (the lambda's variables, in bulk), as
     broadcastable ``arange``s: ``(n, 1)`` and ``(1, m)`` for a 2-d grid."""
@@ -136,10 +120,7 @@ def _scatter(
 
 
 HELPERS = SimpleNamespace(
-    quot=_quot,
-    rem=_rem,
-    sigmoid=_sigmoid,
-    floor=_floor,
+    **primal_helpers(np),
     contract=contract,
     grid=_grid,
     points=_points,
@@ -149,7 +130,8 @@ HELPERS = SimpleNamespace(
     gather=_gather,
     scatter=_scatter,
 )
-"""The ``helpers`` namespace passed to generated functions (NumPy implementations)."""
+"""The ``helpers`` namespace passed to generated functions (NumPy implementations; the
+elementwise ones are :func:`dualarr.arrays.primal_helpers` with ``xp = numpy``)."""
 
 
 def helpers_for(backend: Backend) -> SimpleNamespace:
@@ -329,17 +311,11 @@ _INFIX: dict[str, tuple[str, int]] = {
 }
 
 _CALL: dict[str, str] = {
-    **{n: f"xp.{n}" for n in ("exp", "log", "log1p", "expm1", "sin", "cos", "tan")},
-    **{n: f"xp.{n}" for n in ("sinh", "cosh", "tanh", "sqrt", "asin", "acos", "atan")},
-    **{n: f"xp.{n}" for n in ("atan2", "abs", "sign", "maximum", "minimum")},
-    "sigmoid": "helpers.sigmoid",
-    "quot": "helpers.quot",
-    "rem": "helpers.rem",
-    "not": "xp.logical_not",
-    "and": "xp.logical_and",
-    "or": "xp.logical_or",
-    "select": "xp.where",
+    **{op: f"xp.{f.name}" for op, f in ELEMENTWISE.items() if isinstance(f, NamespaceCall)},
+    **{op: f"helpers.{op}" for op in vars(HELPERS) if op in ELEMENTWISE},
 }
+"""How a call of each primitive is spelled when it is not an operator (:data:`_INFIX`,
+``-a``, ``1.0 / a``): the namespace function or the helper that defines it."""
 
 _MAX_NEST = 6  # inline expressions at most this deep (the parser's nesting limit)
 _MAX_WIDTH = 88  # a longer inline expression gets its own line

@@ -1,4 +1,4 @@
-"""The core array language (paper §3, Figs. 7–8; ``shared/RULES.md`` §1).
+"""The core array language (paper §3, Figs. 7–8; ``book/rules.md §1``).
 
 A term is a DAG of frozen dataclasses joined by the :data:`Term` union.  Every node
 checks its arguments when it is built and records its ``shape`` and element type

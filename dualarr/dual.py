@@ -27,10 +27,6 @@ class Dual(Generic[A]):
     delta: dl.Delta
 
 
-Factor = Callable[[], Any] | None  # a derivative factor, computed only when needed
-IDENTITY: Factor = None
-
-
 class DualAlgebra(Algebra[Any]):
     """The core language on dual arrays over a primal algebra."""
 
@@ -90,12 +86,18 @@ class DualAlgebra(Algebra[Any]):
         y = self.p.op(name, prims, dtype)
         if not dtype.is_float:  # comparisons, logic, integer arithmetic: N (Fig. 13)
             return y
-        factors = _RULES[name](self, prims, y, dtype)
+        m = Math(self.p, self.p.shape(y), dtype)
+        values = [Num(m, p) for p in prims]
         terms: list[dl.Delta] = []
-        for arg, factor in zip(args, factors, strict=True):
-            if factor is False or not isinstance(arg, Dual) or isinstance(arg.delta, dl.Zero):
+        for arg, partial in zip(args, PARTIALS[name], strict=True):
+            if partial is None or not isinstance(arg, Dual) or isinstance(arg.delta, dl.Zero):
                 continue
-            terms.append(arg.delta if factor is IDENTITY else dl.Scale(factor(), arg.delta))
+            if partial == IDENTITY:
+                terms.append(arg.delta)
+            else:
+                assert callable(partial)
+                factor = m.lift(partial(m, *values, Num(m, y)))
+                terms.append(dl.Scale(factor.value, arg.delta))
         return self.dual(y, _sum(terms, self.p.shape(y), dtype))
 
     def cond(self, c: Any, a: Any, b: Any) -> Any:
@@ -106,7 +108,7 @@ class DualAlgebra(Algebra[Any]):
         shape = self.p.shape(y)
         dtype = (a if isinstance(a, Dual) else b).delta.dtype
         # cond c a b = index (fromList [a, b]) [cond c 0 1]; the selector is never
-        # differentiated (RULES §1)
+        # differentiated (book/rules.md §3.3)
         selector = self.p.cond(
             pc, self.p.full((), 0, DType.INT64), self.p.full((), 1, DType.INT64)
         )
@@ -227,115 +229,147 @@ def _sum(terms: list[dl.Delta], shape: Shape, dtype: DType) -> dl.Delta:
 
 
 # --------------------------------------------------------------------------------------
-# Derivative rules of the elementwise primitives (Fig. 14; RULES §3)
+# Derivative rules of the elementwise primitives (Fig. 14; book/rules.md §3.2)
 # --------------------------------------------------------------------------------------
-# Each rule gives, per argument, IDENTITY, False (no derivative) or a thunk computing the
-# factor (in the primal algebra) by which that argument's Delta is scaled.
-
-Rule = Callable[[DualAlgebra, list[Any], Any, DType], list[Any]]
 
 
-def _rules() -> dict[str, Rule]:
-    def k(alg: DualAlgebra, like: Any, value: float, dtype: DType) -> Any:
-        return alg.p.full(alg.p.shape(like), value, dtype)
+class Num:
+    """A value of a primal algebra in a derivative rule: arithmetic, comparisons and
+    the primitives (``m.cos(x)``, ``m.where(c, a, b)``) build it in that algebra, so
+    one rule serves NumPy arrays and terms alike.  Python numbers lift to arrays of the
+    rule's shape and element type; ``1 / x`` is ``recip x``, ``-x`` is ``neg x``."""
 
-    def f(alg: DualAlgebra, name: str, dtype: DType, *args: Any) -> Any:
-        return alg.p.op(name, args, dtype)
+    __slots__ = ("m", "value")
 
-    def unary(
-        factor: Callable[[DualAlgebra, Any, Any, DType], Any],
-    ) -> Rule:
-        return lambda alg, xs, y, dt: [lambda: factor(alg, xs[0], y, dt)]
+    def __init__(self, m: Math, value: Any) -> None:
+        self.m, self.value = m, value
 
-    rules: dict[str, Rule] = {
-        "add": lambda alg, xs, y, dt: [IDENTITY, IDENTITY],
-        "sub": lambda alg, xs, y, dt: [IDENTITY, lambda: k(alg, y, -1.0, dt)],
-        "mul": lambda alg, xs, y, dt: [lambda: xs[1], lambda: xs[0]],
-        "div": lambda alg, xs, y, dt: [
-            lambda: f(alg, "recip", dt, xs[1]),
-            lambda: f(alg, "neg", dt, f(alg, "div", dt, y, xs[1])),
-        ],
-        # d/dy x**y = x**y · log x with log x read as 0 where x == 0 (JAX's
-        # ``log(_replace_zero(x))``): 0 at x = 0 for y > 0, not 0 · -inf
-        "pow": lambda alg, xs, y, dt: [
-            lambda: f(alg, "mul", dt, xs[1],
-                      f(alg, "pow", dt, xs[0], f(alg, "sub", dt, xs[1], k(alg, y, 1.0, dt)))),
-            lambda: f(alg, "mul", dt, y, f(alg, "log", dt, _replace_zero(alg, xs[0], dt))),
-        ],
-        "atan2": lambda alg, xs, y, dt: [
-            lambda: f(alg, "div", dt, xs[1], _norm2(alg, xs, dt)),
-            lambda: f(alg, "neg", dt, f(alg, "div", dt, xs[0], _norm2(alg, xs, dt))),
-        ],
-        # ties go to the first argument, as horde-ad's max u v = if u >= v then u else v
-        "maximum": lambda alg, xs, y, dt: _mask_pair(alg, f(alg, "ge", DType.BOOL, *xs), y, dt),
-        "minimum": lambda alg, xs, y, dt: _mask_pair(alg, f(alg, "le", DType.BOOL, *xs), y, dt),
-        "select": lambda alg, xs, y, dt: [False, *_mask_pair(alg, xs[0], y, dt)],
-        "neg": lambda alg, xs, y, dt: [lambda: k(alg, y, -1.0, dt)],
-        "abs": unary(lambda alg, x, y, dt: f(alg, "sign", dt, x)),
-        "sign": lambda alg, xs, y, dt: [False],
-        "exp": unary(lambda alg, x, y, dt: y),
-        "log": unary(lambda alg, x, y, dt: f(alg, "recip", dt, x)),
-        "log1p": unary(
-            lambda alg, x, y, dt: f(alg, "recip", dt, f(alg, "add", dt, x, k(alg, x, 1.0, dt)))
-        ),
-        "expm1": unary(lambda alg, x, y, dt: f(alg, "add", dt, y, k(alg, y, 1.0, dt))),
-        "sin": unary(lambda alg, x, y, dt: f(alg, "cos", dt, x)),
-        "cos": unary(lambda alg, x, y, dt: f(alg, "neg", dt, f(alg, "sin", dt, x))),
-        "tan": unary(
-            lambda alg, x, y, dt: f(alg, "add", dt, k(alg, y, 1.0, dt), f(alg, "mul", dt, y, y))
-        ),
-        "asin": unary(lambda alg, x, y, dt: f(alg, "recip", dt, _sqrt_one_minus_sq(alg, x, dt))),
-        "acos": unary(
-            lambda alg, x, y, dt: f(
-                alg, "neg", dt, f(alg, "recip", dt, _sqrt_one_minus_sq(alg, x, dt))
-            )
-        ),
-        "atan": unary(
-            lambda alg, x, y, dt: f(
-                alg, "recip", dt, f(alg, "add", dt, k(alg, x, 1.0, dt), f(alg, "mul", dt, x, x))
-            )
-        ),
-        "sinh": unary(lambda alg, x, y, dt: f(alg, "cosh", dt, x)),
-        "cosh": unary(lambda alg, x, y, dt: f(alg, "sinh", dt, x)),
-        "tanh": unary(
-            lambda alg, x, y, dt: f(alg, "sub", dt, k(alg, y, 1.0, dt), f(alg, "mul", dt, y, y))
-        ),
-        "sqrt": unary(
-            lambda alg, x, y, dt: f(alg, "recip", dt, f(alg, "mul", dt, k(alg, y, 2.0, dt), y))
-        ),
-        "recip": unary(lambda alg, x, y, dt: f(alg, "neg", dt, f(alg, "mul", dt, y, y))),
-        "sigmoid": unary(
-            lambda alg, x, y, dt: f(alg, "mul", dt, y, f(alg, "sub", dt, k(alg, y, 1.0, dt), y))
-        ),
-        "stop_gradient": lambda alg, xs, y, dt: [False],  # a constant to differentiation
-    }
-    return rules
+    def _binary(self, name: str, other: Num | float, *, flip: bool = False) -> Num:
+        a, b = self, self.m.lift(other)
+        return self.m.apply(name, (b, a) if flip else (a, b))
+
+    def __add__(self, other: Num | float) -> Num:
+        return self._binary("add", other)
+
+    def __radd__(self, other: float) -> Num:
+        return self._binary("add", other, flip=True)
+
+    def __sub__(self, other: Num | float) -> Num:
+        return self._binary("sub", other)
+
+    def __rsub__(self, other: float) -> Num:
+        return self._binary("sub", other, flip=True)
+
+    def __mul__(self, other: Num | float) -> Num:
+        return self._binary("mul", other)
+
+    def __rmul__(self, other: float) -> Num:
+        return self._binary("mul", other, flip=True)
+
+    def __truediv__(self, other: Num | float) -> Num:
+        return self._binary("div", other)
+
+    def __rtruediv__(self, other: float) -> Num:
+        if other == 1:
+            return self.m.apply("recip", (self,))
+        return self._binary("div", other, flip=True)
+
+    def __pow__(self, other: Num | float) -> Num:
+        return self._binary("pow", other)
+
+    def __neg__(self) -> Num:
+        return self.m.apply("neg", (self,))
+
+    def __ge__(self, other: Num | float) -> Num:
+        return self.m.compare("ge", self, other)
+
+    def __le__(self, other: Num | float) -> Num:
+        return self.m.compare("le", self, other)
+
+    def __eq__(self, other: object) -> Num:  # type: ignore[override]
+        assert isinstance(other, Num | int | float)
+        return self.m.compare("eq", self, other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
-def _replace_zero(alg: DualAlgebra, x: Any, dt: DType) -> Any:
-    """``select (x == 0) 1 x``: the argument of the log in pow's exponent rule."""
-    zero, one = alg.p.full(alg.p.shape(x), 0.0, dt), alg.p.full(alg.p.shape(x), 1.0, dt)
-    return alg.p.op("select", (alg.p.op("eq", (x, zero), DType.BOOL), one, x), dt)
+class Math:
+    """The primitives over :class:`Num` values of one primal algebra, shape and float
+    type: ``m.sin(x)``, ``m.where(c, a, b)`` (the ``m`` of a derivative rule)."""
+
+    def __init__(self, algebra: Algebra[Any], shape: Shape, dtype: DType) -> None:
+        self.algebra, self.shape, self.dtype = algebra, shape, dtype
+
+    def lift(self, value: Num | float) -> Num:
+        if isinstance(value, Num):
+            return value
+        return Num(self, self.algebra.full(self.shape, value, self.dtype))
+
+    def apply(self, name: str, args: Sequence[Num]) -> Num:
+        return Num(self, self.algebra.op(name, [a.value for a in args], self.dtype))
+
+    def compare(self, name: str, a: Num, b: Num | float) -> Num:
+        return Num(self, self.algebra.op(name, (a.value, self.lift(b).value), DType.BOOL))
+
+    def where(self, condition: Num, a: Num | float, b: Num | float) -> Num:
+        return self.apply("select", (condition, self.lift(a), self.lift(b)))
+
+    def __getattr__(self, name: str) -> Callable[..., Num]:
+        """``m.cos`` and every other elementwise primitive, by its core name."""
+        return lambda *args: self.apply(name, [self.lift(a) for a in args])
 
 
-def _norm2(alg: DualAlgebra, xs: list[Any], dt: DType) -> Any:
-    sq = [alg.p.op("mul", (x, x), dt) for x in xs]
-    return alg.p.op("add", sq, dt)
+IDENTITY = "identity"
+"""A partial derivative of 1: the argument's Delta passes unchanged (no ``Scale``)."""
 
+Partial = Callable[..., Any] | str | None
+"""One argument's partial derivative: ``f(m, *args, y)`` giving the factor that scales
+that argument's Delta (a :class:`Num` or a number), :data:`IDENTITY`, or None when the
+primitive does not depend on it differentiably."""
 
-def _sqrt_one_minus_sq(alg: DualAlgebra, x: Any, dt: DType) -> Any:
-    one = alg.p.full(alg.p.shape(x), 1.0, dt)
-    return alg.p.op("sqrt", (alg.p.op("sub", (one, alg.p.op("mul", (x, x), dt)), dt),), dt)
-
-
-def _mask_pair(alg: DualAlgebra, mask: Any, like: Any, dt: DType) -> list[Any]:
-    """The 0/1 masks selecting the first and the second argument (Fig. 14: max, min)."""
-    shape = alg.p.shape(like)
-    one, zero = alg.p.full(shape, 1.0, dt), alg.p.full(shape, 0.0, dt)
-    return [
-        lambda: alg.p.op("select", (mask, one, zero), dt),
-        lambda: alg.p.op("select", (mask, zero, one), dt),
-    ]
-
-
-_RULES = _rules()
+PARTIALS: dict[str, tuple[Partial, ...]] = {
+    "add": (IDENTITY, IDENTITY),
+    "sub": (IDENTITY, lambda m, a, b, y: -1),
+    "mul": (lambda m, a, b, y: b, lambda m, a, b, y: a),
+    "div": (lambda m, a, b, y: 1 / b, lambda m, a, b, y: -(y / b)),
+    # d/dy x**y = x**y · log x with log x read as 0 where x == 0 (JAX's
+    # ``log(_replace_zero(x))``): 0 at x = 0 for y > 0, not 0 · -inf
+    "pow": (
+        lambda m, x, e, y: e * x ** (e - 1),
+        lambda m, x, e, y: y * m.log(m.where(x == 0, 1, x)),
+    ),
+    "atan2": (
+        lambda m, a, b, y: b / (a * a + b * b),
+        lambda m, a, b, y: -(a / (a * a + b * b)),
+    ),
+    # ties go to the first argument, as horde-ad's max u v = if u >= v then u else v
+    "maximum": (lambda m, a, b, y: m.where(a >= b, 1, 0), lambda m, a, b, y: m.where(a >= b, 0, 1)),
+    "minimum": (lambda m, a, b, y: m.where(a <= b, 1, 0), lambda m, a, b, y: m.where(a <= b, 0, 1)),
+    "select": (
+        None,  # the condition is not differentiated
+        lambda m, c, a, b, y: m.where(c, 1, 0),
+        lambda m, c, a, b, y: m.where(c, 0, 1),
+    ),
+    "neg": (lambda m, x, y: -1,),
+    "abs": (lambda m, x, y: m.sign(x),),
+    "sign": (None,),
+    "exp": (lambda m, x, y: y,),
+    "log": (lambda m, x, y: 1 / x,),
+    "log1p": (lambda m, x, y: 1 / (x + 1),),
+    "expm1": (lambda m, x, y: y + 1,),
+    "sin": (lambda m, x, y: m.cos(x),),
+    "cos": (lambda m, x, y: -m.sin(x),),
+    "tan": (lambda m, x, y: 1 + y * y,),
+    "asin": (lambda m, x, y: 1 / m.sqrt(1 - x * x),),
+    "acos": (lambda m, x, y: -(1 / m.sqrt(1 - x * x)),),
+    "atan": (lambda m, x, y: 1 / (1 + x * x),),
+    "sinh": (lambda m, x, y: m.cosh(x),),
+    "cosh": (lambda m, x, y: m.sinh(x),),
+    "tanh": (lambda m, x, y: 1 - y * y,),
+    "sqrt": (lambda m, x, y: 1 / (2 * y),),
+    "recip": (lambda m, x, y: -(y * y),),
+    "sigmoid": (lambda m, x, y: y * (1 - y),),
+    "stop_gradient": (None,),  # a constant to differentiation
+}
+"""The partial derivatives of every float elementwise primitive (Fig. 14), one per
+argument, each a function of the arguments and the result ``y`` over any algebra."""

@@ -1,4 +1,4 @@
-"""Reference evaluator of the core language on NumPy (paper §3; ``RULES.md`` §1).
+"""Reference evaluator of the core language on NumPy (paper §3; ``book/rules.md §1``).
 
 Totality: an out-of-range ``index``/``gather`` reads 0, an out-of-range ``scatter``
 write is dropped, integer ``a // 0 == a`` and ``a % 0 == a``; float arithmetic follows
@@ -20,7 +20,7 @@ from typing import Any, Generic
 import numpy as np
 
 from .algebra import A, Algebra, IndexFn
-from .arrays import ArrayAlgebra, Backend, contract
+from .arrays import ArrayAlgebra, Backend, contract, elementwise_on, floor_to_int
 from .core import (
     ArgMax,
     ArgMin,
@@ -60,69 +60,9 @@ Array = np.ndarray
 # --------------------------------------------------------------------------------------
 
 
-def _quot(a: Array, b: Array) -> Array:
-    """Integer floor division with ``a // 0 == a``."""
-    zero = b == 0
-    return np.where(zero, a, np.floor_divide(a, np.where(zero, 1, b)))
-
-
-def _rem(a: Array, b: Array) -> Array:
-    """Integer remainder (sign of the divisor, as Python) with ``a % 0 == a``."""
-    zero = b == 0
-    return np.where(zero, a, np.remainder(a, np.where(zero, 1, b)))
-
-
-def _sigmoid(x: Array) -> Array:
-    return np.asarray(1 / (1 + np.exp(-x)))
-
-
-def _recip(x: Array) -> Array:
-    return 1 / x
-
-
-ELEMENTWISE: dict[str, Callable[..., Any]] = {
-    "exp": np.exp,
-    "log": np.log,
-    "log1p": np.log1p,
-    "expm1": np.expm1,
-    "sin": np.sin,
-    "cos": np.cos,
-    "tan": np.tan,
-    "asin": np.arcsin,
-    "acos": np.arccos,
-    "atan": np.arctan,
-    "sinh": np.sinh,
-    "cosh": np.cosh,
-    "tanh": np.tanh,
-    "sqrt": np.sqrt,
-    "recip": _recip,
-    "sigmoid": _sigmoid,
-    "stop_gradient": lambda x: x,  # the identity; its derivative is 0 (dual.py)
-    "neg": np.negative,
-    "abs": np.abs,
-    "sign": np.sign,
-    "add": np.add,
-    "sub": np.subtract,
-    "mul": np.multiply,
-    "maximum": np.maximum,
-    "minimum": np.minimum,
-    "div": np.divide,
-    "pow": np.power,
-    "atan2": np.arctan2,
-    "quot": _quot,
-    "rem": _rem,
-    "lt": np.less,
-    "le": np.less_equal,
-    "gt": np.greater,
-    "ge": np.greater_equal,
-    "eq": np.equal,
-    "ne": np.not_equal,
-    "not": np.logical_not,
-    "and": np.logical_and,
-    "or": np.logical_or,
-    "select": np.where,
-}
-"""NumPy meaning of each elementwise primitive of :data:`dualarr.core.OPS`."""
+ELEMENTWISE: dict[str, Callable[..., Any]] = elementwise_on(np)
+"""NumPy meaning of each elementwise primitive of :data:`dualarr.core.OPS`: the array-API
+definitions (:data:`dualarr.arrays.ELEMENTWISE`) with ``xp = numpy``."""
 
 
 def _all_in_range(comps: Sequence[Array], shape: Sequence[int]) -> bool:
@@ -232,7 +172,8 @@ class NumpyAlgebra(Algebra[Array]):
         return np.asarray(a).astype(dtype.numpy())
 
     def floor(self, a: Array) -> Array:
-        return _floor_to_int(np.asarray(a))
+        floored: Array = floor_to_int(np, np.asarray(a))
+        return floored
 
     def index(self, a: Array, ix: Sequence[Array]) -> Array:
         return index_array(a, ix)
@@ -529,13 +470,6 @@ class Evaluator(Interpreter[Array]):
         with np.errstate(all="ignore"):
             values = super().run(roots, {v: np.asarray(x) for v, x in inputs.items()})
         return [np.asarray(v) for v in values]
-
-
-def _floor_to_int(x: Array) -> Array:
-    """Float to int, rounding down (totality: ``nan`` becomes 0, ``±inf`` a huge int)."""
-    bound = float(2**62)
-    safe = np.where(np.isnan(x), 0.0, np.clip(x, -bound, bound))
-    return np.floor(safe).astype(np.int64)
 
 
 def evaluate(term: Term, inputs: Mapping[Var, Any] | None = None) -> Array:

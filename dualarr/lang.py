@@ -1,4 +1,4 @@
-"""The Python spellings of the core language (``shared/DESIGN.md`` §2).
+"""The Python spellings of the core language (README, "Writing programs"; ``book/rules.md §1``).
 
 Each function builds core terms (paper Fig. 7) from traced :class:`Tensor` values:
 ``build1``/``build``/``map``, indexing, ``gather``/``scatter``, ``let``, ``where``,

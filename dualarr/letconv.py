@@ -13,7 +13,7 @@ the primal bindings of Eq. 6 first: one closed program
 :mod:`dualarr.simplify` to every binding (gather fusion, gather → tr/replicate, scatter of
 a permutation → gather, ``sumOuter (a * b)`` → contraction, constant folding), drops dead
 bindings and inlines bindings used once (and cheap ones: a replicated scalar), until
-nothing changes (§7.6, RULES §5.5).
+nothing changes (``book/rules.md §5.5``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``da.pipeline``: every stage of the pipeline for one function and input types.
 
-The stages of ``shared/DESIGN.md`` §1, each an attribute that prints in the paper's
-notation:
+The stages of the pipeline (README, "Modules (one per stage)"), each an attribute that
+prints in the paper's notation:
 
 ========== ==================================================== =====================
 stage      what it is                                           module

@@ -562,7 +562,7 @@ def _scale_of_contraction(spec: str, a: Term, b: Term) -> Term | None:
 
 def _contraction_of_sum(a: Term) -> Term | None:
     """``sumOuter`` of a (transposed) product of replicated arrays is a contraction
-    (RULES §5.5: recognising dot/matmul as horde-ad's ``contractAst`` does), or of a
+    (``book/rules.md §5.5``: recognising dot/matmul as horde-ad's ``contractAst`` does), or of a
     contraction whose outer result dimension occurs in both operands."""
     if isinstance(a, Contract):
         left, right, out = parse_contraction(a.spec)

@@ -1,7 +1,7 @@
 """The core language in SymPy: exact symbolic gradients to cross-check every stage.
 
-One more carrier of the core language (paper App. C; ``DESIGN.md`` §1, "one language,
-many interpretations"): :class:`SympyAlgebra` interprets any term on NumPy *object*
+One more carrier of the core language (paper App. C; "one language, many interpretations",
+:mod:`dualarr.algebra`): :class:`SympyAlgebra` interprets any term on NumPy *object*
 arrays of SymPy expressions for float values, while int and bool values stay ordinary
 NumPy arrays, so indices, index functions and shapes remain concrete and the structural
 constructs (``index``, ``gather``, ``scatter``, ``sumOuter``, ``tr``, ``reshape`` …) run
@@ -56,7 +56,7 @@ one symbol each, one derivative each."""
 Array = np.ndarray
 Expr = Any  # a SymPy expression (SymPy has no type stubs)
 
-_FLOOR_BOUND = 2**62  # floor of ±inf, as the reference evaluator's ``_floor_to_int``
+_FLOOR_BOUND = 2**62  # floor of ±inf, as ``dualarr.arrays.floor_to_int``
 
 
 def sympy_available() -> bool:

@@ -1,4 +1,4 @@
-"""Transposition as rewriting (RULES.md §6; seeds ``transpose-issue.txt``, ``linear-graph.txt``).
+"""Transposition as rewriting (``book/rules.md §6``).
 
 A Delta is a linear map from input tangents to the output tangent (§2.3).  Instead of
 *evaluating* it backwards (Fig. 17, :mod:`dualarr.reverse`) it can be *rewritten* into
@@ -8,8 +8,8 @@ its transpose, a linear program from the output cotangent ``c`` to input cotange
    becomes a binding ``let s<id> = u in …`` and its uses the variable ``s<id>``; the
    bindings are stacked from the lowest id (outermost) to the highest, so each is bound
    before use (Invariant 1).  :data:`LetDelta` mirrors the Delta constructors.
-2. :func:`transpose_delta` — the rules ``T[·]`` of RULES §6, producing a
-   :class:`LinearProgram` in context ``Γ | c : τ ||- T[u] : DMap`` (the issue's judgement;
+2. :func:`transpose_delta` — the rules ``T[·]`` of ``book/rules.md §6.2``, producing a
+   :class:`LinearProgram` in context ``Γ | c : τ ||- T[u] : DMap`` (its typing judgement;
    Γ holds the primal factors, indices and index functions).  DMap is Cayley-transformed:
    a program denotes ``DMap → DMap``, ``0`` is the identity (no statement) and ``+`` is
    composition (concatenation), so the program is a flat statement list, linear in the
@@ -46,7 +46,7 @@ def _set(node: object, **values: object) -> None:
 
 
 # --------------------------------------------------------------------------------------
-# Let-form linear terms (paper Fig. 20; RULES §5.3, §6)
+# Let-form linear terms (paper Fig. 20; book/rules.md §6.1)
 # --------------------------------------------------------------------------------------
 
 
@@ -334,7 +334,7 @@ def _convert(d: dl.Delta, kid: Callable[[dl.Delta], LetDelta]) -> LetDelta:
 
 
 def to_let_form(delta: dl.Delta) -> LetDelta:
-    """Share → let (paper Fig. 20, RULES §5.3): every ``Share id d`` reachable from
+    """Share → let (paper Fig. 20, ``book/rules.md §6.1``): every ``Share id d`` reachable from
     ``delta`` becomes one binding ``let s<id> = d' in …`` and each of its uses ``s<id>``;
     bindings nest from the lowest id (outermost) to the highest.  Checks Invariants 1
     and 2 (§2.5) on the way, since the scoping of the result depends on them."""
@@ -366,7 +366,7 @@ def to_let_form(delta: dl.Delta) -> LetDelta:
 
 
 # --------------------------------------------------------------------------------------
-# Linear programs: the target language of the transposition (transpose-issue.txt)
+# Linear programs: the target language of the transposition (book/rules.md §6.3)
 # --------------------------------------------------------------------------------------
 
 
@@ -455,8 +455,8 @@ class CGather(_ShownLinear):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class CEmbed(_ShownLinear):
-    """``Embed sh ix c``: ``c`` at ``ix`` in zeros of shape ``sh`` (RULES §4's
-    ``oneHot``); from ``T[Index u ix]``."""
+    """``Embed sh ix c``: ``c`` at ``ix`` in zeros of shape ``sh`` (the
+    ``oneHot`` of ``book/rules.md §4.1``); from ``T[Index u ix]``."""
 
     shape: Shape
     index: tuple[Any, ...]
@@ -551,7 +551,7 @@ Stmt: TypeAlias = Bind | Onehot | Lookup | Delete
 
 @dataclass(frozen=True, eq=False)
 class LinearProgram:
-    """``Γ | c : τ ||- body : DMap`` — the transpose of a let-form Delta (RULES §6).
+    """``Γ | c : τ ||- body : DMap`` — the transpose of a let-form Delta (``book/rules.md §6``).
 
     Run ``body`` on an empty DMap with ``cotangent`` bound to the output cotangent; the
     final DMap holds only ``dx<n>`` keys: the gradients.
@@ -579,7 +579,7 @@ class LinearProgram:
 
 
 # --------------------------------------------------------------------------------------
-# T[·]: transposition as rewriting (RULES §6)
+# T[·]: transposition as rewriting (book/rules.md §6.2)
 # --------------------------------------------------------------------------------------
 
 
@@ -601,7 +601,7 @@ class _Take:
 
 
 def transpose_delta(let_delta: LetDelta) -> LinearProgram:
-    """``T[u]`` (RULES §6, transpose-issue.txt), with DMap Cayley-transformed:
+    """``T[u]`` (``book/rules.md §6.2``), with DMap Cayley-transformed:
 
     - ``T[Zero] = 0`` (no statement); ``T[Add u1 u2] = T[u1] + T[u2]`` (one after the other)
     - ``T[Input n] = Onehot dx<n> c``; ``T[Var n] = Onehot s<n> c``
@@ -759,7 +759,7 @@ def run_linear(program: LinearProgram, algebra: Algebra[Any], cotangent: Any) ->
 
 
 # --------------------------------------------------------------------------------------
-# Printing (for students: the notation of RULES §6 and of the issue)
+# Printing (for students: the notation of book/rules.md §6.2)
 # --------------------------------------------------------------------------------------
 
 
@@ -955,8 +955,8 @@ def _rule(s: Stmt) -> str:
 
 
 def format_program(program: LinearProgram) -> str:
-    """The program in the issue's notation, one statement a line, each with the rule of
-    RULES §6 it comes from; then Γ (``where``)."""
+    """The program in the notation of the rules, one statement a line, each with the rule of
+    ``book/rules.md §6.2`` it comes from; then Γ (``where``)."""
     g = _Gamma()
     c = program.cotangent
     texts = [(_format_piece(s, g), _rule(s)) for s in program.body]

@@ -14,7 +14,7 @@ array construct with explicit Python loops over the output (or source) elements
 * ``sumOuter``, ``replicate``, ``tr``, ``reshape`` (row-major, linearised by hand),
   ``fromList``, ``iota``, ``fromIntegral``, ``floor``, ``argmin``/``argmax`` are loops.
 
-Totality rules (``shared/RULES.md`` §1): out-of-range reads give 0, out-of-range scatter
+Totality rules (``book/rules.md §1.3``): out-of-range reads give 0, out-of-range scatter
 writes are dropped, integer ``a // 0 == a`` and ``a % 0 == a`` (otherwise Python floor
 semantics), ``floor`` of nan is 0 and of ±inf is ±2**62; ``argmin``/``argmax`` return the
 first position of an extreme value (the first nan, if there is one, as NumPy does).

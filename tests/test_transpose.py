@@ -1,4 +1,4 @@
-"""Transposition as rewriting (RULES.md §6): a Delta in let-form, transposed by the rules
+"""Transposition as rewriting (``book/rules.md §6``): a Delta in let-form, transposed by the rules
 T[·] into a linear program and run with NumPy, gives the gradients of the reverse pass of
 Fig. 17 (``dualarr.reverse.reverse``), on hand-built Deltas, traced programs and
 generated programs; the program prints in the rules' notation and deep chains are fine."""

@@ -1,4 +1,4 @@
-"""``PipelineExplorer``: every stage of one program, one tab each (DESIGN.md §4).
+"""``PipelineExplorer``: every stage of one program, one tab each (README, "Layout").
 
 Tabs: source, vectorised (with the :class:`BotStepper`), forward Delta (drawn), the
 extracted symbolic Delta (Eq. 6), the shared gradient, the let-converted program, the

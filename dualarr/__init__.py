@@ -5,6 +5,8 @@ the core language of the paper (stage ``source``) and, in later stages, vectoris
 differentiates, transposes and compiles it.  ``import dualarr as da``.
 """
 
+from typing import Any
+
 from .api import clear_caches, grad, jacobian, jit, jvp, value_and_grad, vjp, vmap
 from .bot import NotBotNormal, is_bot_normal
 from .check import GradCheckReport, check_grad
@@ -57,6 +59,7 @@ from .lang import (
     min,
     minimum,
     negative,
+    primitive,
     recip,
     relu,
     remainder,
@@ -150,6 +153,7 @@ __all__ = [
     "minimum",
     "negative",
     "pipeline",
+    "primitive",
     "recip",
     "relu",
     "remainder",
@@ -177,3 +181,10 @@ __all__ = [
     "vmap",
     "where",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``da.<name>`` for a primitive registered after import (``da.primitive``)."""
+    from . import lang
+
+    return getattr(lang, name)

@@ -23,6 +23,7 @@ from typing import Any
 
 from .algebra import Algebra, IndexFn
 from .core import DType, Shape, parse_contraction
+from .primitives import REGISTRY, NamespaceCall
 
 Array = Any
 ScatterAdd = Callable[[Any, Array, Array, int], Array]  # (xp, targets, values, size)
@@ -66,77 +67,30 @@ def scatter_add_by_selection(xp: Any, targets: Array, values: Array, size: int) 
 # Elementwise primitives
 # --------------------------------------------------------------------------------------
 
-# Python scalars in ``where`` (array API 2024.12): no array of ones or zeros to allocate.
+class ElementwiseOn(dict[str, Callable[..., Array]]):
+    """The primitives' implementations (:data:`dualarr.primitives.REGISTRY`) with ``xp``
+    bound, each a function of its arguments alone, looked up on first use (so
+    primitives registered later are found): the namespace's own function (``np.exp``,
+    no wrapper to call through) where the primitive is one."""
+
+    def __init__(self, xp: Any) -> None:
+        super().__init__()
+        self.xp = xp
+
+    def __missing__(self, name: str) -> Callable[..., Array]:
+        impl = REGISTRY[name].impl
+        bound: Callable[..., Array] = (
+            getattr(self.xp, impl.name)
+            if isinstance(impl, NamespaceCall)
+            else functools.partial(impl, self.xp)
+        )
+        self[name] = bound
+        return bound
 
 
-def _quot(xp: Any, a: Array, b: Array) -> Array:
-    """Integer floor division with ``a // 0 == a``."""
-    zero = b == 0
-    return xp.where(zero, a, xp.floor_divide(a, xp.where(zero, 1, b)))
-
-
-def _rem(xp: Any, a: Array, b: Array) -> Array:
-    """Integer remainder (the sign of the divisor, as Python) with ``a % 0 == a``."""
-    zero = b == 0
-    return xp.where(zero, a, xp.remainder(a, xp.where(zero, 1, b)))
-
-
-def _sigmoid(xp: Any, a: Array) -> Array:
-    return 1.0 / (1.0 + xp.exp(-a))
-
-
-@dataclass(frozen=True)
-class NamespaceCall:
-    """A primitive that is one function of the namespace: ``xp.<name>(*args)`` (the
-    name is also how generated code spells it, :mod:`dualarr.codegen`)."""
-
-    name: str
-
-    def __call__(self, xp: Any, *args: Array) -> Array:
-        return getattr(xp, self.name)(*args)
-
-
-_NAMESPACE_FUNCTION = {  # primitive -> its array-API function, where it is one
-    **{n: n for n in ("exp", "log", "log1p", "expm1", "sin", "cos", "tan", "asin")},
-    **{n: n for n in ("acos", "atan", "sinh", "cosh", "tanh", "sqrt", "abs", "sign")},
-    **{n: n for n in ("add", "maximum", "minimum", "pow", "atan2")},
-    "neg": "negative",
-    "not": "logical_not",
-    "sub": "subtract",
-    "mul": "multiply",
-    "div": "divide",
-    "lt": "less",
-    "le": "less_equal",
-    "gt": "greater",
-    "ge": "greater_equal",
-    "eq": "equal",
-    "ne": "not_equal",
-    "and": "logical_and",
-    "or": "logical_or",
-    "select": "where",
-}
-
-ELEMENTWISE: dict[str, Callable[..., Array]] = {
-    **{op: NamespaceCall(name) for op, name in _NAMESPACE_FUNCTION.items()},
-    "recip": lambda xp, a: 1.0 / a,
-    "sigmoid": _sigmoid,
-    "stop_gradient": lambda xp, a: a,  # the identity; its derivative is 0 (dual.py)
-    "quot": _quot,
-    "rem": _rem,
-}
-"""Each elementwise primitive of :data:`dualarr.core.OPS` over a namespace ``xp``: the
-one definition of their primal meaning (the evaluator binds it to NumPy, generated code
-calls the same functions, :func:`elementwise_on`, :func:`primal_helpers`)."""
-
-
-def elementwise_on(xp: Any) -> dict[str, Callable[..., Array]]:
-    """:data:`ELEMENTWISE` with ``xp`` bound: each primitive a function of its arguments
-    alone, and the namespace's own function (``np.exp``, no wrapper to call through)
-    where the primitive is one."""
-    return {
-        op: getattr(xp, f.name) if isinstance(f, NamespaceCall) else functools.partial(f, xp)
-        for op, f in ELEMENTWISE.items()
-    }
+def elementwise_on(xp: Any) -> ElementwiseOn:
+    """Every primitive's implementation with ``xp`` bound (:class:`ElementwiseOn`)."""
+    return ElementwiseOn(xp)
 
 
 def floor_to_int(xp: Any, a: Array) -> Array:
@@ -147,14 +101,16 @@ def floor_to_int(xp: Any, a: Array) -> Array:
     return xp.astype(xp.floor(xp.where(xp.isnan(a), 0.0, xp.clip(a, -bound, bound))), xp.int64)
 
 
-def primal_helpers(xp: Any) -> dict[str, Callable[..., Array]]:
+def primal_helpers(xp: Any) -> dict[str, Any]:
     """The elementwise helpers of generated code over ``xp`` (``helpers.quot``,
     ``.rem``, ``.sigmoid``, ``.floor``): the functions above, taking array-likes."""
+    on = elementwise_on(xp)
     return {
-        "quot": lambda a, b: _quot(xp, xp.asarray(a), xp.asarray(b)),
-        "rem": lambda a, b: _rem(xp, xp.asarray(a), xp.asarray(b)),
-        "sigmoid": lambda a: _sigmoid(xp, a),
+        "quot": lambda a, b: on["quot"](xp.asarray(a), xp.asarray(b)),
+        "rem": lambda a, b: on["rem"](xp.asarray(a), xp.asarray(b)),
+        "sigmoid": on["sigmoid"],
         "floor": lambda a: floor_to_int(xp, xp.asarray(a)),
+        "elementwise": on,
     }
 
 
@@ -333,7 +289,7 @@ class ArrayAlgebra(Algebra[Array]):
         return self.xp.arange(n, dtype=self.xp.int64)
 
     def op(self, name: str, args: Sequence[Array], dtype: DType) -> Array:
-        result = ELEMENTWISE[name](self.xp, *args)
+        result = REGISTRY[name].impl(self.xp, *args)
         target = self.backend.dtype(dtype)
         return result if result.dtype == target else self.xp.astype(result, target)
 

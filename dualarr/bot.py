@@ -210,7 +210,7 @@ class Rewriter:
         """
         op, args = a.op, a.args
         requests = tuple(make(arg, ix) for arg in args)
-        if op in ix_.ZERO_PRESERVING or ix_.provably_in_range(ix, a.shape, self.known_bounds):
+        if ix_.zero_preserving(op) or ix_.provably_in_range(ix, a.shape, self.known_bounds):
             return Rewrite(rule, "Fig. 10", requests, lambda rs: Op(op, tuple(rs)))
         ok = ix_.all_in_range(ix, a.shape)
         shape = a.shape[len(ix) :]
@@ -560,7 +560,7 @@ class Vectoriser(Rewriter):
             case Index(array=b, index=ix1):
                 return Rewrite("index-index", "Fig. 10", (VecIndex(b, (*ix1, *ix)),), _same)
             case Op(op=op, args=args):
-                if op in ix_.ZERO_PRESERVING or ix_.provably_in_range(
+                if ix_.zero_preserving(op) or ix_.provably_in_range(
                     ix, a.shape, self.known_bounds
                 ):
                     return Rewrite(

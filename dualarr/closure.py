@@ -25,7 +25,8 @@ import functools
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from .core import Const, Term, TermBase, Var, fresh_var, postorder, rebuild, transform
+from .core import Const, Op, Term, TermBase, Var, fresh_var, postorder, rebuild, transform
+from .primitives import REGISTRY
 from .program import Program
 
 BAKED_INT_SIZE = 64
@@ -146,7 +147,10 @@ def close_program(program: Program, *, lift_constants: bool = True) -> ClosedPro
             assert isinstance(node, Var)
             entries.append(("var", var_number(node), node.shape, node.dtype))
             continue
-        entries.append((cls.__name__, *(static(getattr(node, n)) for n in _static_fields(cls))))
+        entry = (cls.__name__, *(static(getattr(node, n)) for n in _static_fields(cls)))
+        if cls is Op:  # the primitive's record: a primitive defined again is another program
+            entry = (*entry, REGISTRY[node.op])  # type: ignore[union-attr]
+        entries.append(entry)
         for name in ("var", "vars"):
             bound = getattr(node, name, None)
             if isinstance(bound, Var):

@@ -29,9 +29,7 @@ from typing import Any
 import numpy as np
 
 from .arrays import (
-    ELEMENTWISE,
     Backend,
-    NamespaceCall,
     contract,
     generic_helpers,
     primal_helpers,
@@ -71,6 +69,7 @@ from .core import (
 from .errors import DualarrError
 from .evaluate import index_array, scatter_add
 from .indexing import affine_form, is_scalar_index_work
+from .primitives import REGISTRY, NamespaceCall
 
 __all__ = ["HELPERS", "CompiledProgram", "compile_program", "generate"]
 
@@ -310,12 +309,16 @@ _INFIX: dict[str, tuple[str, int]] = {
     "ne": ("!=", _CMP),
 }
 
-_CALL: dict[str, str] = {
-    **{op: f"xp.{f.name}" for op, f in ELEMENTWISE.items() if isinstance(f, NamespaceCall)},
-    **{op: f"helpers.{op}" for op in vars(HELPERS) if op in ELEMENTWISE},
-}
-"""How a call of each primitive is spelled when it is not an operator (:data:`_INFIX`,
-``-a``, ``1.0 / a``): the namespace function or the helper that defines it."""
+def _call(op: str) -> str:
+    """How a call of a primitive is spelled when it is not an operator (:data:`_INFIX`,
+    ``-a``, ``1.0 / a``): the namespace function (its record's implementation is one),
+    the helper of that name, or the registry's implementation bound to ``xp``."""
+    impl = REGISTRY[op].impl
+    if isinstance(impl, NamespaceCall):
+        return f"xp.{impl.name}"
+    if hasattr(HELPERS, op):
+        return f"helpers.{op}"
+    return f"helpers.elementwise[{op!r}]"
 
 _MAX_NEST = 6  # inline expressions at most this deep (the parser's nesting limit)
 _MAX_WIDTH = 88  # a longer inline expression gets its own line
@@ -666,7 +669,7 @@ class _Generator:
             return f"-{ref(args[0], _UNARY)}", _UNARY
         if op == "recip":
             return f"1.0 / {ref(args[0], _MUL + 1)}", _MUL
-        return _CALL[op] + "(" + ", ".join(ref(a, 0) for a in args) + ")", _ATOM
+        return _call(op) + "(" + ", ".join(ref(a, 0) for a in args) + ")", _ATOM
 
     def _emit_indexed(self, node: Gather | Scatter) -> None:
         """Grids (or a loop), the lambda's own lines, then the gather/scatter call."""

@@ -31,6 +31,8 @@ from .errors import (
     UnsupportedError,
     format_shape,
 )
+from .primitives import REGISTRY, Primitive
+from .primitives import OpKind as OpKind
 
 Shape = tuple[int, ...]
 
@@ -116,77 +118,12 @@ class IdSupply:
 # --------------------------------------------------------------------------------------
 
 
-class OpKind(Enum):
-    """How an elementwise operation types its arguments."""
-
-    FLOAT_UNARY = "float -> float"
-    NUM_UNARY = "num -> num"
-    NUM_BINARY = "num, num -> num"
-    FLOAT_BINARY = "float, float -> float"
-    INT_BINARY = "int, int -> int"
-    COMPARE = "a, a -> bool"
-    LOGIC_UNARY = "bool -> bool"
-    LOGIC_BINARY = "bool, bool -> bool"
-    SELECT = "bool, a, a -> a"
+OPS = REGISTRY
+"""Every elementwise primitive of the core language, by name: the records of
+:mod:`dualarr.primitives` (arity, dtype rule, infix symbol, …)."""
 
 
-@dataclass(frozen=True)
-class OpSpec:
-    """An elementwise primitive: its kind, arity, and how it prints."""
-
-    name: str
-    kind: OpKind
-    infix: str | None = None  # binary infix symbol, if printed infix
-    precedence: int = 10  # precedence of the infix symbol (higher binds tighter)
-
-    @property
-    def arity(self) -> int:
-        if self.kind in (OpKind.FLOAT_UNARY, OpKind.NUM_UNARY, OpKind.LOGIC_UNARY):
-            return 1
-        if self.kind is OpKind.SELECT:
-            return 3
-        return 2
-
-
-def _specs() -> dict[str, OpSpec]:
-    specs: list[OpSpec] = []
-    float_unary = (
-        "exp log log1p expm1 sin cos tan asin acos atan sinh cosh tanh sqrt recip sigmoid"
-        " stop_gradient"
-    )
-    specs += [OpSpec(name, OpKind.FLOAT_UNARY) for name in float_unary.split()]
-    specs += [OpSpec("neg", OpKind.NUM_UNARY), OpSpec("abs", OpKind.NUM_UNARY)]
-    specs.append(OpSpec("sign", OpKind.NUM_UNARY))
-    specs += [
-        OpSpec("add", OpKind.NUM_BINARY, "+", 6),
-        OpSpec("sub", OpKind.NUM_BINARY, "-", 6),
-        OpSpec("mul", OpKind.NUM_BINARY, "*", 7),
-        OpSpec("maximum", OpKind.NUM_BINARY),
-        OpSpec("minimum", OpKind.NUM_BINARY),
-        OpSpec("div", OpKind.FLOAT_BINARY, "/", 7),
-        OpSpec("pow", OpKind.FLOAT_BINARY, "**", 9),
-        OpSpec("atan2", OpKind.FLOAT_BINARY),
-        OpSpec("quot", OpKind.INT_BINARY, "//", 7),
-        OpSpec("rem", OpKind.INT_BINARY, "%", 7),
-        OpSpec("lt", OpKind.COMPARE, "<", 4),
-        OpSpec("le", OpKind.COMPARE, "<=", 4),
-        OpSpec("gt", OpKind.COMPARE, ">", 4),
-        OpSpec("ge", OpKind.COMPARE, ">=", 4),
-        OpSpec("eq", OpKind.COMPARE, "==", 4),
-        OpSpec("ne", OpKind.COMPARE, "!=", 4),
-        OpSpec("not", OpKind.LOGIC_UNARY),
-        OpSpec("and", OpKind.LOGIC_BINARY, "&&", 3),
-        OpSpec("or", OpKind.LOGIC_BINARY, "||", 2),
-        OpSpec("select", OpKind.SELECT),
-    ]
-    return {s.name: s for s in specs}
-
-
-OPS: dict[str, OpSpec] = _specs()
-"""Every elementwise primitive of the core language, by name."""
-
-
-def _op_result_dtype(spec: OpSpec, dtypes: Sequence[DType]) -> DType:
+def _op_result_dtype(spec: Primitive, dtypes: Sequence[DType]) -> DType:
     def bad(expected: str) -> NoReturn:
         got = ", ".join(str(d) for d in dtypes)
         raise DtypeError(f"expects {expected}, got {got}", op=spec.name)

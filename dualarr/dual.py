@@ -17,6 +17,7 @@ from typing import Any, Generic
 from . import delta as dl
 from .algebra import A, Algebra, IndexFn
 from .core import DType, IdSupply, Shape, parse_contraction
+from .primitives import IDENTITY, REGISTRY
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,7 +90,7 @@ class DualAlgebra(Algebra[Any]):
         m = Math(self.p, self.p.shape(y), dtype)
         values = [Num(m, p) for p in prims]
         terms: list[dl.Delta] = []
-        for arg, partial in zip(args, PARTIALS[name], strict=True):
+        for arg, partial in zip(args, REGISTRY[name].partials, strict=True):
             if partial is None or not isinstance(arg, Dual) or isinstance(arg.delta, dl.Zero):
                 continue
             if partial == IDENTITY:
@@ -229,7 +230,7 @@ def _sum(terms: list[dl.Delta], shape: Shape, dtype: DType) -> dl.Delta:
 
 
 # --------------------------------------------------------------------------------------
-# Derivative rules of the elementwise primitives (Fig. 14; book/rules.md §3.2)
+# The language of derivative rules (Fig. 14, book/rules.md §3.2): the records' partials
 # --------------------------------------------------------------------------------------
 
 
@@ -317,59 +318,3 @@ class Math:
     def __getattr__(self, name: str) -> Callable[..., Num]:
         """``m.cos`` and every other elementwise primitive, by its core name."""
         return lambda *args: self.apply(name, [self.lift(a) for a in args])
-
-
-IDENTITY = "identity"
-"""A partial derivative of 1: the argument's Delta passes unchanged (no ``Scale``)."""
-
-Partial = Callable[..., Any] | str | None
-"""One argument's partial derivative: ``f(m, *args, y)`` giving the factor that scales
-that argument's Delta (a :class:`Num` or a number), :data:`IDENTITY`, or None when the
-primitive does not depend on it differentiably."""
-
-PARTIALS: dict[str, tuple[Partial, ...]] = {
-    "add": (IDENTITY, IDENTITY),
-    "sub": (IDENTITY, lambda m, a, b, y: -1),
-    "mul": (lambda m, a, b, y: b, lambda m, a, b, y: a),
-    "div": (lambda m, a, b, y: 1 / b, lambda m, a, b, y: -(y / b)),
-    # d/dy x**y = x**y · log x with log x read as 0 where x == 0 (JAX's
-    # ``log(_replace_zero(x))``): 0 at x = 0 for y > 0, not 0 · -inf
-    "pow": (
-        lambda m, x, e, y: e * x ** (e - 1),
-        lambda m, x, e, y: y * m.log(m.where(x == 0, 1, x)),
-    ),
-    "atan2": (
-        lambda m, a, b, y: b / (a * a + b * b),
-        lambda m, a, b, y: -(a / (a * a + b * b)),
-    ),
-    # ties go to the first argument, as horde-ad's max u v = if u >= v then u else v
-    "maximum": (lambda m, a, b, y: m.where(a >= b, 1, 0), lambda m, a, b, y: m.where(a >= b, 0, 1)),
-    "minimum": (lambda m, a, b, y: m.where(a <= b, 1, 0), lambda m, a, b, y: m.where(a <= b, 0, 1)),
-    "select": (
-        None,  # the condition is not differentiated
-        lambda m, c, a, b, y: m.where(c, 1, 0),
-        lambda m, c, a, b, y: m.where(c, 0, 1),
-    ),
-    "neg": (lambda m, x, y: -1,),
-    "abs": (lambda m, x, y: m.sign(x),),
-    "sign": (None,),
-    "exp": (lambda m, x, y: y,),
-    "log": (lambda m, x, y: 1 / x,),
-    "log1p": (lambda m, x, y: 1 / (x + 1),),
-    "expm1": (lambda m, x, y: y + 1,),
-    "sin": (lambda m, x, y: m.cos(x),),
-    "cos": (lambda m, x, y: -m.sin(x),),
-    "tan": (lambda m, x, y: 1 + y * y,),
-    "asin": (lambda m, x, y: 1 / m.sqrt(1 - x * x),),
-    "acos": (lambda m, x, y: -(1 / m.sqrt(1 - x * x)),),
-    "atan": (lambda m, x, y: 1 / (1 + x * x),),
-    "sinh": (lambda m, x, y: m.cosh(x),),
-    "cosh": (lambda m, x, y: m.sinh(x),),
-    "tanh": (lambda m, x, y: 1 - y * y,),
-    "sqrt": (lambda m, x, y: 1 / (2 * y),),
-    "recip": (lambda m, x, y: -(y * y),),
-    "sigmoid": (lambda m, x, y: y * (1 - y),),
-    "stop_gradient": (None,),  # a constant to differentiation
-}
-"""The partial derivatives of every float elementwise primitive (Fig. 14), one per
-argument, each a function of the arguments and the result ``y`` over any algebra."""

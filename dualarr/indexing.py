@@ -25,6 +25,7 @@ from .core import (
     postorder,
     static_int_value,
 )
+from .primitives import REGISTRY
 
 
 def _bool(value: bool) -> Const:
@@ -175,16 +176,11 @@ def is_scalar_index_work(term: Term, variables: frozenset[Var] | set[Var], fv: F
     return True
 
 
-ZERO_PRESERVING = frozenset(
-    {
-        *("add", "sub", "mul", "abs", "sign", "sin", "tan", "asin", "atan", "sinh"),
-        *("tanh", "sqrt", "expm1", "log1p", "maximum", "minimum", "atan2", "select"),
-        *("quot", "rem", "and", "or", "lt", "gt", "ne"),
-    }
-)
-"""Elementwise operations with ``op(+0, …, +0) == +0`` (the sign of zero included:
-``neg`` is not here, ``-0.0`` divides differently): indexing commutes with them even
-out of range, where every argument reads 0."""
+def zero_preserving(op: str) -> bool:
+    """Whether ``op(+0, …, +0) == +0`` (the sign of zero included: ``neg`` is not,
+    ``-0.0`` divides differently), as its record says: indexing commutes with it even
+    out of range, where every argument reads 0."""
+    return REGISTRY[op].zero_preserving
 
 
 def bounds(term: Term, known: dict[Var, tuple[int, int]]) -> tuple[int, int] | None:

@@ -41,7 +41,15 @@ from .core import (
     int_const,
     type_name,
 )
-from .errors import DtypeError, ShapeError, TracingError, UnsupportedError, format_shape
+from .errors import (
+    DtypeError,
+    DualarrError,
+    ShapeError,
+    TracingError,
+    UnsupportedError,
+    format_shape,
+)
+from .primitives import REGISTRY, Partial, Primitive, register
 from .tensor import (
     Operand,
     Tensor,
@@ -124,40 +132,109 @@ def floor(x: Operand) -> Tensor:
 # --------------------------------------------------------------------------------------
 
 
-def _unary(name: str, doc: str) -> Callable[[Operand], Tensor]:
-    def fn(x: Operand) -> Tensor:
-        return elementwise(name, x)
+def _traced(name: str) -> Callable[..., Tensor]:
+    """The tracing function of the registered elementwise primitive ``name`` (its
+    record's function name and docstring)."""
+    record = REGISTRY[name]
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
+    def fn(*operands: Operand) -> Tensor:
+        if len(operands) != record.arity:
+            raise TracingError(
+                f"takes {record.arity} argument{'s' if record.arity != 1 else ''}, got "
+                f"{len(operands)}",
+                op=record.function or name,
+            )
+        return elementwise(name, *operands)
+
+    fn.__name__ = fn.__qualname__ = record.function or name
+    fn.__doc__ = record.doc
     return fn
 
 
-exp = _unary("exp", "Elementwise e**x.")
-stop_gradient = _unary(
-    "stop_gradient",
-    "The identity, seen by differentiation as a constant (derivative 0), like "
-    "``jax.lax.stop_gradient``.",
-)
-log = _unary("log", "Elementwise natural logarithm.")
-log1p = _unary("log1p", "Elementwise log(1 + x).")
-expm1 = _unary("expm1", "Elementwise e**x - 1.")
-sin = _unary("sin", "Elementwise sine.")
-cos = _unary("cos", "Elementwise cosine.")
-tan = _unary("tan", "Elementwise tangent.")
-asin = _unary("asin", "Elementwise arcsine.")
-acos = _unary("acos", "Elementwise arccosine.")
-atan = _unary("atan", "Elementwise arctangent.")
-sinh = _unary("sinh", "Elementwise hyperbolic sine.")
-cosh = _unary("cosh", "Elementwise hyperbolic cosine.")
-tanh = _unary("tanh", "Elementwise hyperbolic tangent.")
-sqrt = _unary("sqrt", "Elementwise square root.")
-recip = _unary("recip", "Elementwise 1/x.")
-sigmoid = _unary("sigmoid", "Elementwise logistic function 1/(1 + e**-x).")
-abs = _unary("abs", "Elementwise absolute value.")
-sign = _unary("sign", "Elementwise sign (-1, 0 or 1).")
-negative = _unary("neg", "Elementwise negation.")
-logical_not = _unary("not", "Elementwise logical not (bool).")
+# the built-in primitives' tracing functions, typed (a primitive registered later is
+# found by name too: ``__getattr__`` below)
+exp: Callable[[Operand], Tensor] = _traced("exp")
+stop_gradient: Callable[[Operand], Tensor] = _traced("stop_gradient")
+log: Callable[[Operand], Tensor] = _traced("log")
+log1p: Callable[[Operand], Tensor] = _traced("log1p")
+expm1: Callable[[Operand], Tensor] = _traced("expm1")
+sin: Callable[[Operand], Tensor] = _traced("sin")
+cos: Callable[[Operand], Tensor] = _traced("cos")
+tan: Callable[[Operand], Tensor] = _traced("tan")
+asin: Callable[[Operand], Tensor] = _traced("asin")
+acos: Callable[[Operand], Tensor] = _traced("acos")
+atan: Callable[[Operand], Tensor] = _traced("atan")
+sinh: Callable[[Operand], Tensor] = _traced("sinh")
+cosh: Callable[[Operand], Tensor] = _traced("cosh")
+tanh: Callable[[Operand], Tensor] = _traced("tanh")
+sqrt: Callable[[Operand], Tensor] = _traced("sqrt")
+recip: Callable[[Operand], Tensor] = _traced("recip")
+sigmoid: Callable[[Operand], Tensor] = _traced("sigmoid")
+abs: Callable[[Operand], Tensor] = _traced("abs")
+sign: Callable[[Operand], Tensor] = _traced("sign")
+negative: Callable[[Operand], Tensor] = _traced("neg")
+logical_not: Callable[[Operand], Tensor] = _traced("not")
+atan2: Callable[[Operand, Operand], Tensor] = _traced("atan2")
+maximum: Callable[[Operand, Operand], Tensor] = _traced("maximum")
+minimum: Callable[[Operand, Operand], Tensor] = _traced("minimum")
+logical_and: Callable[[Operand, Operand], Tensor] = _traced("and")
+logical_or: Callable[[Operand, Operand], Tensor] = _traced("or")
+
+
+def __getattr__(name: str) -> Callable[..., Tensor]:
+    """The tracing function of a primitive registered under the function name ``name``
+    (``da.erf`` once ``erf`` is in the registry)."""
+    for record in REGISTRY.values():
+        if record.function == name:
+            return _traced(record.name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def primitive(
+    name: str,
+    impl: Callable[..., Any],
+    partials: Sequence[Partial],
+    *,
+    sympy: Callable[..., Any] | None = None,
+    doc: str = "",
+    zero_preserving: bool = False,
+) -> Callable[..., Tensor]:
+    """A new elementwise float primitive, working through every stage (tracing,
+    printing, the bot, dual arrays in both modes, code generation, drawing, SymPy and
+    ``check_grad``): one record in :data:`dualarr.primitives.REGISTRY`.
+
+    ``impl(xp, *args)`` computes it on arrays of an array-API namespace ``xp``;
+    ``partials`` gives, per argument, its partial derivative ``f(m, *args, y)`` written
+    with operators and ``m.<primitive>`` over any algebra (``lambda m, x, y: m.exp(-x *
+    x) * 1.1283791670955126`` for ``erf``), :data:`dualarr.primitives.IDENTITY` or None;
+    ``sympy(s, *args)`` its SymPy spelling (``lambda s, x: s.sp.erf(x)``), needed by
+    ``check_grad``'s exact cross-check.  Returns the tracing function (``erf(x)``); it
+    is also ``da.<name>``."""
+    if not callable(impl):
+        raise DualarrError(
+            f"impl must be a function of (xp, *args), got {impl!r}", op="primitive"
+        )
+    kinds = {1: OpKind.FLOAT_UNARY, 2: OpKind.FLOAT_BINARY}
+    partials = tuple(partials)
+    if len(partials) not in kinds:
+        raise DualarrError(
+            f"a primitive takes one or two arguments (one partial each), got {len(partials)} "
+            "partials",
+            op="primitive",
+        )
+    register(
+        Primitive(
+            name,
+            kinds[len(partials)],
+            impl,
+            partials,
+            sympy,
+            doc or f"The user-defined elementwise primitive {name}.",
+            function=name,
+            zero_preserving=zero_preserving,
+        )
+    )
+    return _traced(name)
 
 
 _WHOLE = float(2**52)  # every float at least this large is a whole number
@@ -198,21 +275,6 @@ def _float_quotient(a: Tensor, b: Tensor) -> Tensor:
     return elementwise("select", abs(q) < _WHOLE, whole, stop_gradient(q))
 
 
-def atan2(y: Operand, x: Operand) -> Tensor:
-    """Elementwise arctangent of y/x with the quadrant of (x, y)."""
-    return elementwise("atan2", y, x)
-
-
-def maximum(a: Operand, b: Operand) -> Tensor:
-    """Elementwise maximum."""
-    return elementwise("maximum", a, b)
-
-
-def minimum(a: Operand, b: Operand) -> Tensor:
-    """Elementwise minimum."""
-    return elementwise("minimum", a, b)
-
-
 def imax(a: Operand, b: Operand) -> Tensor:
     """Maximum of integer (index) values."""
     return _int_op("maximum", "imax", a, b)
@@ -228,16 +290,6 @@ def _int_op(op: str, name: str, a: Operand, b: Operand) -> Tensor:
     if result.term.dtype is not DType.INT64:
         raise DtypeError(f"needs int arguments, got {result.term.dtype}", op=name)
     return result
-
-
-def logical_and(a: Operand, b: Operand) -> Tensor:
-    """Elementwise logical and (bool)."""
-    return elementwise("and", a, b)
-
-
-def logical_or(a: Operand, b: Operand) -> Tensor:
-    """Elementwise logical or (bool)."""
-    return elementwise("or", a, b)
 
 
 def relu(x: Operand) -> Tensor:
@@ -931,6 +983,7 @@ __all__ = [
     "min",
     "minimum",
     "negative",
+    "primitive",
     "recip",
     "relu",
     "remainder",

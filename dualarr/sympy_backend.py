@@ -22,6 +22,7 @@ imported on first use.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,6 +37,7 @@ from .arrays import contract
 from .core import DType, Shape, Term, Var, assert_never, type_name
 from .errors import DualarrError, UnsupportedError
 from .evaluate import ELEMENTWISE, Interpreter, NumpyAlgebra, index_array, scatter_add
+from .primitives import REGISTRY
 from .printer import input_names
 from .program import ShapeSpec, scalar_float_output, trace
 
@@ -212,9 +214,9 @@ def _elementwise(function: Callable[..., Expr], arrays: Sequence[Array]) -> Arra
 # --------------------------------------------------------------------------------------
 
 
-@cache
-def sympy_operations() -> dict[str, Callable[..., Expr]]:
-    """SymPy meaning of each elementwise primitive of :data:`dualarr.core.OPS`.
+class SympyToolkit:
+    """What the records' SymPy spellings (:attr:`dualarr.primitives.Primitive.sympy`)
+    use beyond SymPy itself (``s.sp``).
 
     ``maximum``/``minimum`` are ``Piecewise`` on ``a >= b``/``a <= b`` rather than
     ``Max``/``Min``: a tie then goes to the first argument, as dualarr's (and horde-ad's)
@@ -223,71 +225,70 @@ def sympy_operations() -> dict[str, Callable[..., Expr]]:
     (``sign`` and 0, Fig. 14) hold for arguments SymPy cannot prove real.  Integer
     ``quot``/``rem`` keep the totality rule ``a // 0 == a % 0 == a`` (§5.2).
     """
-    sp = _sympy()
 
-    def sign(x: Expr) -> Expr:
+    def __init__(self) -> None:
+        self.sp = _sympy()
+
+    def sign(self, x: Expr) -> Expr:
+        sp = self.sp
         return sp.Piecewise((1, sp.Gt(x, 0)), (-1, sp.Lt(x, 0)), (0, True))
 
-    def absolute(x: Expr) -> Expr:
+    def absolute(self, x: Expr) -> Expr:
+        sp = self.sp
         return sp.Piecewise((x, sp.Gt(x, 0)), (-x, sp.Lt(x, 0)), (0, True))
 
-    def compare(
-        relation: Callable[[Expr, Expr], Expr], on_truth_values: Callable[[Expr, Expr], Expr]
-    ) -> Callable[[Expr, Expr], Expr]:
-        def compared(a: Expr, b: Expr) -> Expr:
-            if _is_truth_value(a) or _is_truth_value(b):
-                return on_truth_values(a, b)  # False < True, as NumPy orders bools
-            return relation(a, b)
+    def piecewise_first(self, a: Expr, b: Expr, relation: str) -> Expr:
+        """``a`` where ``a >= b`` (``<=``), else ``b``: maximum and minimum."""
+        sp = self.sp
+        test = sp.Ge(a, b) if relation == ">=" else sp.Le(a, b)
+        return sp.Piecewise((a, test), (b, True))
 
-        return compared
+    def total_quot(self, a: Expr, b: Expr) -> Expr:
+        sp = self.sp
+        return sp.Piecewise((a, sp.Eq(b, 0)), (sp.floor(a / b), True))
 
-    def equal(a: Expr, b: Expr) -> Expr:
-        return sp.Eq(a, b)
+    def total_rem(self, a: Expr, b: Expr) -> Expr:
+        sp = self.sp
+        return sp.Piecewise((a, sp.Eq(b, 0)), (sp.Mod(a, b), True))
 
-    def not_equal(a: Expr, b: Expr) -> Expr:
-        return sp.Ne(a, b)
+    def compare(self, symbol: str, a: Expr, b: Expr) -> Expr:
+        """A comparison; on truth values as NumPy orders bools (False < True)."""
+        sp = self.sp
+        if _is_truth_value(a) or _is_truth_value(b):
+            on_truth = {
+                "<": lambda: sp.And(sp.Not(a), b),
+                "<=": lambda: sp.Or(sp.Not(a), b),
+                ">": lambda: sp.And(a, sp.Not(b)),
+                ">=": lambda: sp.Or(a, sp.Not(b)),
+                "==": lambda: sp.Equivalent(a, b),
+                "!=": lambda: sp.Xor(a, b),
+            }
+            return on_truth[symbol]()
+        relations = {
+            "<": sp.Lt, "<=": sp.Le, ">": sp.Gt, ">=": sp.Ge, "==": sp.Eq, "!=": sp.Ne
+        }  # fmt: skip
+        return relations[symbol](a, b)
 
+    def stop_gradient(self, x: Expr) -> Expr:
+        return _stop_gradient()(x)
+
+    def exponent_pow(self, a: Expr, b: Expr) -> Expr:
+        return _exponent_pow()(a, b)
+
+
+@cache
+def sympy_toolkit() -> SympyToolkit:
+    return SympyToolkit()
+
+
+def sympy_operations() -> dict[str, Callable[..., Expr]]:
+    """SymPy meaning of each elementwise primitive that has one: its record's spelling
+    (:data:`dualarr.primitives.REGISTRY`) over :class:`SympyToolkit`."""
+    toolkit = sympy_toolkit()
     return {
-        "exp": sp.exp,
-        "log": sp.log,
-        "log1p": lambda x: sp.log(1 + x),
-        "expm1": lambda x: sp.exp(x) - 1,
-        "sin": sp.sin,
-        "cos": sp.cos,
-        "tan": sp.tan,
-        "asin": sp.asin,
-        "acos": sp.acos,
-        "atan": sp.atan,
-        "sinh": sp.sinh,
-        "cosh": sp.cosh,
-        "tanh": sp.tanh,
-        "sqrt": sp.sqrt,
-        "recip": lambda x: 1 / x,
-        "sigmoid": lambda x: 1 / (1 + sp.exp(-x)),
-        "stop_gradient": lambda x: _stop_gradient()(x),
-        "neg": lambda x: -x,
-        "abs": absolute,
-        "sign": sign,
-        "add": lambda a, b: a + b,
-        "sub": lambda a, b: a - b,
-        "mul": lambda a, b: a * b,
-        "maximum": lambda a, b: sp.Piecewise((a, sp.Ge(a, b)), (b, True)),
-        "minimum": lambda a, b: sp.Piecewise((a, sp.Le(a, b)), (b, True)),
-        "div": lambda a, b: a / b,
-        "pow": lambda a, b: _exponent_pow()(a, b),
-        "atan2": sp.atan2,
-        "quot": lambda a, b: sp.Piecewise((a, sp.Eq(b, 0)), (sp.floor(a / b), True)),
-        "rem": lambda a, b: sp.Piecewise((a, sp.Eq(b, 0)), (sp.Mod(a, b), True)),
-        "lt": compare(sp.Lt, lambda a, b: sp.And(sp.Not(a), b)),
-        "le": compare(sp.Le, lambda a, b: sp.Or(sp.Not(a), b)),
-        "gt": compare(sp.Gt, lambda a, b: sp.And(a, sp.Not(b))),
-        "ge": compare(sp.Ge, lambda a, b: sp.Or(a, sp.Not(b))),
-        "eq": compare(equal, sp.Equivalent),
-        "ne": compare(not_equal, sp.Xor),
-        "not": sp.Not,
-        "and": sp.And,
-        "or": sp.Or,
-        "select": lambda c, a, b: sp.Piecewise((a, c), (b, True)),
+        name: functools.partial(p.sympy, toolkit)
+        for name, p in REGISTRY.items()
+        if p.sympy is not None
     }
 
 
@@ -307,7 +308,13 @@ def _apply(name: str, dtype: DType, args: Sequence[Expr]) -> Expr:
     reference evaluator's IEEE result is taken instead (``inf``, ``nan``, ``False``)."""
     numeric = all(_is_number(a) for a in args)
     try:
-        result = sympy_operations()[name](*args)
+        spelling = REGISTRY[name].sympy
+        if spelling is None:
+            raise UnsupportedError(
+                f"the primitive {name} has no SymPy spelling (give one to da.primitive)",
+                op=name,
+            )
+        result = spelling(sympy_toolkit(), *args)
     except (TypeError, ValueError, ZeroDivisionError) as error:
         if numeric:
             return _ieee(name, dtype, args)

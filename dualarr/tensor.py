@@ -44,6 +44,7 @@ from .errors import (
     UnsupportedError,
     format_shape,
 )
+from .primitives import REGISTRY
 
 
 @dataclass(eq=False)
@@ -373,46 +374,12 @@ def common_shape(op: str, shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
 # The traced value
 # --------------------------------------------------------------------------------------
 
-_UFUNCS: dict[str, str] = {
-    "add": "add",
-    "subtract": "sub",
-    "multiply": "mul",
-    "true_divide": "div",
-    "divide": "div",
-    "power": "pow",
-    "floor_divide": "quot",
-    "remainder": "rem",
-    "maximum": "maximum",
-    "minimum": "minimum",
-    "arctan2": "atan2",
-    "less": "lt",
-    "less_equal": "le",
-    "greater": "gt",
-    "greater_equal": "ge",
-    "equal": "eq",
-    "not_equal": "ne",
-    "logical_and": "and",
-    "logical_or": "or",
-    "logical_not": "not",
-    "negative": "neg",
-    "absolute": "abs",
-    "sign": "sign",
-    "exp": "exp",
-    "log": "log",
-    "log1p": "log1p",
-    "expm1": "expm1",
-    "sin": "sin",
-    "cos": "cos",
-    "tan": "tan",
-    "arcsin": "asin",
-    "arccos": "acos",
-    "arctan": "atan",
-    "sinh": "sinh",
-    "cosh": "cosh",
-    "tanh": "tanh",
-    "sqrt": "sqrt",
-    "reciprocal": "recip",
-}
+def _primitive_of_ufunc(name: str) -> str | None:
+    """The primitive whose record names the NumPy ufunc ``name`` (``np.exp`` → exp)."""
+    for primitive in REGISTRY.values():
+        if name in primitive.ufuncs:
+            return primitive.name
+    return None
 
 
 class Tensor:
@@ -516,7 +483,7 @@ class Tensor:
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         name = getattr(ufunc, "__name__", str(ufunc))
-        op = _UFUNCS.get(name)
+        op = _primitive_of_ufunc(name)
         if method != "__call__" or op is None or kwargs:
             raise UnsupportedError(
                 f"NumPy's {name}.{method} cannot run on traced values; use the dualarr "

@@ -3,6 +3,7 @@ differences, the interpreted reverse pass and the jvp/vjp adjoint identity."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,7 +18,6 @@ from test_sympy_backend import ACCEPTANCE_CASES, CASE_IDS, Case, foo, relu
 import dualarr as da
 import dualarr.api
 import dualarr.check
-from dualarr import dual
 from dualarr.check import (
     ADJOINT,
     FD_ELEMENT_LIMIT,
@@ -27,6 +27,7 @@ from dualarr.check import (
     CheckResult,
     GradCheckReport,
 )
+from dualarr.primitives import REGISTRY
 
 T = da.Tensor
 CHECK_NAMES = (SYMPY, FINITE_DIFFERENCES, INTERPRETED, ADJOINT)
@@ -152,8 +153,10 @@ def test_large_inputs_use_random_directions() -> None:
 # ======================================================================================
 
 
-_SIN_WITH_WRONG_SIGN: tuple[dual.Partial, ...] = (lambda m, x, y: -m.cos(x),)
-"""d sin x = -cos x: a sign error in one derivative rule (Fig. 14)."""
+_SIN_WITH_WRONG_SIGN = dataclasses.replace(
+    REGISTRY["sin"], partials=(lambda m, x, y: -m.cos(x),)
+)
+"""``sin`` with d sin x = -cos x: a sign error in one derivative rule (Fig. 14)."""
 
 
 def test_a_sign_error_in_one_rule_fails_and_names_the_input(
@@ -162,7 +165,7 @@ def test_a_sign_error_in_one_rule_fails_and_names_the_input(
     def weights_and_angles(weights: T, angles: T) -> T:
         return da.sum(weights * angles) + da.sum(da.sin(angles))
 
-    monkeypatch.setitem(dual.PARTIALS, "sin", _SIN_WITH_WRONG_SIGN)
+    monkeypatch.setitem(REGISTRY, "sin", _SIN_WITH_WRONG_SIGN)
     arrays = (np.array([0.5, -1.0, 2.0]), np.array([0.3, 1.0, 1.5]))
     report = da.check_grad(weights_and_angles, *arrays)
     assert not report.passed
@@ -185,7 +188,7 @@ def test_the_worst_element_is_named(
     def angles_only(angles: T) -> T:
         return da.sum(da.sin(angles))
 
-    monkeypatch.setitem(dual.PARTIALS, "sin", _SIN_WITH_WRONG_SIGN)
+    monkeypatch.setitem(REGISTRY, "sin", _SIN_WITH_WRONG_SIGN)
     report = da.check_grad(angles_only, np.array([1.4, 0.1, 3.0]))
     assert "input 0 (angles) element [1]" in report.check(SYMPY).detail
 
@@ -282,7 +285,7 @@ def test_a_sign_error_on_a_large_input_is_caught_along_random_directions(
     def many_angles(angles: T) -> T:
         return da.sum(da.sin(angles))
 
-    monkeypatch.setitem(dual.PARTIALS, "sin", _SIN_WITH_WRONG_SIGN)
+    monkeypatch.setitem(REGISTRY, "sin", _SIN_WITH_WRONG_SIGN)
     report = da.check_grad(many_angles, np.linspace(0.0, 1.0, FD_ELEMENT_LIMIT + 1))
     failed = report.check(FINITE_DIFFERENCES)
     assert not failed.passed

@@ -7,6 +7,7 @@ differentiates, transposes and compiles it.  ``import dualarr as da``.
 
 from typing import Any
 
+from . import drawing, printer  # noqa: F401  (they install how terms print and draw)
 from .api import clear_caches, grad, jacobian, jit, jvp, value_and_grad, vjp, vmap
 from .bot import NotBotNormal, is_bot_normal
 from .check import GradCheckReport, check_grad

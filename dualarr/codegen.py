@@ -645,11 +645,13 @@ class _Generator:
     def _op(self, op: str, args: tuple[Term, ...]) -> tuple[str, int]:
         args = _broadcast_operands(args)
         infix = _INFIX.get(op)
+        scalars = [isinstance(a, Const) and a.value.ndim == 0 for a in args]
+        literals = infix is not None and not all(scalars)  # two literals make no array
 
         def ref(node: Term, need: int) -> str:
             # a scalar constant next to an array: a Python literal (a "weak" scalar of the
             # array API, so a float32 array stays float32)
-            if infix is not None and isinstance(node, Const) and node.value.ndim == 0:
+            if literals and isinstance(node, Const) and node.value.ndim == 0:
                 literal = _scalar(node.value[()])
                 return f"({literal})" if literal.startswith("-") and need > _ADD else literal
             return self._ref(node, need)

@@ -174,26 +174,39 @@ def _op_result_dtype(spec: Primitive, dtypes: Sequence[DType]) -> DType:
 # --------------------------------------------------------------------------------------
 
 
+VIEWS: dict[str, Callable[..., Any]] = {}
+"""How terms and Deltas are shown: the printer (``print_term``, ``structure``) and the
+drawing (``term_graph``, ``delta_graph``), layers above this one, install themselves
+here (:func:`install_views`), so the term types never import them."""
+
+
+def install_views(**views: Callable[..., Any]) -> None:
+    """Make ``views`` the way terms and Deltas print and draw."""
+    VIEWS.update(views)
+
+
+def view(name: str) -> Callable[..., Any]:
+    """An installed view (all are, once :mod:`dualarr` is imported)."""
+    found = VIEWS.get(name)
+    if found is None:
+        raise UnsupportedError(f"the view {name} needs dualarr's printer and drawing", op=name)
+    return found
+
+
 class TermBase:
     """Methods shared by every term node: printing and a structured ``repr``."""
 
     __slots__ = ()
 
     def __str__(self) -> str:
-        from .printer import print_term
-
-        return print_term(self)  # type: ignore[arg-type]
+        return str(view("print_term")(self))
 
     def __repr__(self) -> str:
-        from .printer import structure
-
-        return structure(self)  # type: ignore[arg-type]
+        return str(view("structure")(self))
 
     def graph(self) -> Any:
         """The term DAG as a graphviz drawing (:mod:`dualarr.drawing`)."""
-        from .drawing import term_graph
-
-        return term_graph([self])  # type: ignore[list-item]
+        return view("term_graph")([self])
 
 
 def _set(node: object, **values: object) -> None:

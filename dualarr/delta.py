@@ -16,7 +16,15 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from .core import DType, Shape, TermBase, assert_never, parse_contraction, static_int_value
+from .core import (
+    DType,
+    Shape,
+    TermBase,
+    assert_never,
+    parse_contraction,
+    static_int_value,
+    view,
+)
 from .errors import DualarrError
 
 
@@ -30,9 +38,7 @@ class DeltaBase:
 
     def graph(self) -> Any:
         """The Delta DAG as a graphviz drawing (:mod:`dualarr.drawing`)."""
-        from .drawing import delta_graph
-
-        return delta_graph(self)  # type: ignore[arg-type]
+        return view("delta_graph")(self)
 
     def __repr__(self) -> str:
         return f"<Delta {format_delta(self)[:200]}>"  # type: ignore[arg-type]

@@ -43,6 +43,7 @@ from .core import (
     assert_never,
     bound_vars,
     children,
+    install_views,
     postorder,
     type_name,
 )
@@ -221,3 +222,6 @@ def delta_graph(
         for kid in dl.delta_children(d):
             drawing.edge(key, f"d{number[id(kid)]}")
     return drawing
+
+
+install_views(term_graph=term_graph, delta_graph=delta_graph)

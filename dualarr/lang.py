@@ -59,6 +59,7 @@ from .tensor import (
     common_shape,
     constant_array,
     elementwise,
+    install_array_methods,
     lift_shape,
     new_var,
     param_hints,
@@ -939,6 +940,19 @@ def softmax(x: Operand, axis: int = -1) -> Tensor:
     e = exp(t - _expand(stop_gradient(max(t, ax)), ax, n))  # the shift cancels
     return e / _expand(sum(e, ax), ax, n)
 
+
+install_array_methods(
+    floor_divide=floor_divide,
+    remainder=remainder,
+    matmul=matmul,
+    getitem=getitem,
+    transpose=transpose,
+    sum=sum,
+    mean=mean,
+    max=max,
+    min=min,
+    reshape=reshape,
+)
 
 __all__ = [
     "Tensor",

@@ -43,6 +43,7 @@ from .core import (
     assert_never,
     bound_vars,
     children,
+    install_views,
     parse_contraction,
     postorder,
     type_name,
@@ -447,3 +448,6 @@ def structure(term: Term) -> str:
         lines.append(f"  %{number[id(node)]} = {type(node).__name__}({', '.join(fields)}) : {typ}")
     head = f"<{type(term).__name__} {type_name(term.shape, term.dtype)}, {len(order)} nodes:"
     return head + "\n" + "\n".join(lines) + ">"
+
+
+install_views(print_term=print_term, structure=structure)

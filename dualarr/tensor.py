@@ -382,6 +382,28 @@ def _primitive_of_ufunc(name: str) -> str | None:
     return None
 
 
+_ARRAY_METHODS: dict[str, Callable[..., Tensor]] = {}
+"""The language functions behind :class:`Tensor`'s array methods (``x[i]``, ``x @ y``,
+``x.sum()``, ``x // y``): :mod:`dualarr.lang`, the layer above, installs them
+(:func:`install_array_methods`), as JAX's ``array_methods`` do for its tracers, so
+this module never imports the functions written on top of it."""
+
+
+def install_array_methods(**functions: Callable[..., Tensor]) -> None:
+    """Make ``functions`` the meaning of :class:`Tensor`'s array methods."""
+    _ARRAY_METHODS.update(functions)
+
+
+def array_method(name: str) -> Callable[..., Tensor]:
+    """The installed function behind one array method."""
+    function = _ARRAY_METHODS.get(name)
+    if function is None:
+        raise UnsupportedError(
+            f"the array method {name} needs dualarr.lang (import dualarr)", op=name
+        )
+    return function
+
+
 class Tensor:
     """A traced array: a node of the program being traced, with a static shape."""
 
@@ -490,10 +512,8 @@ class Tensor:
                 "function of the same meaning (da.exp, da.maximum, …)",
                 op=f"numpy.{name}",
             )
-        if op in ("quot", "rem"):
-            from .lang import floor_divide, remainder
-
-            return (floor_divide if op == "quot" else remainder)(*inputs)
+        if op in ("quot", "rem"):  # ints total, floats as NumPy
+            return array_method("floor_divide" if op == "quot" else "remainder")(*inputs)
         return elementwise(op, *inputs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
@@ -531,24 +551,16 @@ class Tensor:
         return elementwise("div", other, self)
 
     def __floordiv__(self, other: Operand) -> Tensor:
-        from .lang import floor_divide
-
-        return floor_divide(self, other)
+        return array_method("floor_divide")(self, other)
 
     def __rfloordiv__(self, other: Operand) -> Tensor:
-        from .lang import floor_divide
-
-        return floor_divide(other, self)
+        return array_method("floor_divide")(other, self)
 
     def __mod__(self, other: Operand) -> Tensor:
-        from .lang import remainder
-
-        return remainder(self, other)
+        return array_method("remainder")(self, other)
 
     def __rmod__(self, other: Operand) -> Tensor:
-        from .lang import remainder
-
-        return remainder(other, self)
+        return array_method("remainder")(other, self)
 
     def __pow__(self, other: Operand) -> Tensor:
         return elementwise("pow", self, other)
@@ -607,58 +619,38 @@ class Tensor:
         return elementwise("not", self)
 
     def __matmul__(self, other: Operand) -> Tensor:
-        from .lang import matmul
-
-        return matmul(self, other)
+        return array_method("matmul")(self, other)
 
     def __rmatmul__(self, other: Operand) -> Tensor:
-        from .lang import matmul
-
-        return matmul(other, self)
+        return array_method("matmul")(other, self)
 
     # -- indexing and array methods --------------------------------------------------------
 
     def __getitem__(self, item: Any) -> Tensor:
-        from .lang import getitem
-
-        return getitem(self, item)
+        return array_method("getitem")(self, item)
 
     @property
     def T(self) -> Tensor:
-        from .lang import transpose
-
-        return transpose(self)
+        return array_method("transpose")(self)
 
     def sum(self, axis: int | Sequence[int] | None = None) -> Tensor:
-        from .lang import sum as sum_
-
-        return sum_(self, axis)
+        return array_method("sum")(self, axis)
 
     def mean(self, axis: int | Sequence[int] | None = None) -> Tensor:
-        from .lang import mean
-
-        return mean(self, axis)
+        return array_method("mean")(self, axis)
 
     def max(self, axis: int | Sequence[int] | None = None) -> Tensor:
-        from .lang import max as max_
-
-        return max_(self, axis)
+        return array_method("max")(self, axis)
 
     def min(self, axis: int | Sequence[int] | None = None) -> Tensor:
-        from .lang import min as min_
-
-        return min_(self, axis)
+        return array_method("min")(self, axis)
 
     def reshape(self, *shape: Any) -> Tensor:
-        from .lang import reshape
-
         target = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
-        return reshape(self, tuple(target))
+        return array_method("reshape")(self, tuple(target))
 
     def transpose(self, *perm: int) -> Tensor:
-        from .lang import transpose
-
-        return transpose(self, perm or None)
+        return array_method("transpose")(self, perm or None)
 
 
 def ensure_tensor(value: Operand, op: str) -> Tensor:

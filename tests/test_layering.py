@@ -1,0 +1,98 @@
+"""The package's imports form no cycle: every module imports only modules below it
+(imports inside functions count too), so the pipeline reads bottom-up.  Printing and
+drawing install themselves into the term types (``core.install_views``) and the
+language functions into the traced value (``tensor.install_array_methods``) instead of
+being imported by them."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "dualarr"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """The dualarr modules ``path`` imports, anywhere in the file."""
+    package = module_name(path)
+    if path.name != "__init__.py":
+        package = package.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            if target.startswith("dualarr"):
+                if node.module is None:  # from . import x: the submodules
+                    found.update(f"{target}.{alias.name}" for alias in node.names)
+                else:
+                    found.add(target)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("dualarr"))
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    edges = {name: {t for t in imports_of(path) if t in modules and t != name} for name, path in modules.items()}  # noqa: E501
+    # the package's face re-exports everything: it is the top, not part of the layers
+    edges.pop("dualarr", None)
+    for targets in edges.values():
+        targets.discard("dualarr")
+    return edges
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(edges.get(node, ())):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target]
+            if target not in state and (cycle := visit(target)) is not None:
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(edges):
+        if node not in state and (cycle := visit(node)) is not None:
+            return cycle
+    return None
+
+
+def test_the_import_graph_is_read() -> None:
+    edges = graph()
+    assert "dualarr.core" in edges["dualarr.api"]
+    assert "dualarr.primitives" in edges["dualarr.core"]
+    assert "dualarr.lang" in edges["dualarr.api"]  # an import inside a function counts
+    assert len(edges) > 30
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_module_imports_itself_back() -> None:
+    cycle = find_cycle(graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_bottom_layers_import_nothing_above_them() -> None:
+    edges = graph()
+    assert edges["dualarr.errors"] == set()
+    assert edges["dualarr.primitives"] <= {"dualarr.errors"}
+    assert edges["dualarr.core"] <= {"dualarr.errors", "dualarr.primitives"}
+    for low in ("dualarr.core", "dualarr.delta", "dualarr.tensor"):
+        for view in ("dualarr.printer", "dualarr.drawing", "dualarr.lang"):
+            assert view not in edges[low], f"{low} imports {view}"

@@ -34,7 +34,6 @@ from .arrays import (
     generic_helpers,
     primal_helpers,
 )
-from .bot import distinct_binders
 from .core import (
     ArgMax,
     ArgMin,
@@ -64,6 +63,7 @@ from .core import (
     assert_never,
     bound_vars,
     children,
+    distinct_binders,
     static_int_value,
 )
 from .errors import DualarrError

@@ -937,6 +937,111 @@ def substitute(roots: Sequence[Term], mapping: dict[Var, Term]) -> list[Term]:
     return transform(roots, rewrite)
 
 
+def substitute_free(
+    terms: Sequence[Term],
+    mapping: dict[Var, Term],
+    free_vars: FreeVars,
+    supply: IdSupply | None = None,
+) -> list[Term]:
+    """Replace free variables, rebuilding only the nodes that mention one (sharing kept).
+
+    With a ``supply``, every binder that is rebuilt binds fresh variables, so the copy
+    never binds a variable that the original (which may stay in the DAG) binds too.
+    """
+    mapping = dict(mapping)
+    keys = set(mapping)
+    new: dict[int, Term] = {}
+
+    def touched(node: Term) -> bool:
+        fv = free_vars(node)
+        return bool(fv) and not fv.isdisjoint(keys)
+
+    roots = [t for t in terms if touched(t)]
+    stack: list[tuple[Term, bool]] = [(t, False) for t in roots]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in new:
+            continue
+        if isinstance(node, Var):
+            new[id(node)] = mapping.get(node, node)
+            continue
+        kids = children(node)
+        if not expanded:
+            if supply is not None:
+                for var in bound_vars(node)[0]:
+                    if var not in mapping:
+                        mapping[var] = fresh_var(supply, var.hint, var.shape, var.dtype)
+                        keys.add(var)
+            stack.append((node, True))
+            stack.extend((kid, False) for kid in kids if id(kid) not in new and touched(kid))
+            continue
+        rebuilt = _rebuild_binding(node, tuple(new.get(id(kid), kid) for kid in kids), mapping)
+        if isinstance(rebuilt, Index) and isinstance(rebuilt.array, Index):  # x'[j][ix]
+            rebuilt = Index(rebuilt.array.array, (*rebuilt.array.index, *rebuilt.index))
+        new[id(node)] = rebuilt
+    return [new.get(id(t), t) for t in terms]
+
+
+def distinct_binders(roots: Sequence[Term]) -> list[Term]:
+    """Alpha-rename so that every variable is bound by one binder node only.
+
+    A binder reachable both inside and outside a ``build1`` is kept where it is and
+    rewritten by the bot inside, so two different nodes can bind the same variable; that
+    is harmless for evaluation (scopes are nested terms) but code generation names
+    variables, so each such copy gets fresh variables here (sharing kept)."""
+    order = postorder(roots)
+    owner: dict[Var, int] = {}
+    clashing: set[int] = set()
+    top = 0
+    for node in order:
+        if isinstance(node, Var):
+            top = max(top, node.id)
+        for var in bound_vars(node)[0]:
+            top = max(top, var.id)
+            if owner.setdefault(var, id(node)) != id(node):
+                clashing.add(id(node))
+    if not clashing:
+        return list(roots)
+    supply = IdSupply(top + 1)
+    fv = FreeVars()
+
+    def rename(node: Term, kids: tuple[Term, ...]) -> Term:
+        if id(node) not in clashing:
+            return rebuild(node, kids)
+        variables, scoped = bound_vars(node)
+        mapping: dict[Var, Term] = {
+            v: fresh_var(supply, v.hint, v.shape, v.dtype) for v in variables
+        }
+        inner = substitute_free([kids[k] for k in scoped], mapping, fv)
+        new_kids = list(kids)
+        for k, term in zip(scoped, inner, strict=True):
+            new_kids[k] = term
+        return _rebuild_binding(node, tuple(new_kids), mapping)
+
+    return transform(roots, rename)
+
+
+def _rebuild_binding(node: Term, kids: tuple[Term, ...], mapping: dict[Var, Term]) -> Term:
+    """``node`` with new children and, for a binder, its variables renamed by ``mapping``."""
+
+    def renamed(var: Var) -> Var:
+        target = mapping.get(var, var)
+        return target if isinstance(target, Var) else var
+
+    match node:
+        case Let(var=var):
+            return Let(renamed(var), kids[0], kids[1])
+        case Build1(size=size, var=var):
+            return Build1(size, renamed(var), kids[0])
+        case Gather(outer_shape=sh, vars=vs):
+            return Gather(sh, kids[0], tuple(renamed(v) for v in vs), tuple(kids[1:]))
+        case Scatter(outer_shape=sh, vars=vs):
+            return Scatter(sh, kids[0], tuple(renamed(v) for v in vs), tuple(kids[1:]))
+        case _:
+            return rebuild(node, kids)
+
+
+
 def constant(value: object, dtype: DType | None = None) -> Const:
     """A :class:`Const` from a Python or NumPy value, optionally of a given element type."""
     array = np.asarray(value)

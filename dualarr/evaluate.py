@@ -49,6 +49,7 @@ from .core import (
     Var,
     assert_never,
     children,
+    install_views,
 )
 from .errors import DualarrError
 from .indexing import is_scalar_index_work
@@ -480,3 +481,11 @@ def evaluate(term: Term, inputs: Mapping[Var, Any] | None = None) -> Array:
 def evaluate_many(terms: Sequence[Term], inputs: Mapping[Var, Any] | None = None) -> list[Array]:
     """Evaluate several terms sharing one memo (shared subterms computed once)."""
     return Evaluator().run(terms, inputs or {})
+
+
+def _evaluate(outputs: Sequence[Term], env: Mapping[Var, Any]) -> list[Any]:
+    """The reference evaluation of a traced program (``Program.__call__``)."""
+    return Evaluator().run(outputs, env)
+
+
+install_views(evaluate=_evaluate)

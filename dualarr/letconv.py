@@ -37,9 +37,9 @@ from .core import (
     fresh_var,
     postorder,
     rebuild,
+    view,
 )
 from .errors import DualarrError
-from .printer import print_let_program
 from .simplify import simplify
 from .symbolic import SharedGradient
 from .trampoline import collector_paused
@@ -64,16 +64,14 @@ class LetProgram:
     supply: IdSupply
 
     def __str__(self) -> str:
-        return print_let_program(self.inputs, self.bindings, self.outputs)
+        return str(view("print_let_program")(self.inputs, self.bindings, self.outputs))
 
     def _repr_markdown_(self) -> str:
         return f"```\n{self}\n```"
 
     def graph(self) -> Any:
         """Every binding and output as one graphviz drawing (:mod:`dualarr.drawing`)."""
-        from .drawing import term_graph
-
-        return term_graph(self.terms(), self.name)
+        return view("term_graph")(self.terms(), self.name)
 
     def terms(self) -> list[Term]:
         """Every binding's term, then the outputs."""
@@ -187,7 +185,11 @@ def _simplify_terms(program: LetProgram) -> LetProgram:
         (var, term) for (var, _), term in zip(program.bindings, terms[:count], strict=True)
     )
     return LetProgram(
-        program.name, program.inputs, bindings, tuple(terms[count:]), program.positions,
+        program.name,
+        program.inputs,
+        bindings,
+        tuple(terms[count:]),
+        program.positions,
         program.supply,
     )
 

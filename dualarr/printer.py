@@ -450,4 +450,10 @@ def structure(term: Term) -> str:
     return head + "\n" + "\n".join(lines) + ">"
 
 
-install_views(print_term=print_term, structure=structure)
+install_views(
+    print_term=print_term,
+    structure=structure,
+    print_program=print_program,
+    print_let_program=print_let_program,
+    input_names=input_names,
+)

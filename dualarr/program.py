@@ -13,10 +13,18 @@ from typing import Any
 
 import numpy as np
 
-from .core import DType, FreeVars, IdSupply, Term, Var, count_nodes, fresh_var, type_name
+from .core import (
+    DType,
+    FreeVars,
+    IdSupply,
+    Term,
+    Var,
+    count_nodes,
+    fresh_var,
+    type_name,
+    view,
+)
 from .errors import DtypeError, DualarrError, ShapeError, TracingError, UnsupportedError
-from .evaluate import Evaluator
-from .printer import input_names, print_program
 from .tensor import (
     Tensor,
     TraceContext,
@@ -110,10 +118,10 @@ class Program:
         return f"({params}) -> {results}"
 
     def _names(self) -> list[str]:
-        return input_names(self.inputs)
+        return list(view("input_names")(self.inputs))
 
     def __str__(self) -> str:
-        return print_program(self.inputs, self.outputs, tuple_output=self.tuple_output)
+        return str(view("print_program")(self.inputs, self.outputs, tuple_output=self.tuple_output))
 
     def __repr__(self) -> str:
         return f"<Program {self.name} {self.signature()}, {self.size} nodes>"
@@ -123,9 +131,7 @@ class Program:
 
     def graph(self) -> Any:
         """The program's term DAG as a graphviz drawing (:mod:`dualarr.drawing`)."""
-        from .drawing import term_graph
-
-        return term_graph(list(self.outputs), self.name)
+        return view("term_graph")(list(self.outputs), self.name)
 
     def bind(self, *arrays: Any) -> dict[Var, np.ndarray]:
         """Check ``arrays`` against the inputs' types and pair them with the variables."""
@@ -166,7 +172,8 @@ class Program:
         tuple."""
         env = self.bind(*arrays)
         inputs = list(env.values())
-        values = [fresh_result(v, inputs) for v in Evaluator().run(list(self.outputs), env)]
+        outputs = view("evaluate")(list(self.outputs), env)
+        values = [fresh_result(v, inputs) for v in outputs]
         return tuple(values) if self.tuple_output else values[0]
 
 

@@ -32,7 +32,7 @@ from dataclasses import fields
 import numpy as np
 
 from . import indexing as ix_
-from .bot import INDEX_NORMAL_FORMS, IndexPusher, Push, substitute_free
+from .bot import INDEX_NORMAL_FORMS, IndexPusher, Push
 from .core import (
     ArgMax,
     ArgMin,
@@ -68,6 +68,7 @@ from .core import (
     postorder,
     rebuild,
     static_int_value,
+    substitute_free,
 )
 from .evaluate import ELEMENTWISE, index_array
 from .trampoline import collector_paused

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from .algebra import Algebra, IndexFn
-from .bot import substitute_free
 from .core import (
     ArgMax,
     ArgMin,
@@ -43,6 +42,7 @@ from .core import (
     Var,
     fresh_var,
     int_const,
+    substitute_free,
     zeros,
 )
 

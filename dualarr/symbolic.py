@@ -36,11 +36,11 @@ from .core import (
     postorder,
     rebuild,
     type_name,
+    view,
 )
 from .dual import Dual, DualAlgebra
 from .errors import DualarrError, ShapeError
 from .evaluate import Interpreter
-from .printer import print_let_program, print_program, print_term
 from .program import Program
 from .reverse import reverse
 from .staging import TermAlgebra
@@ -74,7 +74,7 @@ class ForwardPass:
         return "\n".join(
             [
                 "primal:",
-                print_program(self.program.inputs, [self.value]),
+                view("print_program")(self.program.inputs, [self.value]),
                 "delta:",
                 format_symbolic_delta(self.delta),
             ]
@@ -85,18 +85,14 @@ class ForwardPass:
 
     def graph(self) -> Any:
         """The symbolic Delta as a graphviz drawing (:mod:`dualarr.drawing`)."""
-        from .drawing import delta_graph
-
-        return delta_graph(self.delta, "forward")
+        return view("delta_graph")(self.delta, "forward")
 
 
 def forward_pass(program: Program) -> ForwardPass:
     """Run the dual-arrays rules (Figs. 12–15) on a vectorised one-output program with
     symbolic primals (App. D): float input ``k`` gets the Delta ``Input k``."""
     if program.tuple_output or len(program.outputs) != 1:
-        raise DualarrError(
-            "the compiled gradient needs a function with one output", op="pipeline"
-        )
+        raise DualarrError("the compiled gradient needs a function with one output", op="pipeline")
     (out_term,) = program.outputs
     if not out_term.dtype.is_float:
         raise DualarrError(
@@ -136,7 +132,9 @@ class ExtractedDelta:
         return self.program.inputs
 
     def __str__(self) -> str:
-        head = print_let_program(self.inputs, self.bindings, [self.value], every_binding=True)
+        head = view("print_let_program")(
+            self.inputs, self.bindings, [self.value], every_binding=True
+        )
         return f"{head}\ndelta:\n{format_symbolic_delta(self.delta)}"
 
     def _repr_markdown_(self) -> str:
@@ -144,9 +142,7 @@ class ExtractedDelta:
 
     def graph(self) -> Any:
         """The extracted Delta as a graphviz drawing (:mod:`dualarr.drawing`)."""
-        from .drawing import delta_graph
-
-        return delta_graph(self.delta, "delta")
+        return view("delta_graph")(self.delta, "delta")
 
 
 def _atomic(term: Term) -> bool:
@@ -244,14 +240,14 @@ def check_extracted(extracted: ExtractedDelta) -> None:
                 raise DualarrError("a primal value of the Delta is not a term", op="Eq. 6")
             if value.shape != () and not isinstance(value, Var | Const):
                 raise ShapeError(
-                    f"the Delta mentions a primal computation: {print_term(value)[:80]}",
+                    f"the Delta mentions a primal computation: {str(value)[:80]}",
                     op="Eq. 6",
                     shapes=[value.shape],
                 )
             for part in _closed_parts([value], scope, fv):
                 if not _atomic(part) and not isinstance(part, Const):
                     raise DualarrError(
-                        f"the Delta computes a primal value: {print_term(part)[:80]}",
+                        f"the Delta computes a primal value: {str(part)[:80]}",
                         op="Eq. 6",
                     )
             free = fv(value) - scope - lambda_vars
@@ -279,18 +275,17 @@ class SharedGradient:
         return (*self.extracted.inputs, self.cotangent)
 
     def __str__(self) -> str:
-        return print_let_program(
+        text = view("print_let_program")(
             self.inputs, self.extracted.bindings, [self.extracted.value, *self.gradients]
         )
+        return str(text)
 
     def _repr_markdown_(self) -> str:
         return f"```\n{self}\n```"
 
     def graph(self) -> Any:
         """The gradient terms, with their ``share`` nodes, as a graphviz drawing."""
-        from .drawing import term_graph
-
-        return term_graph(list(self.gradients), "shared")
+        return view("term_graph")(list(self.gradients), "shared")
 
 
 def symbolic_reverse(
@@ -328,14 +323,14 @@ def format_symbolic_delta(delta: dl.Delta) -> str:
 
 def _describe_fn(fn: Any) -> str:
     variables, components = fn
-    params = ", ".join(print_term(v) for v in variables)
-    body = ", ".join(print_term(c) for c in components)
+    params = ", ".join(str(v) for v in variables)
+    body = ", ".join(str(c) for c in components)
     return f"(\\[{params}]. [{body}])"
 
 
 def _describe_term(value: Any) -> str:
     if isinstance(value, Term):
-        text = print_term(value)
+        text = str(value)
         if "\n" in text or len(text) > 60:
             return f"<{type_name(value.shape, value.dtype)}>"
         return text if _atomic(value) else f"({text})"

@@ -88,6 +88,38 @@ def test_no_module_imports_itself_back() -> None:
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
+LAYERS: dict[str, tuple[str, ...]] = {
+    "lang": (
+        "errors", "primitives", "core", "trampoline", "indexing", "tensor", "lang",
+        "program", "closure",
+    ),
+    "interp": ("algebra", "arrays", "backends", "evaluate", "staging"),
+    "vectorise": ("bot", "simplify", "vmap"),
+    "ad": ("delta", "dual", "reverse", "symbolic", "letconv", "transposition"),
+    "codegen": ("codegen",),
+    "show": ("printer", "drawing"),
+    "top": ("pipeline", "api"),
+    "teach": ("sympy_backend", "check", "baselines", "exercises", "examples"),
+    "main": ("__main__",),
+}  # fmt: skip
+"""The pipeline's layers, bottom first: the language and tracing; its interpretations
+(algebras); the bot; differentiation; code generation; printing and drawing; the
+transformations; the teaching and cross-checking tools; the demo."""
+
+
+def test_every_module_has_a_layer_and_imports_only_its_own_or_lower_ones() -> None:
+    rank = {f"dualarr.{m}": k for k, (_, ms) in enumerate(LAYERS.items()) for m in ms}
+    edges = graph()
+    assert set(edges) == set(rank), f"modules without a layer: {sorted(set(edges) - set(rank))}"
+    upward = [
+        f"{source} -> {target}"
+        for source, targets in edges.items()
+        for target in targets
+        if rank[target] > rank[source]
+    ]
+    assert not upward, "imports from a higher layer: " + ", ".join(sorted(upward))
+
+
 def test_the_bottom_layers_import_nothing_above_them() -> None:
     edges = graph()
     assert edges["dualarr.errors"] == set()

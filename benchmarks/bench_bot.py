@@ -18,8 +18,8 @@ from collections.abc import Callable
 import numpy as np
 
 import dualarr as da
-from dualarr.bot import vectorise
-from dualarr.simplify import simplify
+from dualarr.vectorise.bot import vectorise
+from dualarr.vectorise.simplify import simplify
 
 N = 8
 

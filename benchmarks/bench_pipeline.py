@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 from bench_bot import N, blocks_program
 
-from dualarr.codegen import CompiledProgram
-from dualarr.core import count_nodes
-from dualarr.letconv import share_to_let, simplify_let_program
+from dualarr.ad.compile_time import extract, forward_pass, symbolic_reverse
+from dualarr.ad.share_to_let import share_to_let, simplify_let_program
+from dualarr.codegen.generate import CompiledProgram
+from dualarr.lang.program import trace
+from dualarr.lang.terms import count_nodes
+from dualarr.lang.trampoline import collector_paused
 from dualarr.pipeline import vectorise_program
-from dualarr.program import trace
-from dualarr.symbolic import extract, forward_pass, symbolic_reverse
-from dualarr.trampoline import collector_paused
 
 STAGES = ("trace", "vectorised", "forward+delta", "shared", "gradient", "python")
 

@@ -6,7 +6,7 @@ with 2^N paths (§2.5); with ``Share`` ids the dual-arrays Delta has a fixed num
 nodes per step, and one reverse pass visits each Share node once.  The derivative of
 every step is 1, so the gradient is all ones and the values stay finite
 (``y - N/2``), whatever ``N`` is.  The scalar baseline (one dual number per scalar,
-``dualarr.baselines.scalar_gradient``) is not run: on a 3-element array it has the same
+``dualarr.teach.baselines.scalar_gradient``) is not run: on a 3-element array it has the same
 sharing and only adds a constant factor.
 
 For each ``N`` (each in its own process, so that one size's heap does not slow the
@@ -17,11 +17,11 @@ next) it reports:
 - ``grad s``: the median of ``--repeat`` later calls (the vectorised program is cached
   per function and input types, so this is the dual-arrays forward pass, Figs. 12–15,
   plus the reverse pass, Fig. 17), split into ``fwd s`` (``dualarr.api.dual_run``)
-  and ``rev s`` (``dualarr.reverse.reverse``);
+  and ``rev s`` (``dualarr.ad.reverse.reverse``);
 - ``cfirst s`` and ``comp s``: the same for the default compiled path (the first call
   runs every compile-time stage and code generation; later calls run the generated
   Python);
-- the Delta node and Share counts (``dualarr.delta.size``), and the ratios between
+- the Delta node and Share counts (``dualarr.ad.delta.size``), and the ratios between
   consecutive sizes: doubling ``N`` should cost at most about 2.2× time and exactly 2×
   nodes.
 
@@ -45,10 +45,10 @@ from typing import Any
 import numpy as np
 
 import dualarr as da
-from dualarr import delta as dl
+from dualarr.ad import delta as dl
+from dualarr.ad.reverse import reverse
 from dualarr.api import dual_run, vectorised_program
-from dualarr.evaluate import NumpyAlgebra
-from dualarr.reverse import reverse
+from dualarr.interp.evaluate import NumpyAlgebra
 
 SIZES = (1500, 3000, 6000, 12000)
 LENGTH = 3  # elements of the array the chain runs on

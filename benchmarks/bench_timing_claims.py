@@ -26,8 +26,8 @@ from collections.abc import Callable
 import numpy as np
 
 import dualarr as da
-from dualarr.baselines import dual_arrays_gradient, scalar_gradient, unvectorised_gradient
-from dualarr.examples import fig18
+from dualarr.teach.baselines import dual_arrays_gradient, scalar_gradient, unvectorised_gradient
+from dualarr.teach.examples import fig18
 
 
 def best_time(action: Callable[[], object], repeat: int) -> float:

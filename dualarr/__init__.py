@@ -7,12 +7,8 @@ differentiates, transposes and compiles it.  ``import dualarr as da``.
 
 from typing import Any
 
-from . import drawing, printer  # noqa: F401  (they install how terms print and draw)
 from .api import clear_caches, grad, jacobian, jit, jvp, value_and_grad, vjp, vmap
-from .bot import NotBotNormal, is_bot_normal
-from .check import GradCheckReport, check_grad
-from .core import DType, Term
-from .errors import (
+from .lang.errors import (
     DtypeError,
     DualarrError,
     ShapeError,
@@ -20,7 +16,7 @@ from .errors import (
     UnsupportedDtypeError,
     UnsupportedError,
 )
-from .lang import (
+from .lang.functions import (
     abs,
     acos,
     argmax,
@@ -83,10 +79,14 @@ from .lang import (
     transpose,
     where,
 )
+from .lang.program import Program, ShapeSpec, trace
+from .lang.tensor import Tensor
+from .lang.terms import DType, Term
 from .pipeline import Pipeline, pipeline
-from .program import Program, ShapeSpec, trace
-from .sympy_backend import SympyGradient, sympy_gradient
-from .tensor import Tensor
+from .show import drawing, printer  # noqa: F401  (they install how terms print and draw)
+from .teach.check import GradCheckReport, check_grad
+from .teach.sympy_gradient import SympyGradient, sympy_gradient
+from .vectorise.bot import NotBotNormal, is_bot_normal
 
 __version__ = "0.1.0"
 
@@ -186,6 +186,6 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """``da.<name>`` for a primitive registered after import (``da.primitive``)."""
-    from . import lang
+    from .lang import functions as lang
 
     return getattr(lang, name)

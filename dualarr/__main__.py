@@ -7,11 +7,11 @@ import sys
 
 import numpy as np
 
+from .ad.reverse import ReverseStats, reverse
 from .api import dual_run
-from .evaluate import NumpyAlgebra
-from .examples import fig18
+from .interp.evaluate import NumpyAlgebra
 from .pipeline import pipeline
-from .reverse import ReverseStats, reverse
+from .teach.examples import fig18
 
 
 def demo(n: int) -> str:

@@ -21,23 +21,23 @@ from typing import Any
 import numpy as np
 import optree
 
-from . import delta as dl
-from .arrays import Backend
-from .backends import backend_of, get_backend, to_backend
-from .closure import ClosedProgram, close_program
-from .codegen import HELPERS, CompiledProgram, compile_program
-from .core import Const, FromIntegral, IdSupply, Term, TermBase, Var, type_name
-from .dual import Dual, DualAlgebra
-from .errors import DtypeError, DualarrError, ShapeError, TracingError, UnsupportedError
-from .evaluate import Evaluator, Interpreter, algebra_for
-from .letconv import LetProgram
+from .ad import delta as dl
+from .ad.dual import Dual, DualAlgebra
+from .ad.reverse import ReverseState, ReverseStats, backprop, eval_delta, forward
+from .ad.share_to_let import LetProgram
+from .codegen.generate import HELPERS, CompiledProgram, compile_program
+from .interp.arrays import Backend
+from .interp.backends import backend_of, get_backend, to_backend
+from .interp.evaluate import Evaluator, Interpreter, algebra_for
+from .interp.term_algebra import TermAlgebra
+from .lang.closure import ClosedProgram, close_program
+from .lang.errors import DtypeError, DualarrError, ShapeError, TracingError, UnsupportedError
+from .lang.program import Program, ShapeSpec, fresh_result, input_type, trace
+from .lang.tensor import Tensor, current_context, current_trace, ensure_tensor
+from .lang.terms import Const, FromIntegral, IdSupply, Term, TermBase, Var, type_name
+from .lang.trampoline import collector_paused
 from .pipeline import CompiledGradient, compile_gradient, gradient_stages, vectorise_program
-from .program import Program, ShapeSpec, fresh_result, input_type, trace
-from .reverse import ReverseState, ReverseStats, backprop, eval_delta, forward
-from .staging import TermAlgebra
-from .tensor import Tensor, current_context, current_trace, ensure_tensor
-from .trampoline import collector_paused
-from .vmap import mapped_term
+from .vectorise.vmap import mapped_term
 
 MODES = ("compiled", "interpret")
 CACHE_SIZE = 128
@@ -124,7 +124,7 @@ def _closed(
     has_aux: bool = False,
     lift_constants: bool = True,
 ) -> tuple[ClosedProgram, Any]:
-    """``f`` traced now and closed over what it reads (:mod:`dualarr.closure`); with
+    """``f`` traced now and closed over what it reads (:mod:`dualarr.lang.closure`); with
     ``has_aux`` the program's outputs are the output then the auxiliary leaves, and the
     second result is the auxiliary data's tree structure."""
     if not has_aux:
@@ -439,7 +439,7 @@ def value_and_grad(
 
     Every call computes with the values ``f`` reads at call time: ``f`` is traced on
     each call and its captured arrays become inputs of the program
-    (:mod:`dualarr.closure`), which is compiled once per structure.
+    (:mod:`dualarr.lang.closure`), which is compiled once per structure.
     ``mode="compiled"`` runs the generated gradient program, ``mode="interpret"`` the
     concrete reverse pass.  ``backend`` ("numpy", "cupy") runs on that backend; by
     default the arrays' own.  Results come back on the backend of the input arrays."""
@@ -658,7 +658,7 @@ def _traced_jvp(
     """``jvp`` on traced values, by transposing the pullback (it is linear in its
     cotangent): ``J v`` is the gradient in ``ct`` of ``<pullback(ct), v>``, so two
     reverse passes, both built as terms of the enclosing trace."""
-    from .lang import sum as total
+    from .lang.functions import sum as total
 
     closed, _ = _closed(f, _specs(primals, "jvp"), {}, "jvp", lift_constants=False)
     primal_tensors = _as_outer(primals, "jvp")
@@ -688,7 +688,7 @@ def _traced_jacobian(
 ) -> Any:
     """``jacobian`` on traced arguments: the pullback mapped (``vmap``, so in bulk) over
     the one-hot cotangents, one row per output element."""
-    from .lang import constant, reshape
+    from .lang.functions import constant, reshape
 
     value, pullback = _traced_vjp(closed, args)
     out = value.term

@@ -6,14 +6,14 @@ prints in the paper's notation:
 ========== ==================================================== =====================
 stage      what it is                                           module
 ========== ==================================================== =====================
-source     the traced core term                                 :mod:`dualarr.program`
-bot_steps  the bot's rule trace (rule, figure, before, after)   :mod:`dualarr.bot`
-vectorised the bulk term: no ``build1`` (Theorem 5.1)           :mod:`dualarr.bot`
-forward    D with symbolic primals: value term + Delta          :mod:`dualarr.symbolic`
-delta      Eq. 6: primal bindings, value, Delta over variables  :mod:`dualarr.symbolic`
-shared     the symbolic reverse pass: gradient with ``share``   :mod:`dualarr.symbolic`
-gradient   share → let + wrapper, simplified (Figs. 20–21)      :mod:`dualarr.letconv`
-python     the generated source over an array namespace         :mod:`dualarr.codegen`
+source     the traced core term                                 :mod:`dualarr.lang.program`
+bot_steps  the bot's rule trace (rule, figure, before, after)   :mod:`dualarr.vectorise.bot`
+vectorised the bulk term: no ``build1`` (Theorem 5.1)           :mod:`dualarr.vectorise.bot`
+forward    D with symbolic primals: value term + Delta          :mod:`dualarr.ad.compile_time`
+delta      Eq. 6: primal bindings, value, Delta over variables  :mod:`dualarr.ad.compile_time`
+shared     the symbolic reverse pass: gradient with ``share``   :mod:`dualarr.ad.compile_time`
+gradient   share → let + wrapper, simplified (Figs. 20–21)      :mod:`dualarr.ad.share_to_let`
+python     the generated source over an array namespace         :mod:`dualarr.codegen.generate`
 ========== ==================================================== =====================
 
 Calling the pipeline runs the compiled gradient: ``p(*arrays, cotangent=1.0)`` returns
@@ -28,16 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Backend
-from .backends import backend_of
-from .bot import BotStep, check_bot_normal, vectorise
-from .codegen import HELPERS, CompiledProgram, helpers_for
-from .core import Const, substitute, type_name
-from .errors import DualarrError, ShapeError
-from .letconv import LetProgram, share_to_let, simplify_let_program
-from .program import Program, trace
-from .simplify import simplify
-from .symbolic import (
+from .ad.compile_time import (
     ExtractedDelta,
     ForwardPass,
     SharedGradient,
@@ -45,6 +36,15 @@ from .symbolic import (
     forward_pass,
     symbolic_reverse,
 )
+from .ad.share_to_let import LetProgram, share_to_let, simplify_let_program
+from .codegen.generate import HELPERS, CompiledProgram, helpers_for
+from .interp.arrays import Backend
+from .interp.backends import backend_of
+from .lang.errors import DualarrError, ShapeError
+from .lang.program import Program, trace
+from .lang.terms import Const, substitute, type_name
+from .vectorise.bot import BotStep, check_bot_normal, vectorise
+from .vectorise.simplify import simplify
 
 __all__ = ["CompiledGradient", "Pipeline", "compile_gradient", "pipeline", "vectorise_program"]
 

@@ -1,6 +1,6 @@
 """A deliberately naive, element-by-element interpreter of the core language: the oracle.
 
-``naive_eval(term, env)`` shares no code with :mod:`dualarr.evaluate`.  It recurses over
+``naive_eval(term, env)`` shares no code with :mod:`dualarr.interp.evaluate`.  It recurses over
 the term (no memoisation: shared subterms are simply evaluated again) and computes every
 array construct with explicit Python loops over the output (or source) elements
 (``np.ndindex``), reading and writing one element at a time:
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from dualarr.core import (
+from dualarr.lang.terms import (
     ArgMax,
     ArgMin,
     Build1,

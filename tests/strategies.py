@@ -1,6 +1,6 @@
 """Hypothesis strategies for random, well-typed core-language programs.
 
-Terms are built *directly* with the constructors of :mod:`dualarr.core`, typed by
+Terms are built *directly* with the constructors of :mod:`dualarr.lang.terms`, typed by
 construction: :meth:`TermGen.gen_term` is asked for a term of a given shape and element
 type in a scope (:class:`Env`) and picks one of the constructs able to produce it, drawing
 the arguments' types first and recursing.  Every node checks its types when it is built,
@@ -8,12 +8,12 @@ so a generator bug shows up as an exception while drawing.
 
 Main entry: :func:`programs` draws a :class:`GeneratedProgram` (float64 inputs of rank 0..3
 with dims 1..4, optionally an int64 input for data-dependent indexing, the output term
-and the input arrays).  ``gp.program()`` wraps it in a :class:`dualarr.program.Program`,
+and the input arrays).  ``gp.program()`` wraps it in a :class:`dualarr.lang.program.Program`,
 ``gp.function()`` gives a Python function for ``dualarr.trace``.  Smaller building
 blocks: :func:`shapes`, :func:`terms`, :func:`index_terms`.
 
-What the generated terms cover (all of :data:`dualarr.core.Term` and all of
-:data:`dualarr.core.OPS`):
+What the generated terms cover (all of :data:`dualarr.lang.terms.Term` and all of
+:data:`dualarr.lang.terms.OPS`):
 
 * elementwise ops: every float unary op, on safe arguments where needed (``log(1 + x*x)``,
   ``sqrt(1 + x*x)``, ``log1p(x*x)``, ``asin(tanh x / 2)``, ``tan(tanh x)``,
@@ -58,7 +58,10 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from dualarr.core import (
+from dualarr.lang.primitives import BUILT_IN
+from dualarr.lang.program import Program
+from dualarr.lang.tensor import Tensor, new_var
+from dualarr.lang.terms import (
     ArgMax,
     ArgMin,
     Build1,
@@ -91,9 +94,6 @@ from dualarr.core import (
     substitute,
     transform,
 )
-from dualarr.primitives import BUILT_IN
-from dualarr.program import Program
-from dualarr.tensor import Tensor, new_var
 
 __all__ = [
     "Binding",

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 import dualarr as da
-from dualarr import delta as dl
+from dualarr.ad import delta as dl
+from dualarr.ad.reverse import ReverseStats, forward, reverse
 from dualarr.api import DualRun, dual_run, vectorised_program
-from dualarr.baselines import dual_arrays_gradient, scalar_gradient, unvectorised_gradient
-from dualarr.core import DType
-from dualarr.evaluate import NumpyAlgebra
-from dualarr.examples import fig18
-from dualarr.reverse import ReverseStats, forward, reverse
+from dualarr.interp.evaluate import NumpyAlgebra
+from dualarr.lang.terms import DType
+from dualarr.teach.baselines import dual_arrays_gradient, scalar_gradient, unvectorised_gradient
+from dualarr.teach.examples import fig18
 
 
 def sum_xy(x: da.Tensor, y: da.Tensor) -> da.Tensor:

@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 from strategies import GeneratedProgram, programs
 
 import dualarr as da
-from dualarr import arrays
-from dualarr.backends import backend_of, get_backend
-from dualarr.examples import fig18
+from dualarr.interp import arrays
+from dualarr.interp.backends import backend_of, get_backend
+from dualarr.teach.examples import fig18
 
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
-GENERIC_MODULES = ["arrays.py"]  # backend-generic: only the array API, never NumPy
+GENERIC_MODULES = ["interp/arrays.py", "lang/primitives.py"]  # backend-generic: only the array API
 
 
 def strict(a: Any) -> Any:

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import dualarr as da
-from dualarr.bot import vectorise
-from dualarr.core import Build1, Gather, postorder
-from dualarr.examples import fig18
+from dualarr.lang.terms import Build1, Gather, postorder
+from dualarr.teach.examples import fig18
+from dualarr.vectorise.bot import vectorise
 
 
 @contextlib.contextmanager
@@ -63,7 +63,7 @@ def test_rule_trace_names_rules_and_every_step_keeps_the_value() -> None:
     assert str(first.after) == r"build1 5 (\i. x[i]) * build1 5 (\i. x[4 - i])"
     x = np.arange(1.0, 6.0)
     env = p.source.bind(x)
-    from dualarr.evaluate import evaluate_many
+    from dualarr.interp.evaluate import evaluate_many
 
     for step in p.bot_steps:
         assert step.figure in ("Fig. 9", "Fig. 10", "Fig. 11")

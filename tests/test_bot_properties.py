@@ -6,10 +6,20 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from strategies import GeneratedProgram, programs
 
-from dualarr.bot import is_bot_normal, vectorise
-from dualarr.core import ArgMax, ArgMin, Build1, Const, FromList, Index, Scatter, Var, postorder
-from dualarr.evaluate import evaluate_many
-from dualarr.simplify import simplify
+from dualarr.interp.evaluate import evaluate_many
+from dualarr.lang.terms import (
+    ArgMax,
+    ArgMin,
+    Build1,
+    Const,
+    FromList,
+    Index,
+    Scatter,
+    Var,
+    postorder,
+)
+from dualarr.vectorise.bot import is_bot_normal, vectorise
+from dualarr.vectorise.simplify import simplify
 
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 

@@ -16,7 +16,7 @@ from strategies import GeneratedProgram, programs
 
 import dualarr as da
 import dualarr.api as api
-from dualarr.core import DType
+from dualarr.lang.terms import DType
 
 MODES = ["compiled", "interpret"]
 ONES = np.ones(3)

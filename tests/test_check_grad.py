@@ -17,8 +17,9 @@ from test_sympy_backend import ACCEPTANCE_CASES, CASE_IDS, Case, foo, relu
 
 import dualarr as da
 import dualarr.api
-import dualarr.check
-from dualarr.check import (
+import dualarr.teach.check
+from dualarr.lang.primitives import REGISTRY
+from dualarr.teach.check import (
     ADJOINT,
     FD_ELEMENT_LIMIT,
     FINITE_DIFFERENCES,
@@ -27,7 +28,6 @@ from dualarr.check import (
     CheckResult,
     GradCheckReport,
 )
-from dualarr.primitives import REGISTRY
 
 T = da.Tensor
 CHECK_NAMES = (SYMPY, FINITE_DIFFERENCES, INTERPRETED, ADJOINT)
@@ -307,7 +307,7 @@ def test_an_adjoint_mismatch_is_localised(monkeypatch: pytest.MonkeyPatch) -> No
 
         return value, doubled
 
-    monkeypatch.setattr(dualarr.check, "vjp", doubled_vjp)
+    monkeypatch.setattr(dualarr.teach.check, "vjp", doubled_vjp)
     report = da.check_grad(
         lambda u, v: da.sum(u * u) + da.sum(v), np.array([1.0, -3.0]), np.ones(2)
     )

@@ -15,8 +15,11 @@ from hypothesis import strategies as st
 from strategies import GeneratedProgram, programs
 
 import dualarr
-from dualarr.codegen import HELPERS, compile_program, generate
-from dualarr.core import (
+from dualarr.codegen.generate import HELPERS, compile_program, generate
+from dualarr.interp.evaluate import evaluate_many
+from dualarr.lang.errors import DualarrError
+from dualarr.lang.program import Program
+from dualarr.lang.terms import (
     Build1,
     Const,
     DType,
@@ -29,11 +32,8 @@ from dualarr.core import (
     Var,
     fresh_var,
 )
-from dualarr.errors import DualarrError
-from dualarr.evaluate import evaluate_many
-from dualarr.examples import fig18
 from dualarr.pipeline import vectorise_program
-from dualarr.program import Program
+from dualarr.teach.examples import fig18
 
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
@@ -95,7 +95,7 @@ def test_build1_is_rejected() -> None:
     supply = IdSupply()
     x = fresh_var(supply, "x", (3,), DType.FLOAT64)
     i = fresh_var(supply, "i", (), DType.INT64)
-    from dualarr.core import Index
+    from dualarr.lang.terms import Index
 
     term = Build1(3, i, Index(x, (i,)))
     with pytest.raises(DualarrError, match="build1"):
@@ -169,7 +169,7 @@ def test_deep_chain_compiles_without_recursion() -> None:
 
 
 def test_index_function_with_array_work_falls_back_to_a_loop() -> None:
-    from dualarr.core import Gather, Index, Replicate
+    from dualarr.lang.terms import Gather, Index, Replicate
 
     supply = IdSupply()
     x = fresh_var(supply, "x", (4,), DType.FLOAT64)
@@ -234,7 +234,7 @@ SPECS = ["a,a->", "ab,b->a", "ab,ab->", "ab,ab->ba", "ab,bc->ac", "ab,ac->bc", "
 def test_contract_agrees_with_einsum_on_every_shape(spec: str, dims: list[int]) -> None:
     """The one-matmul (or vecdot) contraction has einsum's shape and values, size-1
     dimensions included (a (1,1) inner product is not a scalar)."""
-    from dualarr.arrays import contract
+    from dualarr.interp.arrays import contract
 
     size = dict(zip("abc", dims, strict=True))
     left, right = spec.split("->")[0].split(",")

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import dualarr as da
-from dualarr.core import (
+from dualarr.interp.evaluate import evaluate
+from dualarr.lang.terms import (
     ArgMax,
     ArgMin,
     Build1,
@@ -34,7 +35,6 @@ from dualarr.core import (
     fresh_var,
     postorder,
 )
-from dualarr.evaluate import evaluate
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(3, 4))

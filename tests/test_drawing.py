@@ -12,9 +12,9 @@ import pytest
 
 import dualarr as da
 from dualarr.api import dual_run
-from dualarr.core import count_nodes
-from dualarr.drawing import DOT_HINT, Drawing
-from dualarr.examples import fig18
+from dualarr.lang.terms import count_nodes
+from dualarr.show.drawing import DOT_HINT, Drawing
+from dualarr.teach.examples import fig18
 
 X = np.arange(1.0, 6.0)
 

@@ -1,4 +1,4 @@
-"""``dualarr.exercises``: every checker passes the solution and fails typical wrong
+"""``dualarr.teach.exercises``: every checker passes the solution and fails typical wrong
 answers with a message that says what is wrong (the classroom assignments in
 ``notebooks/assignments/``)."""
 
@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dualarr as da
-import dualarr.exercises
-from dualarr import core
-from dualarr import delta as dl
-from dualarr.core import DType, IdSupply
-from dualarr.exercises import (
+import dualarr.teach.exercises
+from dualarr.ad import delta as dl
+from dualarr.lang import terms as core
+from dualarr.lang.terms import DType, IdSupply
+from dualarr.teach.exercises import (
     INDEX_CASES,
     SUM_OUTER_CASES,
     Feedback,
@@ -57,8 +57,8 @@ def not_implemented(*args: Any) -> Any:
 
 
 def test_module_is_importable_as_a_submodule() -> None:
-    assert dualarr.exercises.check_sharing is check_sharing
-    assert set(dualarr.exercises.__all__) >= {"Feedback", "check_delta_rule", "teaching_bot"}
+    assert dualarr.teach.exercises.check_sharing is check_sharing
+    assert set(dualarr.teach.exercises.__all__) >= {"Feedback", "check_delta_rule", "teaching_bot"}
 
 
 def test_feedback_renders_as_text_html_and_markdown() -> None:

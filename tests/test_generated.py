@@ -2,7 +2,7 @@
 
 Programs come from :func:`strategies.programs` (every core construct, typed by
 construction); the oracle is :func:`naive.naive_eval`, an element-by-element interpreter
-that shares no code with :mod:`dualarr.evaluate`.
+that shares no code with :mod:`dualarr.interp.evaluate`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from strategies import (
 )
 
 import dualarr
-from dualarr.core import TERM_TYPES, DType, IdSupply, Var, bound_vars, fresh_var, postorder
-from dualarr.evaluate import evaluate
+from dualarr.interp.evaluate import evaluate
+from dualarr.lang.terms import TERM_TYPES, DType, IdSupply, Var, bound_vars, fresh_var, postorder
 
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 

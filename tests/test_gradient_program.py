@@ -17,13 +17,13 @@ from strategies import GeneratedProgram, programs
 from test_ad_properties import close, directional_fd, float_positions, jittered
 
 import dualarr as da
-from dualarr import delta as dl
-from dualarr.codegen import HELPERS
-from dualarr.core import Gather, Scatter, Share, Var, bound_vars, postorder
-from dualarr.errors import DualarrError
-from dualarr.examples import fig18
-from dualarr.letconv import check_let_program
-from dualarr.symbolic import ExtractedDelta, check_extracted
+from dualarr.ad import delta as dl
+from dualarr.ad.compile_time import ExtractedDelta, check_extracted
+from dualarr.ad.share_to_let import check_let_program
+from dualarr.codegen.generate import HELPERS
+from dualarr.lang.errors import DualarrError
+from dualarr.lang.terms import Gather, Scatter, Share, Var, bound_vars, postorder
+from dualarr.teach.examples import fig18
 
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
@@ -318,8 +318,8 @@ def test_array_work_under_a_let_in_an_index_function_is_not_hoisted_out_of_it() 
     it mentions a variable bound inside the index (found by Hypothesis)."""
     from collections import Counter
 
-    from dualarr.core import Build1, Const, DType, Floor, Gather, IdSupply, Let, Op, Var
-    from dualarr.core import Replicate as Rep
+    from dualarr.lang.terms import Build1, Const, DType, Floor, Gather, IdSupply, Let, Op, Var
+    from dualarr.lang.terms import Replicate as Rep
 
     x0, i = Var(1, "x0", (), DType.FLOAT64), Var(2, "i", (), DType.INT64)
     i0, x = Var(3, "i0", (), DType.INT64), Var(4, "x", (), DType.FLOAT64)

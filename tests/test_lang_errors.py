@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import dualarr as da
-from dualarr.errors import UnsupportedDtypeError
+from dualarr.lang.errors import UnsupportedDtypeError
 
 THIS_FILE = __file__
 X = np.arange(12.0).reshape(3, 4)
@@ -353,7 +353,7 @@ def _on_one_piece(a: np.ndarray, b: np.ndarray, step: float) -> bool:
     return all(np.array_equal(np.floor_divide(x, y), q) for x, y in moved)
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, suppress_health_check=[HealthCheck.filter_too_much])
 @given(pairs)
 def test_float_division_agrees_with_numpy(values: list[tuple[float, float]]) -> None:
     a, b = (np.array(column) for column in zip(*values, strict=True))
@@ -368,7 +368,7 @@ def _loss(a: Any, b: Any) -> Any:
     return (a % b) ** 2 + (a // b) * b
 
 
-@settings(max_examples=40)
+@settings(max_examples=40, suppress_health_check=[HealthCheck.filter_too_much])
 @given(pairs)
 def test_float_division_gradients_agree_with_finite_differences(
     values: list[tuple[float, float]],

@@ -1,7 +1,7 @@
 """No NaN from derivatives that are 0: constant exponents, pow at a zero base, relu.
 
 * A Delta built from zero Deltas is ``Zero`` (the smart constructor
-  :func:`dualarr.delta.pruned`), so pow's exponent term ``x**y · log x`` disappears when
+  :func:`dualarr.ad.delta.pruned`), so pow's exponent term ``x**y · log x`` disappears when
   the exponent is a constant and forward evaluation (jvp) never computes ``log x · 0``.
 * ``d/dy x**y`` is ``x**y · log x`` with the log's argument 1 where ``x == 0``
   (JAX's ``_pow_jvp_rhs``): 0 at ``x = 0, y = 2`` on every path, SymPy's included.
@@ -22,11 +22,11 @@ from hypothesis import strategies as st
 from strategies import GeneratedProgram, programs
 
 import dualarr as da
-from dualarr import delta as dl
-from dualarr.core import Const, DType, Op, Replicate, Term
-from dualarr.dual import Dual, DualAlgebra
-from dualarr.evaluate import Interpreter, NumpyAlgebra
-from dualarr.sympy_backend import sympy_gradient
+from dualarr.ad import delta as dl
+from dualarr.ad.dual import Dual, DualAlgebra
+from dualarr.interp.evaluate import Interpreter, NumpyAlgebra
+from dualarr.lang.terms import Const, DType, Op, Replicate, Term
+from dualarr.teach.sympy_gradient import sympy_gradient
 
 MODES = ("compiled", "interpret")
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import dualarr as da
-from dualarr.examples import fig18
+from dualarr.teach.examples import fig18
 
 X = np.ones((3, 4))
 

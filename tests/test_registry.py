@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import dualarr as da
-from dualarr.codegen import compile_program
-from dualarr.core import DType, IdSupply, Op, fresh_var
-from dualarr.evaluate import ELEMENTWISE
-from dualarr.primitives import BUILT_IN, REGISTRY, OpKind
+from dualarr.codegen.generate import compile_program
+from dualarr.interp.evaluate import ELEMENTWISE
+from dualarr.lang.primitives import BUILT_IN, REGISTRY, OpKind
+from dualarr.lang.terms import DType, IdSupply, Op, fresh_var
 
 NAMES = sorted(BUILT_IN)
 FLOAT_KINDS = (OpKind.FLOAT_UNARY, OpKind.NUM_UNARY, OpKind.NUM_BINARY, OpKind.FLOAT_BINARY)

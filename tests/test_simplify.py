@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 import dualarr as da
-from dualarr.evaluate import evaluate_many
-from dualarr.printer import print_program
-from dualarr.simplify import simplify
+from dualarr.interp.evaluate import evaluate_many
+from dualarr.show.printer import print_program
+from dualarr.vectorise.simplify import simplify
 
 
 def simplified(f: Callable[..., Any], *args: Any) -> str:

@@ -1,4 +1,4 @@
-"""The SymPy interpretation of the core language (:mod:`dualarr.sympy_backend`).
+"""The SymPy interpretation of the core language (:mod:`dualarr.teach.sympy_gradient`).
 
 SymPy's exact gradient is an oracle independent of every stage of the pipeline: it must
 equal the compiled gradient (§7) on the public acceptance programs (re-defined here from
@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from strategies import GeneratedProgram, programs
 
 import dualarr as da
-from dualarr.primitives import BUILT_IN
-from dualarr.sympy_backend import (
+from dualarr.lang.primitives import BUILT_IN
+from dualarr.teach.sympy_gradient import (
     SYMPY_INPUT_LIMIT,
     SympyGradient,
     sympy_available,

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import dualarr as da
-from dualarr.core import Build1, Op, count_nodes, postorder
-from dualarr.evaluate import evaluate_many
+from dualarr.interp.evaluate import evaluate_many
+from dualarr.lang.terms import Build1, Op, count_nodes, postorder
 
 
 @contextlib.contextmanager
@@ -174,7 +174,7 @@ def test_loop_invariant_subterms_are_evaluated_once_per_program() -> None:
         calls["n"] += 1
         return np.asarray(real(a))
 
-    from dualarr import evaluate as ev
+    from dualarr.interp import evaluate as ev
 
     program = da.trace(lambda x: da.build1(50, lambda i: da.exp(x)[0] + da.to_float(i)), np.ones(3))
     old = ev.ELEMENTWISE["exp"]

@@ -1,6 +1,6 @@
 """Transposition as rewriting (``book/rules.md §6``): a Delta in let-form, transposed by the rules
 T[·] into a linear program and run with NumPy, gives the gradients of the reverse pass of
-Fig. 17 (``dualarr.reverse.reverse``), on hand-built Deltas, traced programs and
+Fig. 17 (``dualarr.ad.reverse.reverse``), on hand-built Deltas, traced programs and
 generated programs; the program prints in the rules' notation and deep chains are fine."""
 
 from __future__ import annotations
@@ -16,13 +16,9 @@ from hypothesis import strategies as st
 from strategies import GeneratedProgram, programs
 
 import dualarr as da
-from dualarr import delta as dl
-from dualarr.api import dual_run, vectorised_program
-from dualarr.core import DType
-from dualarr.errors import DualarrError
-from dualarr.evaluate import NumpyAlgebra
-from dualarr.reverse import reverse
-from dualarr.transposition import (
+from dualarr.ad import delta as dl
+from dualarr.ad.reverse import reverse
+from dualarr.ad.transposition import (
     Delete,
     LetDelta,
     LinearProgram,
@@ -34,6 +30,10 @@ from dualarr.transposition import (
     to_let_form,
     transpose_delta,
 )
+from dualarr.api import dual_run, vectorised_program
+from dualarr.interp.evaluate import NumpyAlgebra
+from dualarr.lang.errors import DualarrError
+from dualarr.lang.terms import DType
 
 F64 = DType.FLOAT64
 ALG = NumpyAlgebra()

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import dualarr as da
-from dualarr.primitives import REGISTRY
+from dualarr.lang.primitives import REGISTRY
 
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dualarr as da
-from dualarr.examples import fig18
+from dualarr.teach.examples import fig18
 from dualarr_widgets import BackpropStepper
 
 
@@ -50,7 +50,7 @@ def test_backprop_stepper_shows_the_step_accum_and_grad() -> None:
 def test_the_drawing_highlights_the_node_of_the_step() -> None:
     stepper = BackpropStepper(fig18, np.arange(1.0, 6.0))
     stepper.next()
-    from dualarr.drawing import delta_graph
+    from dualarr.show.drawing import delta_graph
 
     source = delta_graph(stepper.delta, highlight=stepper.current.node).source
     assert source.count("fillcolor=gold") == 1
@@ -94,7 +94,7 @@ def test_bot_stepper_walks_every_rule_and_highlights_the_rewrite() -> None:
     assert stepper.step == 0
     stepper.next_button.click()
     assert stepper.step == 1 and "build1-index" in stepper.rule.value
-    from dualarr.drawing import term_graph
+    from dualarr.show.drawing import term_graph
 
     current = stepper.current
     assert current is not None

@@ -16,11 +16,11 @@ import ipywidgets as widgets
 import numpy as np
 import traitlets
 
-from dualarr import delta as dl
+from dualarr.ad import delta as dl
+from dualarr.ad.reverse import ReverseStep, reverse_steps
 from dualarr.api import dual_run, vectorised_program
-from dualarr.drawing import delta_graph
-from dualarr.evaluate import NumpyAlgebra
-from dualarr.reverse import ReverseStep, reverse_steps
+from dualarr.interp.evaluate import NumpyAlgebra
+from dualarr.show.drawing import delta_graph
 
 __all__ = ["BackpropStepper"]
 

@@ -13,11 +13,11 @@ from typing import Any
 import ipywidgets as widgets
 import traitlets
 
-from dualarr.bot import BotStep
-from dualarr.core import Term, postorder
-from dualarr.drawing import term_graph
+from dualarr.lang.terms import Term, postorder
 from dualarr.pipeline import Pipeline, pipeline
-from dualarr.printer import print_term
+from dualarr.show.drawing import term_graph
+from dualarr.show.printer import print_term
+from dualarr.vectorise.bot import BotStep
 
 __all__ = ["BotStepper"]
 

@@ -29,7 +29,7 @@ import numpy as np
 import traitlets
 
 import dualarr as da
-from dualarr.errors import DualarrError
+from dualarr.lang.errors import DualarrError
 from dualarr.pipeline import Pipeline
 
 from .botstepper import BotStepper

@@ -2,7 +2,7 @@
 the paper (§2, §4, §6): scalar dual numbers, dual arrays without the bot, and dual
 arrays after the bot.  The first two grow with n (the Delta explosion and the one-hot
 cotangents of §4); the third has the same Delta whatever n is.  Log-log, measured live
-with :mod:`dualarr.baselines`."""
+with :mod:`dualarr.teach.baselines`."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import traitlets
 from IPython.display import Image
 from matplotlib.figure import Figure
 
-from dualarr.baselines import dual_arrays_gradient, scalar_gradient, unvectorised_gradient
-from dualarr.examples import fig18
+from dualarr.teach.baselines import dual_arrays_gradient, scalar_gradient, unvectorised_gradient
+from dualarr.teach.examples import fig18
 
 __all__ = ["ExplosionPlot", "ExplosionRow", "measure_explosion"]
 

@@ -1,0 +1,535 @@
+"""Delta terms: the dual component of dual arrays (paper §2.3, §6, Fig. 16).
+
+A Delta is a linear function of the program's inputs, recorded as a DAG.  ``Share``
+gives a node an identity so that the reverse pass visits it once (§2.5); ids come from an
+explicit :class:`dualarr.lang.terms.IdSupply` and increase as the forward pass builds them, so
+every id inside a ``Share id d`` is smaller than ``id`` (Invariant 1) and one id names
+one node (Invariant 2).  Factors and indices hold values of the *primal algebra* (NumPy
+arrays on the concrete path, terms on the symbolic path of §7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+import numpy as np
+
+from ..lang.errors import DualarrError
+from ..lang.terms import (
+    DType,
+    Shape,
+    TermBase,
+    assert_never,
+    parse_contraction,
+    static_int_value,
+    view,
+)
+
+
+class DeltaBase:
+    """Printing shared by every Delta node (iterative, each Share once)."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return format_delta(self)  # type: ignore[arg-type]
+
+    def graph(self) -> Any:
+        """The Delta DAG as a graphviz drawing (:mod:`dualarr.show.drawing`)."""
+        return view("delta_graph")(self)
+
+    def __repr__(self) -> str:
+        return f"<Delta {format_delta(self)[:200]}>"  # type: ignore[arg-type]
+
+
+def _set(node: object, **values: object) -> None:
+    for name, value in values.items():
+        object.__setattr__(node, name, value)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Zero(DeltaBase):
+    """The zero linear map (of a given shape)."""
+
+    shape: Shape
+    dtype: DType
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Input(DeltaBase):
+    """``Input n``: the tangent of the ``n``-th differentiated input."""
+
+    index: int
+    shape: Shape
+    dtype: DType
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Add(DeltaBase):
+    """``d1 + d2``."""
+
+    left: Delta
+    right: Delta
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _set(self, shape=self.left.shape, dtype=self.left.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Scale(DeltaBase):
+    """``factor ⊙ d``: elementwise multiplication by a primal value of ``d``'s shape."""
+
+    factor: Any
+    delta: Delta
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _set(self, shape=self.delta.shape, dtype=self.delta.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Share(DeltaBase):
+    """``Share id d``: the node ``d``, shared; evaluated once in the reverse pass."""
+
+    id: int
+    delta: Delta
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _set(self, shape=self.delta.shape, dtype=self.delta.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Index(DeltaBase):
+    """``d[ix]`` with primal index values."""
+
+    delta: Delta
+    index: tuple[Any, ...]
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _set(self, shape=self.delta.shape[len(self.index) :], dtype=self.delta.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Gather(DeltaBase):
+    """``gather outer d f`` with ``f`` an evaluated index function of the primal algebra."""
+
+    outer: Shape
+    delta: Delta
+    fn: Any
+    shape: Shape
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _set(self, dtype=self.delta.dtype)
+
+    @property
+    def width(self) -> int:
+        """Number of index components (dimensions of ``delta`` the index selects)."""
+        return len(self.delta.shape) - (len(self.shape) - len(self.outer))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Scatter(DeltaBase):
+    """``scatter outer d f``: sums ``d`` over its first ``n_vars`` dimensions into ``outer``."""
+
+    outer: Shape
+    delta: Delta
+    fn: Any
+    n_vars: int
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _set(self, shape=(*self.outer, *self.delta.shape[self.n_vars :]), dtype=self.delta.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class SumOuter(DeltaBase):
+    delta: Delta
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _set(self, shape=self.delta.shape[1:], dtype=self.delta.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Replicate(DeltaBase):
+    count: int
+    delta: Delta
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _set(self, shape=(self.count, *self.delta.shape), dtype=self.delta.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Transpose(DeltaBase):
+    perm: tuple[int, ...]
+    delta: Delta
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _set(
+            self,
+            shape=tuple(self.delta.shape[p] for p in self.perm),
+            dtype=self.delta.dtype,
+        )
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Reshape(DeltaBase):
+    new_shape: Shape
+    delta: Delta
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _set(self, shape=tuple(self.new_shape), dtype=self.delta.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Contract(DeltaBase):
+    """``contract spec d factor``: a contraction (:class:`dualarr.lang.terms.Contract`) linear
+    in its first operand, the Delta of either operand of a primal contraction."""
+
+    spec: str
+    delta: Delta
+    factor: Any
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        shape = contraction_shape(self.spec, self.delta.shape, tuple(self.factor.shape))
+        _set(self, shape=shape, dtype=self.delta.dtype)
+
+
+def contraction_shape(spec: str, left: Shape, right: Shape) -> Shape:
+    """The result shape of ``contract spec`` on operands of these shapes."""
+    a, b, out = parse_contraction(spec)
+    sizes = dict(zip(a, left, strict=True)) | dict(zip(b, right, strict=True))
+    return tuple(sizes[c] for c in out)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class FromList(DeltaBase):
+    deltas: tuple[Delta, ...]
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        first = self.deltas[0]
+        _set(self, shape=(len(self.deltas), *first.shape), dtype=first.dtype)
+
+
+Delta: TypeAlias = (
+    Zero
+    | Input
+    | Add
+    | Scale
+    | Share
+    | Index
+    | Gather
+    | Scatter
+    | SumOuter
+    | Replicate
+    | Transpose
+    | Reshape
+    | FromList
+    | Contract
+)
+"""A Delta term (paper Fig. 16, for the core language of Fig. 7)."""
+
+
+def delta_children(d: Delta) -> tuple[Delta, ...]:
+    match d:
+        case Zero() | Input():
+            return ()
+        case Add(left=a, right=b):
+            return (a, b)
+        case FromList(deltas=ds):
+            return ds
+        case (
+            Scale(delta=x)
+            | Share(delta=x)
+            | Index(delta=x)
+            | Gather(delta=x)
+            | Scatter(delta=x)
+            | SumOuter(delta=x)
+            | Replicate(delta=x)
+            | Transpose(delta=x)
+            | Reshape(delta=x)
+            | Contract(delta=x)
+        ):
+            return (x,)
+        case _:
+            assert_never(d)
+
+
+def pruned(d: Delta) -> Delta:
+    """The smart constructor of every Delta node: a node whose operands are all ``Zero``
+    is ``Zero`` itself (each node of Fig. 16 is a linear map, so it maps 0 to 0), and
+    ``Add`` with one ``Zero`` operand is the other one.  Applied as the forward pass
+    builds each node (children first), it keeps a constant's derivative symbolically
+    zero through ``Replicate``, ``Gather``, ``Transpose`` … so a derivative factor such
+    as pow's ``y·log x`` is never computed, nor multiplied by a zero tangent (§6)."""
+    match d:
+        case Zero() | Input() | Share():
+            return d
+        case Add(left=Zero(), right=b):
+            return b
+        case Add(left=a, right=Zero()):
+            return a
+        case FromList(deltas=ds) if all(isinstance(x, Zero) for x in ds):
+            return Zero(d.shape, d.dtype)
+        case Index(delta=inner, index=index) if _statically_out_of_range(index, inner.shape):
+            return Zero(d.shape, d.dtype)  # reads 0 (§5.2), whatever the Delta indexed
+        case (
+            Scale(delta=Zero())
+            | Index(delta=Zero())
+            | Gather(delta=Zero())
+            | Scatter(delta=Zero())
+            | SumOuter(delta=Zero())
+            | Replicate(delta=Zero())
+            | Transpose(delta=Zero())
+            | Reshape(delta=Zero())
+            | Contract(delta=Zero())
+        ):
+            return Zero(d.shape, d.dtype)
+        case (
+            Add()
+            | FromList()
+            | Scale()
+            | Index()
+            | Gather()
+            | Scatter()
+            | SumOuter()
+            | Replicate()
+            | Transpose()
+            | Reshape()
+            | Contract()
+        ):
+            return d
+        case _:
+            assert_never(d)
+
+
+def _statically_out_of_range(index: tuple[Any, ...], shape: Shape) -> bool:
+    """Whether some component of a primal index is a known constant outside ``shape``
+    (the concrete path's index values are numbers, the symbolic path's are terms)."""
+    for component, extent in zip(index, shape, strict=False):
+        value: int | None = None
+        if isinstance(component, TermBase):
+            value = static_int_value(component)  # type: ignore[arg-type]
+        elif isinstance(component, int | np.integer) or getattr(component, "shape", None) == ():
+            value = int(component)  # a number, or a rank-0 array of any backend
+        if value is not None and not 0 <= value < extent:
+            return True
+    return False
+
+
+def delta_postorder(roots: Iterable[Delta]) -> list[Delta]:
+    """Every node of a Delta DAG once, children first (iterative)."""
+    order: list[Delta] = []
+    seen: set[int] = set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
+        stack: list[tuple[Delta, int]] = [(root, 0)]
+        while stack:
+            node, at = stack[-1]
+            kids = delta_children(node)
+            if at < len(kids):
+                stack[-1] = (node, at + 1)
+                kid = kids[at]
+                if id(kid) not in seen:
+                    seen.add(id(kid))
+                    stack.append((kid, 0))
+            else:
+                stack.pop()
+                order.append(node)
+    return order
+
+
+def primal_values(d: Delta) -> tuple[Any, ...]:
+    """The primal values a node mentions: factors, index values, index-function results
+    (for symbolic Deltas these are terms; the variables of a lambda are not included)."""
+    match d:
+        case Scale(factor=f) | Contract(factor=f):
+            return (f,)
+        case Index(index=ix):
+            return tuple(ix)
+        case Gather(fn=fn) | Scatter(fn=fn):
+            return tuple(fn[1])
+        case _:
+            return ()
+
+
+def map_primal_values(roots: list[Delta], f: Callable[[Any], Any]) -> list[Delta]:
+    """Rebuild a Delta DAG with ``f`` applied to every primal value it mentions (see
+    :func:`primal_values`); sharing and Share ids are kept."""
+    new: dict[int, Delta] = {}
+    for d in delta_postorder(roots):
+        kids = [new[id(k)] for k in delta_children(d)]
+        match d:
+            case Zero() | Input():
+                out: Delta = d
+            case Add():
+                out = Add(kids[0], kids[1])
+            case Scale(factor=x):
+                out = Scale(f(x), kids[0])
+            case Contract(spec=spec, factor=x):
+                out = Contract(spec, kids[0], f(x))
+            case Share(id=i):
+                out = Share(i, kids[0])
+            case Index(index=ix):
+                out = Index(kids[0], tuple(f(i) for i in ix))
+            case Gather(outer=outer, fn=(vs, comps), shape=shape):
+                out = Gather(outer, kids[0], (vs, tuple(f(c) for c in comps)), shape)
+            case Scatter(outer=outer, fn=(vs, comps), n_vars=n_vars):
+                out = Scatter(outer, kids[0], (vs, tuple(f(c) for c in comps)), n_vars)
+            case Gather() | Scatter():
+                raise AssertionError("index functions are (variables, components) pairs")
+            case SumOuter():
+                out = SumOuter(kids[0])
+            case Replicate(count=k):
+                out = Replicate(k, kids[0])
+            case Transpose(perm=p):
+                out = Transpose(p, kids[0])
+            case Reshape(new_shape=sh):
+                out = Reshape(sh, kids[0])
+            case FromList():
+                out = FromList(tuple(kids))
+            case _:
+                assert_never(d)
+        new[id(d)] = out
+    return [new[id(r)] for r in roots]
+
+
+@dataclass(frozen=True)
+class DeltaSize:
+    """Node counts of a Delta DAG (shared nodes counted once)."""
+
+    nodes: int
+    shares: int
+
+    def __str__(self) -> str:
+        return f"{self.nodes} Delta nodes ({self.shares} Share)"
+
+
+def size(roots: Iterable[Delta]) -> DeltaSize:
+    order = delta_postorder(roots)
+    return DeltaSize(len(order), sum(isinstance(d, Share) for d in order))
+
+
+def check_invariants(roots: Iterable[Delta]) -> None:
+    """Invariants 1 and 2 of §2.5: ids below a ``Share id`` are smaller than ``id``, and
+    one id names one node.  Raises :class:`DualarrError` naming the violation."""
+    by_id: dict[int, Share] = {}
+    for node in delta_postorder(roots):
+        if not isinstance(node, Share):
+            continue
+        other = by_id.get(node.id)
+        if other is not None and other is not node:
+            raise DualarrError(f"Invariant 2: Share id {node.id} names two nodes", op="Delta")
+        by_id[node.id] = node
+        stack = list(delta_children(node))
+        seen: set[int] = set()
+        while stack:
+            below = stack.pop()
+            if id(below) in seen:
+                continue
+            seen.add(id(below))
+            if isinstance(below, Share):
+                if below.id >= node.id:
+                    raise DualarrError(
+                        f"Invariant 1: Share {below.id} below Share {node.id}", op="Delta"
+                    )
+                continue  # its own subtree was checked when it was visited
+            stack.extend(delta_children(below))
+
+
+def _describe_value(value: Any) -> str:
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        return repr(value)
+    if len(shape) == 0:
+        kind = str(getattr(value, "dtype", ""))
+        try:
+            number = int(value) if kind.startswith(("int", "uint")) else float(value)
+        except (TypeError, ValueError):
+            return str(value)
+        return repr(number)
+    dtype = getattr(value, "dtype", "")
+    text = str(value)
+    if len(text) <= 40 and "\n" not in text:
+        return text
+    return f"<{dtype}{list(shape)}>".replace(" ", "")
+
+
+def format_delta(
+    root: Delta,
+    describe: Callable[[Any], str] = _describe_value,
+    describe_fn: Callable[[Any], str] = lambda fn: "(λ…)",
+) -> str:
+    """The Delta DAG in the paper's notation, one line per Share node (id order):
+    ``s3 = SumOuter s2``; other nodes are written inline."""
+    order = delta_postorder([root])
+    text: dict[int, str] = {}
+    lines: list[str] = []
+
+    def ref(d: Delta) -> str:
+        if isinstance(d, Share):
+            return f"s{d.id}"
+        inner = text[id(d)]
+        return inner if isinstance(d, Zero | Input) else f"({inner})"
+
+    for d in order:
+        match d:
+            case Zero(shape=shape):
+                text[id(d)] = f"Zero{list(shape)}".replace(" ", "")
+            case Input(index=n):
+                text[id(d)] = f"Input {n}"
+            case Add(left=a, right=b):
+                text[id(d)] = f"Add {ref(a)} {ref(b)}"
+            case Scale(factor=f, delta=x):
+                text[id(d)] = f"Scale {describe(f)} {ref(x)}"
+            case Share(id=i, delta=x):
+                lines.append(f"s{i} = {text[id(x)]}")
+                text[id(d)] = f"s{i}"
+            case Index(delta=x, index=ix):
+                text[id(d)] = f"Index {ref(x)} [{', '.join(describe(i) for i in ix)}]"
+            case Gather(outer=outer, delta=x, fn=fn):
+                dims = str(list(outer)).replace(" ", "")
+                text[id(d)] = f"Gather {dims} {ref(x)} {describe_fn(fn)}"
+            case Scatter(outer=outer, delta=x, fn=fn):
+                dims = str(list(outer)).replace(" ", "")
+                text[id(d)] = f"Scatter {dims} {ref(x)} {describe_fn(fn)}"
+            case SumOuter(delta=x):
+                text[id(d)] = f"SumOuter {ref(x)}"
+            case Replicate(count=k, delta=x):
+                text[id(d)] = f"Replicate {k} {ref(x)}"
+            case Transpose(perm=p, delta=x):
+                text[id(d)] = f"Tr {list(p)} {ref(x)}".replace(", ", ",")
+            case Reshape(new_shape=sh, delta=x):
+                text[id(d)] = f"Reshape {list(sh)} {ref(x)}".replace(", ", ",")
+            case Contract(spec=spec, delta=x, factor=f):
+                text[id(d)] = f"Contract {spec!r} {ref(x)} {describe(f)}"
+            case FromList(deltas=xs):
+                text[id(d)] = "FromList [" + ", ".join(ref(x) for x in xs) + "]"
+            case _:
+                assert_never(d)
+    lines.append(ref(root) if isinstance(root, Share) else text[id(root)])
+    return "\n".join(lines)

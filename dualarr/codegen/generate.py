@@ -1,0 +1,820 @@
+"""Code generation: a vectorised term DAG as Python source over an array namespace (§7.5).
+
+The input is a closed, ``build1``-free DAG (the output of the bot and the simplifier);
+the output is one function ``def program(xp, helpers, x, ...)`` written against the
+array-API names (``xp.sin``, ``xp.sum(axis=0)``, ``xp.permute_dims``, ``xp.where``...),
+returning a tuple.  Sharing is kept: a node used twice (or needed by name) gets one
+line ``tN = ...`` placed in the innermost scope of its free variables, the rule of
+:mod:`dualarr.show.printer`; unshared nodes are inlined.  Every ``let`` is an assignment.
+
+Gather and scatter index functions run in bulk: the lambda's variables are bound to
+index grids and the index expressions become array expressions, then
+``helpers.gather`` / ``helpers.scatter`` apply the totality semantics (out-of-range
+reads give 0, out-of-range writes are dropped).  An index function that is not scalar
+index work (:func:`dualarr.lang.indexing.is_scalar_index_work`) is evaluated by a generated
+Python loop over its grid.  Integer ``//`` and ``%`` call ``helpers.quot`` /
+``helpers.rem`` (``a // 0 == a``, ``a % 0 == a``).  Every traversal is iterative.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from ..interp.arrays import (
+    Backend,
+    contract,
+    generic_helpers,
+    primal_helpers,
+)
+from ..interp.evaluate import index_array, scatter_add
+from ..lang.errors import DualarrError
+from ..lang.indexing import affine_form, is_scalar_index_work
+from ..lang.primitives import REGISTRY, NamespaceCall
+from ..lang.terms import (
+    ArgMax,
+    ArgMin,
+    Build1,
+    Cond,
+    Const,
+    Contract,
+    DType,
+    Floor,
+    FreeVars,
+    FromIntegral,
+    FromList,
+    Gather,
+    Index,
+    Iota,
+    Let,
+    Op,
+    Replicate,
+    Reshape,
+    Scatter,
+    Shape,
+    Share,
+    SumOuter,
+    Term,
+    Transpose,
+    Var,
+    assert_never,
+    bound_vars,
+    children,
+    distinct_binders,
+    static_int_value,
+)
+
+__all__ = ["HELPERS", "CompiledProgram", "compile_program", "generate"]
+
+# --------------------------------------------------------------------------------------
+# Run-time helpers (the ``helpers`` argument of generated functions)
+# --------------------------------------------------------------------------------------
+
+
+def _grid(shape: tuple[int, ...]) -> list[np.ndarray]:
+    """One index grid per dimension of ``shape`` (the lambda's variables, in bulk), as
+    broadcastable ``arange``s: ``(n, 1)`` and ``(1, m)`` for a 2-d grid."""
+    return list(np.indices(shape, dtype=np.int64, sparse=True)) if shape else []
+
+
+def _points(shape: tuple[int, ...]) -> Iterator[tuple[np.int64, ...]]:
+    """Every point of ``shape`` in row-major order (the loop fallback)."""
+    for point in np.ndindex(*shape):
+        yield tuple(np.int64(p) for p in point)
+
+
+def _columns(count: int) -> list[list[Any]]:
+    return [[] for _ in range(count)]
+
+
+def _from_points(columns: Sequence[Sequence[Any]], shape: tuple[int, ...]) -> list[np.ndarray]:
+    return [np.asarray(c, dtype=np.int64).reshape(shape) for c in columns]
+
+
+def _index(array: Any, components: Sequence[Any]) -> Any:
+    """``array[components]``: 0 where a component is out of range (bulk or scalar)."""
+    return index_array(np.asarray(array), components)
+
+
+def _gather(array: Any, components: Sequence[Any], outer_shape: tuple[int, ...]) -> Any:
+    """``out[is] = array[components[is]]`` over ``outer_shape``; out of range reads 0."""
+    a = np.asarray(array)
+    if not components:
+        return np.broadcast_to(a, (*outer_shape, *a.shape))
+    return index_array(a, [np.broadcast_to(np.asarray(c), outer_shape) for c in components])
+
+
+def _scatter(
+    array: Any, components: Sequence[Any], outer_shape: tuple[int, ...], n_vars: int
+) -> Any:
+    """``out[components[is]] += array[is]``; out-of-range writes are dropped."""
+    return scatter_add(np.asarray(array), components, outer_shape, n_vars)
+
+
+HELPERS = SimpleNamespace(
+    **primal_helpers(np),
+    contract=contract,
+    grid=_grid,
+    points=_points,
+    columns=_columns,
+    from_points=_from_points,
+    index=_index,
+    gather=_gather,
+    scatter=_scatter,
+)
+"""The ``helpers`` namespace passed to generated functions (NumPy implementations; the
+elementwise ones are :func:`dualarr.interp.arrays.primal_helpers` with ``xp = numpy``)."""
+
+
+def helpers_for(backend: Backend) -> SimpleNamespace:
+    """NumPy's fast helpers, or the array-API ones
+    (:func:`dualarr.interp.arrays.generic_helpers`)."""
+    return HELPERS if backend.name == "numpy" else generic_helpers(backend)
+
+# --------------------------------------------------------------------------------------
+# Names and literals
+# --------------------------------------------------------------------------------------
+
+_RESERVED = {"xp", "helpers", "float", "True", "False", "None"}
+
+
+class _Namer:
+    """Valid, unique Python identifiers from variable hints."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set(_RESERVED)
+        self.counters: dict[str, int] = {}
+
+    def fresh(self, hint: str, *, numbered: bool = False) -> str:
+        base = re.sub(r"\W", "_", hint) or "v"
+        if base[0].isdigit():
+            base = "v" + base
+        if keyword.iskeyword(base) or keyword.issoftkeyword(base):
+            base += "_"
+        if not numbered and base not in self.used:
+            self.used.add(base)
+            return base
+        n = self.counters.get(base, 0)
+        while True:
+            n += 1
+            name = f"{base}{n}"
+            if name not in self.used:
+                break
+        self.counters[base] = n
+        self.used.add(name)
+        return name
+
+
+def _scalar(value: object) -> str:
+    if isinstance(value, np.bool_ | bool):
+        return "True" if value else "False"
+    if isinstance(value, np.integer | int):
+        return str(int(value))
+    f = float(value)  # type: ignore[arg-type]
+    if math.isnan(f):
+        return "float('nan')"
+    if math.isinf(f):
+        return "float('inf')" if f > 0 else "-float('inf')"
+    return repr(f)
+
+
+def _const_text(value: np.ndarray, dtype: DType) -> str:
+    if value.ndim == 0:
+        return f"xp.asarray({_scalar(value[()])}, dtype=xp.{dtype})"
+    flat = ", ".join(_scalar(v) for v in value.reshape(-1))
+    return f"xp.reshape(xp.asarray([{flat}], dtype=xp.{dtype}), {_shape(value.shape)})"
+
+
+def _shape(shape: Sequence[int]) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _replicated_scalar(term: Term) -> Term | None:
+    """The rank-0 term that ``term`` replicates (``replicate n (replicate m s)``), if any."""
+    if not isinstance(term, Replicate):
+        return None
+    while isinstance(term, Replicate):
+        term = term.array
+    return term if term.shape == () else None
+
+
+def _affine_slices(
+    index: Sequence[Term], variables: tuple[Var, ...], extents: Shape, grid: Shape
+) -> tuple[list[str], list[int]] | None:
+    """Index components that are in-range constants or ``±v + c`` of distinct variables
+    (over ``grid``, into ``extents``) as slice subscripts (``2:7``, ``9::-1``), with the
+    variable (its position) behind each sliced axis; None when they are not."""
+    subscripts: list[str] = []
+    order: list[int] = []
+    for position, component in enumerate(index):
+        extent = extents[position]
+        value = static_int_value(component)
+        if value is not None:
+            if not 0 <= value < extent:
+                return None
+            subscripts.append(str(value))
+            continue
+        form = affine_form(component, variables)
+        if form is None:
+            return None
+        var, sign, shift = form
+        axis = variables.index(var)
+        if axis in order:
+            return None
+        n = grid[axis]
+        if sign == 1 and shift >= 0 and shift + n <= extent:
+            subscripts.append(f"{shift}:{shift + n}")
+        elif sign == -1 and shift < extent and shift - n + 1 >= 0:
+            stop = shift - n
+            subscripts.append(f"{shift}:{stop if stop >= 0 else ''}:-1")
+        else:
+            return None
+        order.append(axis)
+    if len(order) != len(variables):
+        return None  # a variable the index ignores: a replicate (gather) or a sum (scatter)
+    return subscripts, order
+
+
+def _slice_view(node: Gather) -> tuple[str, tuple[int, ...] | None] | None:
+    """A gather whose index components are in-range constants or ``±v + c`` of distinct
+    variables is basic slicing (``x[::-1]``, ``x[2:7]``), then maybe a transpose:
+    the subscripts and the permutation, or None."""
+    found = _affine_slices(node.index, node.vars, node.array.shape, node.outer_shape)
+    if found is None:
+        return None
+    subscripts, order = found
+    axis_of = {axis: k for k, axis in enumerate(order)}  # variable -> its sliced axis
+    tail = len(node.array.shape) - len(node.index)
+    count = len(node.vars)
+    perm = (*(axis_of[j] for j in range(count)), *range(count, count + tail))
+    if tail:  # the array API wants every dimension named: the rest as an ellipsis
+        subscripts.append("...")
+    return ", ".join(subscripts), None if perm == tuple(range(len(perm))) else perm
+
+
+def _slice_target(node: Scatter) -> tuple[str, tuple[int, ...] | None] | None:
+    """A scatter that writes each element once, in range, to a slice (``±v + c`` of
+    distinct variables, or constants): zeros with that slice assigned, ``out[2:6] = a``
+    (no index arrays, no summing).  The subscripts and the permutation that puts the
+    array's axes in the slice's order, or None."""
+    count = len(node.vars)
+    found = _affine_slices(node.index, node.vars, node.outer_shape, node.array.shape[:count])
+    if found is None:
+        return None
+    subscripts, order = found
+    rank = len(node.array.shape)
+    perm = (*order, *range(count, rank))
+    if rank > count or not subscripts:
+        subscripts.append("...")
+    return ", ".join(subscripts), None if perm == tuple(range(rank)) else perm
+
+
+def _broadcast_operands(args: tuple[Term, ...]) -> tuple[Term, ...]:
+    """A replicated scalar next to a full array: the scalar (the namespace broadcasts)."""
+    bases = [_replicated_scalar(a) for a in args]
+    if any(b is not None for b in bases) and any(b is None for b in bases):
+        return tuple(a if b is None else b for a, b in zip(args, bases, strict=True))
+    return args
+
+
+def _targets(names: Sequence[str]) -> str:
+    return f"({names[0]},)" if len(names) == 1 else ", ".join(names)
+
+
+# Python precedences of the emitted expressions (higher binds tighter).
+_ATOM = 12
+_POW = 9
+_UNARY = 8
+_MUL = 7
+_ADD = 6
+_CMP = 4
+
+_INFIX: dict[str, tuple[str, int]] = {
+    "add": ("+", _ADD),
+    "sub": ("-", _ADD),
+    "mul": ("*", _MUL),
+    "div": ("/", _MUL),
+    "pow": ("**", _POW),
+    "lt": ("<", _CMP),
+    "le": ("<=", _CMP),
+    "gt": (">", _CMP),
+    "ge": (">=", _CMP),
+    "eq": ("==", _CMP),
+    "ne": ("!=", _CMP),
+}
+
+def _call(op: str) -> str:
+    """How a call of a primitive is spelled when it is not an operator (:data:`_INFIX`,
+    ``-a``, ``1.0 / a``): the namespace function (its record's implementation is one),
+    the helper of that name, or the registry's implementation bound to ``xp``."""
+    impl = REGISTRY[op].impl
+    if isinstance(impl, NamespaceCall):
+        return f"xp.{impl.name}"
+    if hasattr(HELPERS, op):
+        return f"helpers.{op}"
+    return f"helpers.elementwise[{op!r}]"
+
+_MAX_NEST = 6  # inline expressions at most this deep (the parser's nesting limit)
+_MAX_WIDTH = 88  # a longer inline expression gets its own line
+
+# --------------------------------------------------------------------------------------
+# The generator
+# --------------------------------------------------------------------------------------
+
+_TOP = 0  # scope key of the function body; a lambda's scope is keyed by id(binder)
+
+
+@dataclass
+class _Chunk:
+    """Lines emitted into one scope (the function body or one index function)."""
+
+    lines: list[str]
+
+
+class _Generator:
+    """Analyses the DAG (uses, scopes) and emits one function, all iteratively."""
+
+    def __init__(
+        self,
+        inputs: Sequence[Var],
+        outputs: Sequence[Term],
+        name: str,
+        bindings: Sequence[tuple[Var, Term]] = (),
+    ) -> None:
+        if not name.isidentifier() or keyword.iskeyword(name):
+            raise DualarrError(f"{name!r} is not a valid function name", op="codegen")
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.name = name
+        self.fv = FreeVars()
+        self.binder: dict[Var, Term] = {}
+        # top-level bindings (a let-program, Fig. 21) act as lets around the body
+        self.top_lets = {var: Let(var, term, var) for var, term in bindings}
+        self.names: dict[int, str] = {}
+        self.namer = _Namer()
+        for var in self.inputs:
+            self.names[id(var)] = self.namer.fresh(var.hint)
+
+    # -- analysis ------------------------------------------------------------------
+
+    def _kids(self, node: Term) -> tuple[Term, ...]:
+        """Dependencies in emission order: a let-bound variable depends on its bound."""
+        if isinstance(node, Var):
+            binder = self.binder.get(node)
+            return (binder.bound,) if isinstance(binder, Let) else ()
+        if isinstance(node, Let):
+            return (node.var, node.body)
+        return children(node)
+
+    def _order(self) -> list[Term]:
+        """Post-order over :meth:`_kids` (iterative)."""
+        order: list[Term] = []
+        seen: set[int] = set()
+        for root in self.outputs:
+            if id(root) in seen:
+                continue
+            seen.add(id(root))
+            stack: list[tuple[Term, Iterator[Term]]] = [(root, iter(self._kids(root)))]
+            while stack:
+                node, kids = stack[-1]
+                for kid in kids:
+                    if id(kid) not in seen:
+                        seen.add(id(kid))
+                        stack.append((kid, iter(self._kids(kid))))
+                        break
+                else:
+                    stack.pop()
+                    order.append(node)
+        return order
+
+    def _analyse(self) -> list[Term]:
+        # binders (reject build1 and variables bound twice), via the real children
+        plain: list[Term] = []
+        seen: set[int] = set()
+        stack: list[Term] = [*self.outputs, *(let.bound for let in self.top_lets.values())]
+        self.binder.update(self.top_lets)
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            plain.append(node)
+            if isinstance(node, Build1):
+                raise DualarrError(
+                    "cannot generate code for build1: vectorise the program first "
+                    "(dualarr.pipeline.vectorise_program)",
+                    op="codegen",
+                )
+            for var in bound_vars(node)[0]:
+                if var in self.binder and self.binder[var] is not node:
+                    raise DualarrError(f"variable {var.hint}#{var.id} is bound twice", op="codegen")
+                self.binder[var] = node
+            stack.extend(children(node))
+        inputs = set(self.inputs) | set(self.top_lets)
+        for root in [*self.outputs, *(let.bound for let in self.top_lets.values())]:
+            for var in self.fv(root):
+                if var not in inputs:
+                    raise DualarrError(
+                        f"the program is not closed: {var.hint}#{var.id} is free", op="codegen"
+                    )
+        order = self._order()
+        # lambda nesting depth of every node (longest path), parents first
+        nest: dict[int, int] = {id(r): 0 for r in self.outputs}
+        for node in reversed(order):
+            d = nest.get(id(node), 0)
+            scoped = bound_vars(node)[1] if isinstance(node, Gather | Scatter) else ()
+            for position, kid in enumerate(children(node)):
+                kd = d + (1 if position in scoped else 0)
+                if kd > nest.get(id(kid), -1):
+                    nest[id(kid)] = kd
+        self.depth: dict[int, int] = {_TOP: 0}
+        for node in order:
+            if isinstance(node, Gather | Scatter):
+                self.depth[id(node)] = nest.get(id(node), 0) + 1
+        # home scope of every node: the innermost lambda whose variables it mentions
+        self.home: dict[int, int] = {}
+        for node in order:
+            if isinstance(node, Var):
+                binder = self.binder.get(node)
+                if binder is None:
+                    home = _TOP
+                elif isinstance(binder, Let):
+                    home = self.home[id(binder.bound)]
+                else:
+                    home = id(binder)
+            else:  # the innermost binder of its free variables (its own are not free)
+                home = _TOP
+                for var in self.fv(node):
+                    binder = self.binder.get(var)
+                    if binder is None:
+                        h = _TOP
+                    elif isinstance(binder, Let):
+                        h = self.home.get(id(binder.bound), _TOP)
+                    else:
+                        h = id(binder)
+                    if self.depth[h] > self.depth[home]:
+                        home = h
+            self.home[id(node)] = home
+        # uses, seeing through lets (a let is an alias of its body)
+        self.uses: dict[int, int] = {}
+        self.cross: set[int] = set()  # used from another scope: needs a name
+        for root in self.outputs:
+            target = self._resolve(root)
+            self.uses[id(target)] = self.uses.get(id(target), 0) + 1
+        for node in order:
+            if isinstance(node, Let):
+                continue
+            for kid in self._operands(node):
+                target = self._resolve(kid)
+                self.uses[id(target)] = self.uses.get(id(target), 0) + 1
+                inside = isinstance(node, Gather | Scatter) and self.home[id(target)] == id(node)
+                if self.home[id(target)] != self.home[id(node)] and not inside:
+                    self.cross.add(id(target))
+            if isinstance(node, Cond):  # strict: both branches computed first
+                self.cross.update(
+                    (id(self._resolve(node.if_true)), id(self._resolve(node.if_false)))
+                )
+        self.bulk: dict[int, bool] = {}
+        self.lambdas: dict[int, Gather | Scatter] = {}
+        for node in order:
+            if isinstance(node, Gather | Scatter):
+                self.lambdas[id(node)] = node
+                vs = frozenset(node.vars)
+                self.bulk[id(node)] = all(is_scalar_index_work(i, vs, self.fv) for i in node.index)
+        return order
+
+    @staticmethod
+    def _resolve(node: Term) -> Term:
+        while isinstance(node, Let):
+            node = node.body
+        return node
+
+    # -- emission ------------------------------------------------------------------
+
+    def generate(self) -> str:
+        order = self._analyse()
+        self.text: dict[int, tuple[str, int, int]] = {}  # id -> (text, precedence, nesting)
+        self.chunks: dict[int, _Chunk] = {_TOP: _Chunk([])}
+        for node in order:
+            self._emit(node)
+        params = ", ".join(["xp", "helpers", *(self.names[id(v)] for v in self.inputs)])
+        results = [self._ref(r, 0) for r in self.outputs]
+        ret = "(" + ", ".join(results) + ("," if len(results) == 1 else "") + ")"
+        body = [*self.chunks[_TOP].lines, f"return {ret}"]
+        head = [
+            f"def {self.name}({params}):",
+            '    """Generated by dualarr.codegen (paper §7.5)."""',
+        ]
+        return "\n".join([*head, *("    " + line for line in body)]) + "\n"
+
+    def _ref(self, node: Term, need: int) -> str:
+        text, prec, _ = self.text[id(node)]
+        return f"({text})" if prec < need else text
+
+    def _nest(self, node: Term) -> int:
+        return self.text[id(node)][2]
+
+    def _lines(self, node: Term) -> list[str]:
+        home = self.home[id(node)]
+        chunk = self.chunks.get(home)
+        if chunk is None:
+            chunk = self.chunks[home] = _Chunk([])
+        return chunk.lines
+
+    def _bind(self, node: Term, expr: str) -> None:
+        """Emit ``tN = expr`` in the node's home scope; the node is then its name."""
+        name = self.namer.fresh("t", numbered=True)
+        self._lines(node).append(f"{name} = {expr}")
+        self.text[id(node)] = (name, _ATOM, 0)
+
+    def _emit(self, node: Term) -> None:
+        match node:
+            case Var():
+                binder = self.binder.get(node)
+                if id(node) not in self.names:
+                    self.names[id(node)] = self.namer.fresh(node.hint)
+                name = self.names[id(node)]
+                if isinstance(binder, Let):
+                    self._lines(node).append(f"{name} = {self._ref(binder.bound, 0)}")
+                self.text[id(node)] = (name, _ATOM, 0)
+                return
+            case Let(body=body):
+                self.text[id(node)] = self.text[id(body)]
+                return
+            case Gather() | Scatter():
+                self._emit_indexed(node)
+                return
+            case _:
+                pass
+        expr, prec = self._expr(node)
+        kids = children(node)
+        nest = 1 + max((self._nest(k) for k in kids), default=0)
+        trivial = isinstance(node, Const) and node.value.ndim == 0
+        unused = self.uses.get(id(node), 0) == 0  # e.g. a replicate its ops broadcast
+        named = not trivial and not unused and (
+            self.uses.get(id(node), 0) != 1
+            or id(node) in self.cross
+            or nest > _MAX_NEST
+            or len(expr) > _MAX_WIDTH
+            or (isinstance(node, Const) and node.value.size > 0)
+        )
+        if named:
+            self._bind(node, expr)
+        else:
+            self.text[id(node)] = (expr, prec, nest)
+
+    def _bulk_scope(self, node: Term) -> bool:
+        home = self.home[id(node)]
+        return home != _TOP and self.bulk.get(home, False)
+
+    def _expr(self, node: Term) -> tuple[str, int]:
+        ref = self._ref
+        match node:
+            case Const(value=value):
+                return _const_text(value, node.dtype), _ATOM
+            case Op(op=op, args=args):
+                return self._op(op, args)
+            case Cond(cond=c, if_true=a, if_false=b):
+                # strict (both branches are computed) and never bool(c): no
+                # device-to-host copy on a GPU; batched over an index grid in bulk scopes
+                return f"xp.where({ref(c, 0)}, {ref(a, 0)}, {ref(b, 0)})", _ATOM
+            case Index(array=a, index=index):
+                if self._indexes_its_grid(node):  # a[i, j] over exactly a's grid is a
+                    return ref(a, _ATOM), _ATOM
+                comps = ", ".join(ref(i, 0) for i in index)
+                return f"helpers.index({ref(a, 0)}, [{comps}])", _ATOM
+            case SumOuter(array=a):
+                return f"xp.sum({ref(a, 0)}, axis=0)", _ATOM
+            case Replicate(array=a):
+                return f"xp.broadcast_to({ref(a, 0)}, {_shape(node.shape)})", _ATOM
+            case Transpose(perm=perm, array=a):
+                return f"xp.permute_dims({ref(a, 0)}, {_shape(perm)})", _ATOM
+            case Reshape(new_shape=sh, array=a):
+                return f"xp.reshape({ref(a, 0)}, {_shape(sh)})", _ATOM
+            case FromList(elems=elems):
+                return "xp.stack([" + ", ".join(ref(e, 0) for e in elems) + "])", _ATOM
+            case Iota(size=n):
+                return f"xp.arange({n}, dtype=xp.int64)", _ATOM
+            case FromIntegral(array=a, to=to):
+                return f"xp.astype({ref(a, 0)}, xp.{to})", _ATOM
+            case Floor(array=a):
+                return f"helpers.floor({ref(a, 0)})", _ATOM
+            case ArgMin(array=a):
+                return f"xp.argmin({ref(a, 0)}, axis=0)", _ATOM
+            case ArgMax(array=a):
+                return f"xp.argmax({ref(a, 0)}, axis=0)", _ATOM
+            case Contract(spec=spec, left=a, right=b):
+                return f'helpers.contract(xp, "{spec}", {ref(a, 0)}, {ref(b, 0)})', _ATOM
+            case Share():
+                raise DualarrError(
+                    "share nodes are let-converted (Fig. 20) before code generation",
+                    op="codegen",
+                )
+            case Var() | Let() | Build1() | Gather() | Scatter():
+                raise AssertionError(f"{type(node).__name__} is emitted elsewhere")
+            case _:
+                assert_never(node)
+
+    def _indexes_its_grid(self, node: Index) -> bool:
+        """``a[i, j]`` in a bulk lambda ``\\[i, j]`` whose grid is ``a``'s shape."""
+        binder = self.lambdas.get(self.home[id(node)])
+        if binder is None or not self.bulk.get(id(binder), False):
+            return False
+        grid = binder.outer_shape if isinstance(binder, Gather) else binder.array.shape[
+            : len(binder.vars)
+        ]
+        return (
+            len(node.index) == len(binder.vars)
+            and all(i is v for i, v in zip(node.index, binder.vars, strict=True))
+            and node.array.shape == grid
+        )
+
+    def _operands(self, node: Term) -> tuple[Term, ...]:
+        """What a node's code reads: :meth:`_kids`, except that an elementwise operation
+        reads a replicated scalar next to a full array as the scalar (broadcasting)."""
+        if not isinstance(node, Op):
+            return self._kids(node)
+        return _broadcast_operands(node.args)
+
+    def _op(self, op: str, args: tuple[Term, ...]) -> tuple[str, int]:
+        args = _broadcast_operands(args)
+        infix = _INFIX.get(op)
+        scalars = [isinstance(a, Const) and a.value.ndim == 0 for a in args]
+        literals = infix is not None and not all(scalars)  # two literals make no array
+
+        def ref(node: Term, need: int) -> str:
+            # a scalar constant next to an array: a Python literal (a "weak" scalar of the
+            # array API, so a float32 array stays float32)
+            if literals and isinstance(node, Const) and node.value.ndim == 0:
+                literal = _scalar(node.value[()])
+                return f"({literal})" if literal.startswith("-") and need > _ADD else literal
+            return self._ref(node, need)
+
+        if infix is not None:
+            symbol, p = infix
+            a, b = args
+            if p == _CMP:  # Python chains comparisons: parenthesise both sides
+                return f"{ref(a, p + 1)} {symbol} {ref(b, p + 1)}", p
+            if p == _POW:
+                return f"{ref(a, p + 1)} ** {ref(b, p)}", p
+            return f"{ref(a, p)} {symbol} {ref(b, p + 1)}", p
+        if op == "stop_gradient":  # the identity once differentiated
+            text, precedence, _ = self.text[id(args[0])]
+            return text, precedence
+        if op == "neg":
+            return f"-{ref(args[0], _UNARY)}", _UNARY
+        if op == "recip":
+            return f"1.0 / {ref(args[0], _MUL + 1)}", _MUL
+        return _call(op) + "(" + ", ".join(ref(a, 0) for a in args) + ")", _ATOM
+
+    def _emit_indexed(self, node: Gather | Scatter) -> None:
+        """Grids (or a loop), the lambda's own lines, then the gather/scatter call."""
+        inner = self.chunks.pop(id(node), _Chunk([]))
+        if isinstance(node, Gather):
+            view = _slice_view(node)
+            if view is not None:  # a strided view: no index arrays at all
+                subscripts, perm = view
+                expr = f"{self._ref(node.array, _ATOM)}[{subscripts}]"
+                if perm is not None:
+                    expr = f"xp.permute_dims({expr}, {_shape(perm)})"
+                result = self.namer.fresh("t", numbered=True)
+                self._lines(node).append(f"{result} = {expr}")
+                self.text[id(node)] = (result, _ATOM, 0)
+                return
+        if isinstance(node, Scatter) and not inner.lines:
+            target = _slice_target(node)
+            if target is not None:  # zeros, then one slice assigned: no index arrays
+                subscripts, perm = target
+                value = self._ref(node.array, 0)
+                if perm is not None:
+                    value = f"xp.permute_dims({value}, {_shape(perm)})"
+                result = self.namer.fresh("t", numbered=True)
+                lines = self._lines(node)
+                lines.append(
+                    f"{result} = xp.zeros({_shape(node.shape)}, dtype=xp.{node.dtype})"
+                )
+                lines.append(f"{result}[{subscripts}] = {value}")
+                self.text[id(node)] = (result, _ATOM, 0)
+                return
+        for var in node.vars:
+            if id(var) not in self.names:
+                self.names[id(var)] = self.namer.fresh(var.hint)
+        names = [self.names[id(v)] for v in node.vars]
+        kind = "gather" if isinstance(node, Gather) else "scatter"
+        grid = node.outer_shape if isinstance(node, Gather) else node.array.shape[: len(node.vars)]
+        result = self.namer.fresh("t", numbered=True)
+        lines = self._lines(node)
+        params = ", ".join(names)
+        if self.bulk[id(node)]:
+            lines.append(
+                f"# {kind} {list(node.outer_shape)} (\\[{params}]. ...): index grids, bulk index"
+            )
+            comps = "[" + ", ".join(self._ref(i, 0) for i in node.index) + "]"
+            used = " ".join([*inner.lines, comps])
+            if any(re.search(rf"\b{name}\b", used) for name in names):
+                lines.append(f"{_targets(names)} = helpers.grid({_shape(grid)})")
+            lines.extend(inner.lines)
+        else:
+            cols = f"{result}_ix"
+            lines.append(
+                f"# {kind} {list(node.outer_shape)} (\\[{params}]. ...): the index function "
+                "is not scalar index work (it computes arrays from its variables), "
+                "so it is evaluated point by point"
+            )
+            lines.append(f"{cols} = helpers.columns({len(node.index)})")
+            lines.append(
+                f"for {_targets(names) if names else '_'} in helpers.points({_shape(grid)}):"
+            )
+            body = [*inner.lines]
+            body += [f"{cols}[{k}].append({self._ref(i, 0)})" for k, i in enumerate(node.index)]
+            lines.extend("    " + line for line in body or ["pass"])
+            comps = f"helpers.from_points({cols}, {_shape(grid)})"
+        array = self._ref(node.array, 0)
+        if isinstance(node, Gather):
+            call = f"helpers.gather({array}, {comps}, {_shape(node.outer_shape)})"
+        else:
+            call = (
+                f"helpers.scatter({array}, {comps}, {_shape(node.outer_shape)}, {len(node.vars)})"
+            )
+        lines.append(f"{result} = {call}")
+        self.text[id(node)] = (result, _ATOM, 0)
+
+
+def generate(
+    inputs: Sequence[Var],
+    outputs: Sequence[Term],
+    name: str = "program",
+    bindings: Sequence[tuple[Var, Term]] = (),
+) -> str:
+    """Python source of ``def name(xp, helpers, *inputs)`` returning the outputs (§7.5).
+
+    ``outputs`` must be closed over ``inputs`` and the ``bindings`` (a let-program's
+    top-level ``let``s, each one line named after its variable) and free of ``build1``.
+    """
+    terms = distinct_binders([*(t for _, t in bindings), *outputs])
+    count = len(bindings)
+    renamed = [(v, t) for (v, _), t in zip(bindings, terms[:count], strict=True)]
+    return _Generator(inputs, terms[count:], name, renamed).generate()
+
+
+class CompiledProgram:
+    """Generated source, compiled once; calling it runs the program on NumPy arrays."""
+
+    def __init__(
+        self,
+        inputs: Sequence[Var],
+        outputs: Sequence[Term],
+        name: str = "program",
+        bindings: Sequence[tuple[Var, Term]] = (),
+    ) -> None:
+        self.inputs = tuple(inputs)
+        self.output_dtypes = tuple(t.dtype.numpy() for t in outputs)
+        self.output_shapes = tuple(t.shape for t in outputs)
+        self.name = name
+        self.source = generate(inputs, outputs, name, bindings)
+        namespace: dict[str, Any] = {}
+        exec(compile(self.source, f"<dualarr.codegen.generate {name}>", "exec"), namespace)
+        self.function: Callable[..., tuple[Any, ...]] = namespace[name]
+
+    def __call__(self, *arrays: Any, backend: Backend | None = None) -> tuple[Any, ...]:
+        """Run on arrays of one backend (NumPy by default, else the arrays' own)."""
+        from ..interp.backends import backend_of
+
+        if len(arrays) != len(self.inputs):
+            raise DualarrError(
+                f"{self.name} takes {len(self.inputs)} arrays, got {len(arrays)}", op="codegen"
+            )
+        backend = backend if backend is not None else backend_of(arrays)
+        if backend.name == "numpy":
+            with np.errstate(all="ignore"):
+                values = self.function(np, HELPERS, *(np.asarray(a) for a in arrays))
+            return tuple(
+                np.asarray(v).astype(dt, copy=False)
+                for v, dt in zip(values, self.output_dtypes, strict=True)
+            )
+        xp = backend.xp
+        values = self.function(xp, helpers_for(backend), *(xp.asarray(a) for a in arrays))
+        return tuple(
+            xp.astype(xp.asarray(v), getattr(xp, str(dt)))
+            for v, dt in zip(values, self.output_dtypes, strict=True)
+        )
+
+    def __repr__(self) -> str:
+        return f"<CompiledProgram {self.name}: {self.source.count(chr(10))} lines>"
+
+
+def compile_program(
+    inputs: Sequence[Var],
+    outputs: Sequence[Term],
+    name: str = "program",
+    bindings: Sequence[tuple[Var, Term]] = (),
+) -> CompiledProgram:
+    """:func:`generate` then ``exec`` once: a callable over NumPy arrays."""
+    return CompiledProgram(inputs, outputs, name, bindings)

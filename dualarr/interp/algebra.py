@@ -1,0 +1,175 @@
+"""One language, many interpretations: the core language as an algebra (paper App. C).
+
+An :class:`Algebra` gives a meaning to every construct of the core language on some
+carrier ``A``: NumPy arrays (evaluation, :class:`dualarr.interp.evaluate.NumpyAlgebra`), dual
+arrays over any primal algebra (:mod:`dualarr.ad.dual`, the AD of §6) and, in later stages,
+terms (staging) and SymPy expressions.  :class:`dualarr.interp.evaluate.Interpreter` maps a term
+into any algebra; the derivative rules and the reverse pass are written once against
+this interface and run on concrete arrays and on terms alike.
+
+Index functions (of ``gather``/``scatter``) are interpreted into an algebra-specific
+``IndexFn``: for NumPy, the index components evaluated in bulk on the index grid.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from ..lang.terms import DType, Shape
+
+A = TypeVar("A")
+IndexFn = Any  # an algebra's representation of an evaluated index function
+
+
+class Algebra(ABC, Generic[A]):
+    """The operations of the core language (Fig. 7) on a carrier ``A``.
+
+    Static information (shapes, element types) is passed explicitly, so the same
+    methods serve terms being interpreted and values built by derivative rules.  Every
+    construct is an abstract method: a carrier that lacks one is reported by mypy and
+    cannot be instantiated.
+    """
+
+    @property
+    def symbolic_index_functions(self) -> bool:
+        """Index functions stay symbolic (never tabulated point by point)."""
+        return False
+
+    # -- leaves ----------------------------------------------------------------------
+
+    @abstractmethod
+    def const(self, value: np.ndarray) -> A:
+        raise NotImplementedError
+
+    @abstractmethod
+    def full(self, shape: Shape, value: float | int | bool, dtype: DType) -> A:
+        raise NotImplementedError
+
+    @abstractmethod
+    def iota(self, n: int) -> A:
+        raise NotImplementedError
+
+    # -- elementwise -----------------------------------------------------------------
+
+    @abstractmethod
+    def op(self, name: str, args: Sequence[A], dtype: DType) -> A:
+        raise NotImplementedError
+
+    @abstractmethod
+    def cond(self, c: A, a: A, b: A) -> A:
+        raise NotImplementedError
+
+    @abstractmethod
+    def from_integral(self, a: A, dtype: DType) -> A:
+        raise NotImplementedError
+
+    @abstractmethod
+    def floor(self, a: A) -> A:
+        raise NotImplementedError
+
+    # -- structure -------------------------------------------------------------------
+
+    @abstractmethod
+    def index(self, a: A, ix: Sequence[A]) -> A:
+        raise NotImplementedError
+
+    @abstractmethod
+    def gather(self, outer: Shape, a: A, fn: IndexFn) -> A:
+        raise NotImplementedError
+
+    @abstractmethod
+    def scatter(self, outer: Shape, a: A, fn: IndexFn, n_vars: int) -> A:
+        raise NotImplementedError
+
+    @abstractmethod
+    def sum_outer(self, a: A) -> A:
+        raise NotImplementedError
+
+    @abstractmethod
+    def replicate(self, count: int, a: A) -> A:
+        raise NotImplementedError
+
+    @abstractmethod
+    def transpose(self, perm: Sequence[int], a: A) -> A:
+        raise NotImplementedError
+
+    @abstractmethod
+    def reshape(self, shape: Shape, a: A) -> A:
+        raise NotImplementedError
+
+    @abstractmethod
+    def from_list(self, elems: Sequence[A]) -> A:
+        raise NotImplementedError
+
+    @abstractmethod
+    def argmin(self, a: A) -> A:
+        raise NotImplementedError
+
+    @abstractmethod
+    def argmax(self, a: A) -> A:
+        raise NotImplementedError
+
+    @abstractmethod
+    def contract(self, spec: str, a: A, b: A) -> A:
+        """A tensor contraction in einsum notation (see :class:`dualarr.lang.terms.Contract`)."""
+        raise NotImplementedError
+
+    def share(self, a: A) -> A:
+        """Mark a value used more than once (§7.2): the identity on concrete arrays; the
+        symbolic algebra wraps the term in an explicit ``share``."""
+        return a
+
+    @abstractmethod
+    def build1(self, rows: Sequence[A], shape: Shape, dtype: DType) -> A:
+        """Stack the rows of an element-by-element ``build1`` (``shape`` of the result)."""
+        raise NotImplementedError
+
+    # -- index functions --------------------------------------------------------------
+
+    @abstractmethod
+    def index_point(self, value: int) -> A:
+        """A lambda variable bound to one index value."""
+        raise NotImplementedError
+
+    def index_grid(self, shape: Shape) -> list[A] | None:
+        """The lambda variables bound to whole grids (bulk evaluation), if supported."""
+        return None
+
+    @abstractmethod
+    def index_fn_from_bulk(self, components: Sequence[A], grid: Shape) -> IndexFn:
+        raise NotImplementedError
+
+    @abstractmethod
+    def index_fn_from_points(self, columns: Sequence[Sequence[A]], grid: Shape) -> IndexFn:
+        raise NotImplementedError
+
+    @abstractmethod
+    def index_fn_constant(self, ix: Sequence[A]) -> IndexFn:
+        """The index function of no variables returning ``ix`` (used by one-hot)."""
+        raise NotImplementedError
+
+    # -- static facts of values ----------------------------------------------------------
+
+    @abstractmethod
+    def shape(self, a: A) -> Shape:
+        raise NotImplementedError
+
+    # -- derived, for derivative rules and the reverse pass ------------------------------
+
+    def add(self, a: A, b: A, dtype: DType) -> A:
+        return self.op("add", (a, b), dtype)
+
+    def mul(self, a: A, b: A, dtype: DType) -> A:
+        return self.op("mul", (a, b), dtype)
+
+    def zeros(self, shape: Shape, dtype: DType) -> A:
+        return self.full(shape, 0, dtype)
+
+    def one_hot(self, shape: Shape, ix: Sequence[A], c: A) -> A:
+        """An array of ``shape`` holding ``c`` at ``ix`` (zeros elsewhere, or everywhere
+        when ``ix`` is out of range): the transpose of indexing."""
+        return self.scatter(shape[: len(ix)], c, self.index_fn_constant(ix), 0)

@@ -1,0 +1,121 @@
+"""Choosing the array backend: NumPy (default), CuPy, or any array-API namespace.
+
+The backend follows the input arrays (``array_api_compat.array_namespace``) or an
+explicit ``backend="numpy" | "cupy"``.  Per namespace, the one primitive the array API
+lacks: scatter-add is NumPy's ``bincount`` (one value per target) or ``add.at``, CuPy's
+``cupyx.scatter_add``, and :func:`dualarr.interp.arrays.scatter_add_by_selection` elsewhere.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import array_api_compat
+import numpy as np
+
+from ..lang.errors import DualarrError
+from .arrays import Array, Backend, scatter_add_by_selection
+
+__all__ = ["BACKENDS", "backend_of", "cupy_backend", "get_backend", "numpy_backend"]
+
+BACKENDS = ("numpy", "cupy")
+
+
+def _numpy_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Array:
+    if values.shape[1] == 1 and values.dtype.kind == "f":
+        # one value per target: bincount adds (in order) far faster than add.at
+        summed = np.bincount(targets, weights=values[:, 0], minlength=size)
+        return summed.astype(values.dtype, copy=False).reshape(size, 1)
+    out = np.zeros((size, values.shape[1]), dtype=values.dtype)
+    np.add.at(out, targets, values)
+    return out
+
+
+def _cupy_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Array:
+    import cupyx
+
+    out = xp.zeros((size, values.shape[1]), dtype=values.dtype)
+    cupyx.scatter_add(out, targets, values)
+    return out
+
+
+@functools.cache
+def numpy_backend() -> Backend:
+    return Backend("numpy", array_api_compat.array_namespace(np.zeros(0)), _numpy_scatter_add)
+
+
+@functools.cache
+def _cupy_backend() -> Backend:
+    import cupy
+
+    return Backend("cupy", array_api_compat.array_namespace(cupy.zeros(0)), _cupy_scatter_add)
+
+
+def cupy_backend() -> Backend:
+    """The CuPy backend; a clear error without CuPy or without a CUDA device."""
+    try:
+        import cupy
+    except ImportError:
+        raise DualarrError(
+            "backend 'cupy' needs CuPy: install dualarr[gpu] (pip install -e '.[gpu]')",
+            op="backend",
+        ) from None
+    try:
+        available = bool(cupy.is_available())
+    except Exception:  # a broken CUDA installation reports itself here
+        available = False
+    if not available:
+        raise DualarrError(
+            "CuPy is installed but no CUDA device is available; use backend='numpy'",
+            op="backend",
+        )
+    return _cupy_backend()
+
+
+def backend_of(arrays: Sequence[Any]) -> Backend:
+    """The backend of the arrays (Python numbers and NumPy arrays: NumPy)."""
+    candidates = [a for a in arrays if hasattr(a, "shape") and not isinstance(a, np.ndarray)]
+    candidates = [a for a in candidates if not isinstance(a, np.generic)]
+    if not candidates:
+        return numpy_backend()
+    xp = array_api_compat.array_namespace(*candidates)
+    if array_api_compat.is_numpy_namespace(xp):
+        return numpy_backend()
+    if array_api_compat.is_cupy_namespace(xp):
+        return cupy_backend()
+    return _generic_backend(xp)
+
+
+@functools.cache
+def _generic_backend(xp: Any) -> Backend:
+    name = getattr(xp, "__name__", "array-api").split(".")[-1]
+    return Backend(name, xp, scatter_add_by_selection)
+
+
+def get_backend(name: str | None, arrays: Sequence[Any] = ()) -> Backend:
+    """``name`` ("numpy", "cupy") or, for None, the backend of ``arrays``."""
+    if name is None:
+        return backend_of(arrays)
+    if name == "numpy":
+        return numpy_backend()
+    if name == "cupy":
+        return cupy_backend()
+    raise DualarrError(
+        f"unknown backend {name!r}; available: {', '.join(BACKENDS)} (or None: follow the "
+        "input arrays)",
+        op="backend",
+    )
+
+
+def to_backend(backend: Backend, value: Any) -> Any:
+    """``value`` as an array of ``backend`` (an explicit, requested transfer)."""
+    if backend.name == "numpy":
+        return value if isinstance(value, np.ndarray) else _to_host(value)
+    return backend.xp.asarray(value)
+
+
+def _to_host(value: Any) -> np.ndarray:
+    get = getattr(value, "get", None)  # CuPy arrays copy to the host with .get()
+    return np.asarray(get() if callable(get) else value)

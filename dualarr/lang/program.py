@@ -1,0 +1,269 @@
+"""Tracing a Python function into a closed core-language program (stage ``source``).
+
+``da.trace(f, *arrays_or_specs)`` runs ``f`` once on traced inputs and returns a
+:class:`Program`: its input variables, output terms (a DAG with sharing kept), a
+printer in the paper's notation and a reference evaluation when called on arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import DtypeError, DualarrError, ShapeError, TracingError, UnsupportedError
+from .tensor import (
+    Tensor,
+    TraceContext,
+    as_term,
+    constant_array,
+    enter_trace,
+    exit_trace,
+    param_hints,
+    static_int,
+)
+from .terms import (
+    DType,
+    FreeVars,
+    IdSupply,
+    Term,
+    Var,
+    count_nodes,
+    fresh_var,
+    type_name,
+    view,
+)
+
+
+@dataclass(frozen=True)
+class ShapeSpec:
+    """An input described by shape and element type only (tracing without data)."""
+
+    shape: tuple[int, ...]
+    dtype: Any = "float64"
+
+    def __post_init__(self) -> None:
+        shape: Any = self.shape
+        if isinstance(shape, int | np.integer) and not isinstance(shape, bool):
+            shape = (shape,)
+        if not isinstance(shape, tuple | list | np.ndarray):
+            raise ShapeError(f"shape must be a tuple of ints, got {shape!r}", op="ShapeSpec")
+        dims = tuple(static_int(d, "ShapeSpec", f"dimension {k}") for k, d in enumerate(shape))
+        object.__setattr__(self, "shape", dims)
+
+    @property
+    def core_dtype(self) -> DType:
+        return DType.of_numpy(self.dtype, what="ShapeSpec")
+
+
+def input_type(value: Any, position: int) -> tuple[tuple[int, ...], DType]:
+    """Shape and core element type of one argument (array, number or ShapeSpec)."""
+    if isinstance(value, ShapeSpec):
+        return value.shape, value.core_dtype
+    if isinstance(value, Tensor):
+        raise TracingError(
+            f"argument {position} is already a traced value: pass arrays or da.ShapeSpec",
+            op="trace",
+        )
+    what = f"argument {position}"
+    if isinstance(value, bool | int | float | np.generic | np.ndarray | list | tuple):
+        array = constant_array(value, "trace", what)  # named errors: ragged, str, object
+        return tuple(array.shape), DType.of_numpy(array.dtype, what=what, op="trace")
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:  # another array library's array
+        name = str(dtype).rsplit(".", 1)[-1]  # "float32", "cupy float32", "…strict.float64"
+        return tuple(int(d) for d in shape), DType.of_numpy(name, what=what, op="trace")
+    raise UnsupportedError(
+        f"argument {position} of type {type(value).__name__} is not an array, a number "
+        "or a da.ShapeSpec",
+        op="trace",
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Program:
+    """A traced program: ``λinputs. outputs`` in the core language."""
+
+    name: str
+    inputs: tuple[Var, ...]
+    outputs: tuple[Term, ...]
+    tuple_output: bool
+    supply: IdSupply
+
+    @property
+    def term(self) -> Term:
+        """The output term (for a program with one output)."""
+        if self.tuple_output:
+            raise TracingError(
+                f"{self.name} returns {len(self.outputs)} values; use .outputs", op="term"
+            )
+        return self.outputs[0]
+
+    @property
+    def size(self) -> int:
+        """Number of distinct nodes of the program's DAG."""
+        return count_nodes(self.outputs)
+
+    def signature(self) -> str:
+        """``(x : float64[10]) -> float64[]``."""
+        params = ", ".join(
+            f"{self._names()[k]} : {type_name(v.shape, v.dtype)}" for k, v in enumerate(self.inputs)
+        )
+        results = ", ".join(type_name(t.shape, t.dtype) for t in self.outputs)
+        if self.tuple_output:
+            results = f"({results})"
+        return f"({params}) -> {results}"
+
+    def _names(self) -> list[str]:
+        return list(view("input_names")(self.inputs))
+
+    def __str__(self) -> str:
+        return str(view("print_program")(self.inputs, self.outputs, tuple_output=self.tuple_output))
+
+    def __repr__(self) -> str:
+        return f"<Program {self.name} {self.signature()}, {self.size} nodes>"
+
+    def _repr_markdown_(self) -> str:
+        return f"```\n{self}\n```"
+
+    def graph(self) -> Any:
+        """The program's term DAG as a graphviz drawing (:mod:`dualarr.show.drawing`)."""
+        return view("term_graph")(list(self.outputs), self.name)
+
+    def bind(self, *arrays: Any) -> dict[Var, np.ndarray]:
+        """Check ``arrays`` against the inputs' types and pair them with the variables."""
+        if len(arrays) != len(self.inputs):
+            raise TracingError(
+                f"{self.name} takes {len(self.inputs)} arguments, got {len(arrays)}", op="call"
+            )
+        env: dict[Var, np.ndarray] = {}
+        names = self._names()
+        for k, (var, value) in enumerate(zip(self.inputs, arrays, strict=True)):
+            foreign = hasattr(value, "__array_namespace__") and not isinstance(value, np.ndarray)
+            if foreign:  # another backend's array (CuPy, array_api_strict): kept as it is
+                shape, dtype = input_type(value, k)
+                _check_input(names[k], var, shape, dtype, str(value.dtype), self.name)
+                env[var] = value
+                continue
+            array = constant_array(value, self.name, f"input {names[k]}")
+            shape, dtype = input_type(array, k)
+            if shape != var.shape:
+                raise ShapeError(
+                    f"input {names[k]} was traced as {type_name(var.shape, var.dtype)}, "
+                    f"got shape {list(shape)}",
+                    op=self.name,
+                    shapes=[var.shape, shape],
+                )
+            if dtype is not var.dtype:
+                raise DtypeError(
+                    f"input {names[k]} was traced as {type_name(var.shape, var.dtype)}, "
+                    f"got {array.dtype}",
+                    op=self.name,
+                    shapes=[var.shape],
+                )
+            env[var] = array.astype(var.dtype.numpy(), copy=False)
+        return env
+
+    def __call__(self, *arrays: Any) -> Any:
+        """Evaluate with the reference evaluator on the arrays' backend; one array or a
+        tuple."""
+        env = self.bind(*arrays)
+        inputs = list(env.values())
+        outputs = view("evaluate")(list(self.outputs), env)
+        values = [fresh_result(v, inputs) for v in outputs]
+        return tuple(values) if self.tuple_output else values[0]
+
+
+def fresh_result(value: Any, inputs: list[Any]) -> Any:
+    """``value`` sharing no memory with ``inputs`` and writable (no result aliases an
+    input or a read-only constant): such an array is copied."""
+    if isinstance(value, np.ndarray):
+        if not value.flags.writeable or any(
+            isinstance(x, np.ndarray) and np.may_share_memory(value, x) for x in inputs
+        ):
+            return value.copy()
+        return value
+    if hasattr(value, "__array_namespace__") and any(value is x for x in inputs):
+        return value.__array_namespace__().asarray(value, copy=True)
+    return value
+
+
+def _check_input(
+    name: str, var: Var, shape: tuple[int, ...], dtype: DType, shown: str, op: str
+) -> None:
+    if shape != var.shape:
+        raise ShapeError(
+            f"input {name} was traced as {type_name(var.shape, var.dtype)}, "
+            f"got shape {list(shape)}",
+            op=op,
+            shapes=[var.shape, shape],
+        )
+    if dtype is not var.dtype:
+        raise DtypeError(
+            f"input {name} was traced as {type_name(var.shape, var.dtype)}, got {shown}",
+            op=op,
+            shapes=[var.shape],
+        )
+
+
+def scalar_float_output(program: Program, op: str) -> Term:
+    """The one rank-0 float output of ``program``, or a :class:`DualarrError` naming
+    what ``op`` got instead."""
+    if program.tuple_output or len(program.outputs) != 1:
+        raise DualarrError(
+            f"{program.name} returns {len(program.outputs)} values; {op} needs one rank-0 "
+            "float output",
+            op=op,
+        )
+    out = program.outputs[0]
+    if out.shape != () or not out.dtype.is_float:
+        raise DualarrError(
+            f"{program.name} returns {type_name(out.shape, out.dtype)}; {op} needs a rank-0 "
+            "float output (sum it, or take one element)",
+            op=op,
+            shapes=[out.shape],
+        )
+    return out
+
+
+def trace(f: Callable[..., Any], *args: Any, captures: bool = False) -> Program:
+    """Trace ``f`` on arrays (or :class:`ShapeSpec` values) into a core-language program.
+
+    With ``captures``, ``f`` may read traced values of an enclosing trace: they stay
+    free variables of the program (:func:`dualarr.lang.closure.close_program` makes them
+    inputs); otherwise that is an error."""
+    if not callable(f):
+        raise TracingError(f"expected a function, got {type(f).__name__}", op="trace")
+    supply = IdSupply()
+    hints = param_hints(f, len(args), "x")
+    inputs = tuple(
+        fresh_var(supply, hint, *input_type(a, k))
+        for k, (hint, a) in enumerate(zip(hints, args, strict=True))
+    )
+    name = getattr(f, "__name__", "program")
+    token = enter_trace(TraceContext(supply))
+    try:
+        result = f(*[Tensor(v) for v in inputs])
+        tuple_output = isinstance(result, tuple | list)
+        items = list(result) if tuple_output else [result]
+        if result is None or any(item is None for item in items):
+            raise TracingError(f"{name} returned None; return the computed value", op="trace")
+        outputs = tuple(as_term(item, "trace") for item in items)
+    finally:
+        exit_trace(token)
+    if captures:
+        return Program(name, inputs, outputs, tuple_output, supply)
+    free = FreeVars()
+    allowed = set(inputs)
+    for out in outputs:
+        leaked = [v for v in free(out) if v not in allowed]
+        if leaked:
+            raise TracingError(
+                f"{name} uses a traced value from outside this trace "
+                f"({', '.join(v.hint for v in leaked)}): pass it as an argument",
+                op="trace",
+            )
+    return Program(name, inputs, outputs, tuple_output, supply)

@@ -1,0 +1,680 @@
+"""Traced values: :class:`Tensor` wraps a core term while a function is traced.
+
+Tracing is a deep embedding (paper App. B): running the user's Python function on
+``Tensor`` values builds the core-language DAG.  A Python value used twice is one node,
+so sharing is kept without any ``let`` written by the user (App. C.2).  Shapes are
+static; Python control flow on traced values is an error that points to ``da.where``.
+
+Lifting rules (as NumPy/JAX users expect, within the core language's rules):
+Python scalars take the element type of the other operand; int and float operands
+promote to float; bool operands in arithmetic count as 0/1; rank-0 values lift to the
+other operand's shape with ``replicate``; other shapes must be equal (no broadcasting).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import reprlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import (
+    DtypeError,
+    DualarrError,
+    ShapeError,
+    TracingError,
+    UnsupportedError,
+    format_shape,
+)
+from .primitives import REGISTRY
+from .terms import (
+    OPS,
+    Const,
+    DType,
+    FromIntegral,
+    IdSupply,
+    Op,
+    OpKind,
+    Replicate,
+    Term,
+    Var,
+    fresh_var,
+    type_name,
+)
+
+
+@dataclass(eq=False)
+class TraceContext:
+    """State of one trace: the id supply for the variables it creates, and whether the
+    trace is still running (a traced value used after its trace ended is an error)."""
+
+    supply: IdSupply
+    active: bool = True
+
+
+_CURRENT: contextvars.ContextVar[TraceContext | None] = contextvars.ContextVar(
+    "dualarr_trace", default=None
+)
+
+
+def current_context(op: str) -> TraceContext:
+    """The active trace; ``op`` names the construct that needs one (for the message)."""
+    ctx = _CURRENT.get()
+    if ctx is None:
+        raise TracingError(
+            f"{op} builds a traced program and must run inside a function passed to "
+            "da.trace, da.grad, da.pipeline, …",
+            op=op,
+        )
+    return ctx
+
+
+def current_trace() -> TraceContext | None:
+    """The running trace, or None outside any."""
+    return _CURRENT.get()
+
+
+def enter_trace(ctx: TraceContext) -> contextvars.Token[TraceContext | None]:
+    return _CURRENT.set(ctx)
+
+
+def exit_trace(token: contextvars.Token[TraceContext | None]) -> None:
+    context = _CURRENT.get()
+    if context is not None:
+        context.active = False
+    _CURRENT.reset(token)
+
+
+def new_var(op: str, hint: str, shape: tuple[int, ...], dtype: DType) -> Var:
+    return fresh_var(current_context(op).supply, hint, shape, dtype)
+
+
+def param_hints(f: Callable[..., Any], count: int, default: str) -> list[str]:
+    """Names of ``f``'s first ``count`` positional parameters (for readable printing)."""
+    try:
+        params = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        return [default] * count
+    names: list[str] = []
+    for p in params:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind is p.VAR_POSITIONAL:
+            break
+    names = [n if n.isidentifier() and not n.startswith("_") else default for n in names]
+    return (names + [default] * count)[:count]
+
+
+def positional_arity(f: Callable[..., Any]) -> int | None:
+    """Number of positional parameters of ``f``, or None when it takes ``*args``."""
+    try:
+        params = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    count = 0
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL:
+            return None
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty:
+            count += 1
+    return count
+
+
+def check_arity(
+    f: Any, count: int, op: str, expected: str, error: type[DualarrError] = ShapeError
+) -> None:
+    """An ``error`` naming ``op``, before ``f`` is called, when ``f`` is not a function
+    that takes ``count`` positional arguments (``expected`` says what they are)."""
+    if not callable(f):
+        raise TracingError(
+            f"expected a function taking {expected}, got {type(f).__name__}", op=op
+        )
+    try:
+        signature = inspect.signature(f)
+    except (TypeError, ValueError):
+        return  # no signature to check (a builtin): the call itself reports a mismatch
+    try:
+        signature.bind(*range(count))
+    except TypeError:
+        name = getattr(f, "__name__", type(f).__name__)
+        shown = f"lambda {signature}" if name == "<lambda>" else f"{name}{signature}"
+        raise error(
+            f"the function must take {expected}, but {shown} cannot be called with "
+            f"{count} argument{'' if count == 1 else 's'}",
+            op=op,
+        ) from None
+
+
+# --------------------------------------------------------------------------------------
+# Lifting Python values and promoting element types
+# --------------------------------------------------------------------------------------
+
+Operand = Any  # Tensor | Python scalar | NumPy array
+
+
+def constant_array(value: Any, op: str, what: str = "the constant") -> np.ndarray:
+    """``np.asarray(value)`` for a constant or an input (``what``), with named errors for
+    a list holding traced values, ragged nesting and an unsupported element type."""
+
+    def held() -> TracingError:
+        return TracingError(
+            f"{what} is a {type(value).__name__} holding traced values: use da.from_list / "
+            "da.stack",
+            op=op,
+        )
+
+    try:
+        array = np.asarray(value)
+    except TracingError:  # from a Tensor's __array__
+        if _holds_tensor(value):
+            raise held() from None
+        raise
+    except ValueError as error:
+        if _holds_tensor(value):
+            raise held() from None
+        raise ShapeError(
+            f"{what} ({reprlib.repr(value)}) is a ragged nested list: {_ragged(value, error)}; "
+            "an array needs equal lengths along each dimension",
+            op=op,
+        ) from None
+    if array.dtype == object and _holds_tensor(value):
+        raise held()
+    DType.of_numpy(array.dtype, what=what, op=op)
+    return array
+
+
+def _holds_tensor(value: Any) -> bool:
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Tensor):
+            return True
+        if isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, np.ndarray) and item.dtype == object:
+            stack.extend(item.flat)
+    return False
+
+
+def _ragged(value: Any, error: ValueError) -> str:
+    """Where nested lists stop being rectangular (NumPy's message when that is unclear)."""
+
+    def nested(v: Any) -> bool:
+        return isinstance(v, list | tuple) or (isinstance(v, np.ndarray) and v.ndim > 0)
+
+    level: list[Any] = [value]
+    dim = 0
+    while level and all(nested(v) for v in level):
+        lengths = sorted({len(v) for v in level})
+        if len(lengths) > 1:
+            shown = ", ".join(map(str, lengths[:-1])) + f" and {lengths[-1]}"
+            return f"dimension {dim} has lengths {shown}"
+        level = [x for v in level for x in v]
+        dim += 1
+    if any(nested(v) for v in level):
+        return f"dimension {dim} mixes numbers and lists"
+    return str(error)
+
+
+def as_term(value: Operand, op: str = "constant") -> Term:
+    """The term of a Tensor, or a constant for a Python/NumPy value."""
+    if isinstance(value, Tensor):
+        value.check_live(op)
+        return value.term
+    if isinstance(value, bool | int | float | np.generic | np.ndarray | list | tuple):
+        array = constant_array(value, op)
+        if array.dtype.kind in "iu":
+            array = array.astype(np.int64)
+        return Const(array)
+    raise TracingError(f"expected an array or a number, got {type(value).__name__}", op=op)
+
+
+def _weak_const(value: bool | int | float, dtype: DType) -> Const:
+    return Const(np.asarray(value, dtype=dtype.numpy()))
+
+
+def cast_to(term: Term, dtype: DType, op: str) -> Term:
+    """Promote ``term`` to ``dtype`` (int/bool → float, bool → int)."""
+    if term.dtype is dtype:
+        return term
+    if term.dtype is DType.BOOL and dtype.is_numeric:
+        one, zero = _weak_const(1, dtype), _weak_const(0, dtype)
+        return Op("select", (term, lift_shape(one, term.shape), lift_shape(zero, term.shape)))
+    if term.dtype is DType.INT64 and dtype.is_float:
+        return FromIntegral(term, dtype)
+    if term.dtype.is_float and dtype.is_float:
+        raise DtypeError(
+            f"mixes {term.dtype} and {dtype}: convert the inputs to one float type",
+            op=op,
+        )
+    raise DtypeError(f"cannot use a {term.dtype} value where {dtype} is needed", op=op)
+
+
+def lift_shape(term: Term, shape: tuple[int, ...]) -> Term:
+    """Lift a rank-0 term to ``shape`` with nested ``replicate``."""
+    if term.shape == shape:
+        return term
+    if term.shape != ():
+        raise AssertionError("only rank-0 terms lift")
+    for extent in reversed(shape):
+        term = Replicate(extent, term)
+    return term
+
+
+def join_dtypes(op: str, dtypes: Sequence[DType]) -> DType:
+    floats = {d for d in dtypes if d.is_float}
+    if len(floats) > 1:
+        raise DtypeError(
+            "mixes float32 and float64: convert the inputs to one float type", op=op
+        )
+    if floats:
+        return floats.pop()
+    if DType.INT64 in dtypes:
+        return DType.INT64
+    return DType.BOOL
+
+
+def _weak_type(value: bool | int | float) -> DType:
+    if isinstance(value, bool):
+        return DType.BOOL
+    return DType.INT64 if isinstance(value, int) else DType.FLOAT64
+
+
+def promote(op: str, kind: OpKind, operands: Sequence[Operand]) -> list[Term]:
+    """The operands as terms of one element type (no shape lifting).
+
+    Python numbers are "weak": they adopt the other operands' element type.
+    """
+    terms: list[Term | None] = [
+        None if isinstance(x, bool | int | float) else _operand_term(x, op) for x in operands
+    ]
+    strong = [t.dtype for t in terms if t is not None]
+    weak = [_weak_type(x) for x, t in zip(operands, terms, strict=True) if t is None]
+    target = _target_dtype(op, kind, strong, weak)
+    return [
+        cast_to(t if t is not None else _weak_const(x, target), target, op)
+        for x, t in zip(operands, terms, strict=True)
+    ]
+
+
+def _operand_term(value: Operand, op: str) -> Term:
+    if isinstance(value, list | tuple | np.ndarray):
+        value = constant_array(value, op, "the operand")
+    return as_term(value, op)
+
+
+def elementwise(op: str, *operands: Operand) -> Tensor:
+    """Apply an elementwise primitive with scalar lifting and type promotion."""
+    spec = OPS[op]
+    if spec.kind is OpKind.SELECT:
+        cond = as_term(operands[0], op)
+        if cond.dtype is not DType.BOOL:
+            raise DtypeError(f"condition must be bool, got {cond.dtype}", op="where")
+        args = [cond, *promote(op, spec.kind, operands[1:])]
+    else:
+        args = promote(op, spec.kind, operands)
+    shape = common_shape(op, [a.shape for a in args])
+    return Tensor(Op(op, tuple(lift_shape(a, shape) for a in args)))
+
+
+def _target_dtype(
+    op: str, kind: OpKind, strong: Sequence[DType], weak: Sequence[DType]
+) -> DType:
+    """The element type every argument is promoted to before applying ``op``."""
+    if strong:
+        target = join_dtypes(op, strong)
+        if DType.FLOAT64 in weak and not target.is_float:
+            target = DType.FLOAT64
+        elif DType.INT64 in weak and target is DType.BOOL:
+            target = DType.INT64
+    else:
+        target = join_dtypes(op, weak)
+    if kind in (OpKind.LOGIC_UNARY, OpKind.LOGIC_BINARY):
+        if target is not DType.BOOL:
+            raise DtypeError(f"needs bool arguments, got {target}", op=op)
+        return target
+    if kind in (OpKind.SELECT, OpKind.COMPARE):
+        return target
+    if kind is OpKind.INT_BINARY:
+        if target.is_float:
+            symbol = "//" if op == "quot" else "%"
+            raise UnsupportedError(
+                f"`{symbol}` is integer arithmetic (index computations); for floats use "
+                "da.floor(x / y) and x - y * da.to_float(da.floor(x / y))",
+                op=op,
+            )
+        return DType.INT64
+    if kind in (OpKind.FLOAT_UNARY, OpKind.FLOAT_BINARY) and not target.is_float:
+        return DType.FLOAT64
+    return DType.INT64 if target is DType.BOOL else target
+
+
+def common_shape(op: str, shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """The shape elementwise ``op`` works at: the one shape of rank > 0 (rank 0 lifts)."""
+    big = [s for s in shapes if s != ()]
+    if not big:
+        return ()
+    for s in big[1:]:
+        if s != big[0]:
+            raise ShapeError(
+                "elementwise arguments must have equal shapes (only rank-0 values lift), got "
+                + " and ".join(format_shape(x) for x in shapes)
+                + "; use da.replicate / da.transpose to align them",
+                op=op,
+                shapes=shapes,
+            )
+    return big[0]
+
+
+# --------------------------------------------------------------------------------------
+# The traced value
+# --------------------------------------------------------------------------------------
+
+def _primitive_of_ufunc(name: str) -> str | None:
+    """The primitive whose record names the NumPy ufunc ``name`` (``np.exp`` → exp)."""
+    for primitive in REGISTRY.values():
+        if name in primitive.ufuncs:
+            return primitive.name
+    return None
+
+
+_ARRAY_METHODS: dict[str, Callable[..., Tensor]] = {}
+"""The language functions behind :class:`Tensor`'s array methods (``x[i]``, ``x @ y``,
+``x.sum()``, ``x // y``): :mod:`dualarr.lang.functions`, the layer above, installs them
+(:func:`install_array_methods`), as JAX's ``array_methods`` do for its tracers, so
+this module never imports the functions written on top of it."""
+
+
+def install_array_methods(**functions: Callable[..., Tensor]) -> None:
+    """Make ``functions`` the meaning of :class:`Tensor`'s array methods."""
+    _ARRAY_METHODS.update(functions)
+
+
+def array_method(name: str) -> Callable[..., Tensor]:
+    """The installed function behind one array method."""
+    function = _ARRAY_METHODS.get(name)
+    if function is None:
+        raise UnsupportedError(
+            f"the array method {name} needs dualarr.lang.functions (import dualarr)", op=name
+        )
+    return function
+
+
+class Tensor:
+    """A traced array: a node of the program being traced, with a static shape."""
+
+    __slots__ = ("term", "trace")
+    __array_priority__ = 1000
+
+    def __init__(self, term: Term) -> None:
+        self.term = term
+        self.trace = _CURRENT.get()
+
+    def check_live(self, op: str) -> None:
+        """A :class:`TracingError` when this value's trace has ended (a leaked tracer)."""
+        if self.trace is not None and not self.trace.active:
+            raise TracingError(
+                f"a traced {type_name(self.shape, self.term.dtype)} value is used after the "
+                "trace that made it ended (it leaked out of the traced function, e.g. "
+                "through a global or a list): return it from the function instead",
+                op=op,
+                shapes=[self.shape],
+            )
+
+    # -- static facts ------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.term.shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self.term.dtype.numpy()
+
+    @property
+    def ndim(self) -> int:
+        return len(self.term.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.term.shape, dtype=np.int64))
+
+    def __repr__(self) -> str:
+        text = str(self.term)
+        if len(text) > 200:
+            text = text[:200] + " …"
+        return f"Tensor({type_name(self.shape, self.term.dtype)}: {text})"
+
+    # -- Python protocols that cannot work on traced values -----------------------------
+
+    def _no(self, what: str, hint: str) -> TracingError:
+        return TracingError(
+            f"{what} of a traced {type_name(self.shape, self.term.dtype)} value is not known "
+            f"while tracing; {hint}",
+            op=what,
+            shapes=[self.shape],
+        )
+
+    def __bool__(self) -> bool:
+        raise self._no(
+            "bool()",
+            "Python `if`/`while`/`and`/`or` cannot branch on it: use da.where(cond, a, b) "
+            "(a strict conditional, both branches evaluated)",
+        )
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise self._no("len()", "a rank-0 value has no length; shapes are static: use x.shape")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if not self.shape:
+            raise self._no("iteration", "a rank-0 value cannot be iterated; use x.shape")
+        return (self[k] for k in range(self.shape[0]))
+
+    def __int__(self) -> int:
+        raise self._no("int()", "use da.floor(x) for an int-valued term, x.shape for sizes")
+
+    def __float__(self) -> float:
+        raise self._no("float()", "use da.to_float(x) for a float-valued term")
+
+    def __index__(self) -> int:
+        raise self._no(
+            "__index__", "sizes must be static Python ints; use x.shape or traced indexing x[i]"
+        )
+
+    def __complex__(self) -> complex:
+        raise self._no("complex()", "complex numbers are not supported")
+
+    def __format__(self, spec: str) -> str:
+        raise self._no(
+            "format()",
+            "formatting needs a concrete value: show the traced term with str(x), repr(x) "
+            "or f\"{x!r}\", or format the arrays the program returns",
+        )
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise self._no(
+            "conversion to a NumPy array",
+            "use dualarr functions (da.exp, da.sum, …) inside traced code",
+        )
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        name = getattr(ufunc, "__name__", str(ufunc))
+        op = _primitive_of_ufunc(name)
+        if method != "__call__" or op is None or kwargs:
+            raise UnsupportedError(
+                f"NumPy's {name}.{method} cannot run on traced values; use the dualarr "
+                "function of the same meaning (da.exp, da.maximum, …)",
+                op=f"numpy.{name}",
+            )
+        if op in ("quot", "rem"):  # ints total, floats as NumPy
+            return array_method("floor_divide" if op == "quot" else "remainder")(*inputs)
+        return elementwise(op, *inputs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        name = getattr(func, "__name__", str(func))
+        raise UnsupportedError(
+            f"NumPy's {name} cannot run on traced values; use the dualarr function of the "
+            "same meaning (da.sum, da.matmul, da.where, …) or write it with da.build",
+            op=f"numpy.{name}",
+        )
+
+    # -- arithmetic ----------------------------------------------------------------------
+
+    def __add__(self, other: Operand) -> Tensor:
+        return elementwise("add", self, other)
+
+    def __radd__(self, other: Operand) -> Tensor:
+        return elementwise("add", other, self)
+
+    def __sub__(self, other: Operand) -> Tensor:
+        return elementwise("sub", self, other)
+
+    def __rsub__(self, other: Operand) -> Tensor:
+        return elementwise("sub", other, self)
+
+    def __mul__(self, other: Operand) -> Tensor:
+        return elementwise("mul", self, other)
+
+    def __rmul__(self, other: Operand) -> Tensor:
+        return elementwise("mul", other, self)
+
+    def __truediv__(self, other: Operand) -> Tensor:
+        return elementwise("div", self, other)
+
+    def __rtruediv__(self, other: Operand) -> Tensor:
+        return elementwise("div", other, self)
+
+    def __floordiv__(self, other: Operand) -> Tensor:
+        return array_method("floor_divide")(self, other)
+
+    def __rfloordiv__(self, other: Operand) -> Tensor:
+        return array_method("floor_divide")(other, self)
+
+    def __mod__(self, other: Operand) -> Tensor:
+        return array_method("remainder")(self, other)
+
+    def __rmod__(self, other: Operand) -> Tensor:
+        return array_method("remainder")(other, self)
+
+    def __pow__(self, other: Operand) -> Tensor:
+        return elementwise("pow", self, other)
+
+    def __rpow__(self, other: Operand) -> Tensor:
+        return elementwise("pow", other, self)
+
+    def __neg__(self) -> Tensor:
+        return elementwise("neg", self)
+
+    def __pos__(self) -> Tensor:
+        return self
+
+    def __abs__(self) -> Tensor:
+        return elementwise("abs", self)
+
+    def __lt__(self, other: Operand) -> Tensor:
+        return elementwise("lt", self, other)
+
+    def __le__(self, other: Operand) -> Tensor:
+        return elementwise("le", self, other)
+
+    def __gt__(self, other: Operand) -> Tensor:
+        return elementwise("gt", self, other)
+
+    def __ge__(self, other: Operand) -> Tensor:
+        return elementwise("ge", self, other)
+
+    def __eq__(self, other: object) -> Tensor:  # type: ignore[override]
+        return elementwise("eq", self, other)
+
+    def __ne__(self, other: object) -> Tensor:  # type: ignore[override]
+        return elementwise("ne", self, other)
+
+    def __hash__(self) -> int:
+        raise self._no(
+            "hash()",
+            "traced values are unhashable (like JAX's tracers): key dicts and sets by id(x)",
+        )
+
+    def __and__(self, other: Operand) -> Tensor:
+        return elementwise("and", self, other)
+
+    def __rand__(self, other: Operand) -> Tensor:
+        return elementwise("and", other, self)
+
+    def __or__(self, other: Operand) -> Tensor:
+        return elementwise("or", self, other)
+
+    def __ror__(self, other: Operand) -> Tensor:
+        return elementwise("or", other, self)
+
+    def __invert__(self) -> Tensor:
+        if self.term.dtype is not DType.BOOL:
+            raise UnsupportedError("`~` is logical not on bool values only", op="not")
+        return elementwise("not", self)
+
+    def __matmul__(self, other: Operand) -> Tensor:
+        return array_method("matmul")(self, other)
+
+    def __rmatmul__(self, other: Operand) -> Tensor:
+        return array_method("matmul")(other, self)
+
+    # -- indexing and array methods --------------------------------------------------------
+
+    def __getitem__(self, item: Any) -> Tensor:
+        return array_method("getitem")(self, item)
+
+    @property
+    def T(self) -> Tensor:
+        return array_method("transpose")(self)
+
+    def sum(self, axis: int | Sequence[int] | None = None) -> Tensor:
+        return array_method("sum")(self, axis)
+
+    def mean(self, axis: int | Sequence[int] | None = None) -> Tensor:
+        return array_method("mean")(self, axis)
+
+    def max(self, axis: int | Sequence[int] | None = None) -> Tensor:
+        return array_method("max")(self, axis)
+
+    def min(self, axis: int | Sequence[int] | None = None) -> Tensor:
+        return array_method("min")(self, axis)
+
+    def reshape(self, *shape: Any) -> Tensor:
+        target = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
+        return array_method("reshape")(self, tuple(target))
+
+    def transpose(self, *perm: int) -> Tensor:
+        return array_method("transpose")(self, perm or None)
+
+
+def ensure_tensor(value: Operand, op: str) -> Tensor:
+    """A Tensor for a Tensor, Python number or NumPy array argument."""
+    return value if isinstance(value, Tensor) else Tensor(as_term(value, op))
+
+
+def static_integer(value: Any, op: str, what: str, expected: str = "an int") -> int:
+    """A static (Python or NumPy) int, or a clear error for a traced value or another
+    type (``expected`` says what was wanted)."""
+    if isinstance(value, Tensor):
+        raise TracingError(
+            f"{what} must be a static Python int (shapes are static), got a traced "
+            f"{type_name(value.shape, value.term.dtype)} value",
+            op=op,
+        )
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ShapeError(f"{what} must be {expected}, got {value!r}", op=op)
+    return int(value)
+
+
+def static_int(value: Any, op: str, what: str) -> int:
+    """A static (Python) non-negative int, or a clear error for a traced one."""
+    value = static_integer(value, op, what)
+    if value < 0:
+        raise ShapeError(f"{what} must be >= 0, got {value}", op=op)
+    return int(value)

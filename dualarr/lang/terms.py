@@ -1,0 +1,1074 @@
+"""The core array language (paper §3, Figs. 7–8; ``book/rules.md §1``).
+
+A term is a DAG of frozen dataclasses joined by the :data:`Term` union.  Every node
+checks its arguments when it is built and records its ``shape`` and element type
+(``dtype``), so an ill-typed term cannot exist.  Nodes compare by identity: a value
+used twice is the *same* node, which is how sharing is kept (paper §2.5, App. C.2).
+
+Binders: ``Let`` binds its variable in ``body``; ``Build1`` binds its index variable
+in ``body``; ``Gather``/``Scatter`` bind the variables of their index function in
+``index``.  Variables carry unique ids drawn from an explicit :class:`IdSupply`.
+
+Every traversal in this module is iterative, so terms of any depth are fine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, NoReturn, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import (
+    DtypeError,
+    ShapeError,
+    UnsupportedDtypeError,
+    UnsupportedError,
+    format_shape,
+)
+from .primitives import REGISTRY, Primitive
+from .primitives import OpKind as OpKind
+
+Shape = tuple[int, ...]
+
+
+def assert_never(value: NoReturn) -> NoReturn:
+    """Exhaustiveness guard for ``match`` over an ADT (see the ADT seed post)."""
+    raise AssertionError(f"unhandled case: {type(value).__name__}")
+
+
+class DType(Enum):
+    """Element types of the core language: floats are differentiable, ints index."""
+
+    FLOAT32 = "float32"
+    FLOAT64 = "float64"
+    INT64 = "int64"
+    BOOL = "bool"
+
+    @property
+    def is_float(self) -> bool:
+        return self in (DType.FLOAT32, DType.FLOAT64)
+
+    @property
+    def is_numeric(self) -> bool:
+        return self is not DType.BOOL
+
+    def numpy(self) -> np.dtype[np.generic]:
+        return np.dtype(self.value)
+
+    def __str__(self) -> str:
+        return self.value
+
+    @staticmethod
+    def of_numpy(dtype: npt.DTypeLike, *, what: str = "array", op: str | None = None) -> DType:
+        """The core type of a NumPy dtype: any integer kind becomes ``int64``.
+
+        Any other is an :class:`UnsupportedDtypeError` naming it: with ``op``, ``what``
+        says what had it (``trace: argument 0 has element type float16 …``); without,
+        ``what`` is the operation."""
+        try:
+            dt = np.dtype(dtype)
+        except TypeError:
+            raise UnsupportedDtypeError(
+                f"{dtype!r} is not a NumPy element type", op=op or what
+            ) from None
+        if dt == np.float64:
+            return DType.FLOAT64
+        if dt == np.float32:
+            return DType.FLOAT32
+        if dt.kind in "iu":
+            return DType.INT64
+        if dt.kind == "b":
+            return DType.BOOL
+        subject = f"{what} has element type {dt}, which" if op else f"element type {dt}"
+        raise UnsupportedDtypeError(
+            f"{subject} is not supported (use float32, float64, an integer type or bool)",
+            op=op or what,
+        )
+
+
+def type_name(shape: Shape, dtype: DType) -> str:
+    """``float64[2,3]``: the type of an array term as printed in messages."""
+    return f"{dtype}{format_shape(shape)}"
+
+
+class IdSupply:
+    """An explicit supply of fresh, increasing ids (no module-level counters)."""
+
+    def __init__(self, start: int = 1) -> None:
+        self._next = start
+
+    def fresh(self) -> int:
+        value = self._next
+        self._next += 1
+        return value
+
+    @property
+    def next_id(self) -> int:
+        return self._next
+
+
+# --------------------------------------------------------------------------------------
+# Elementwise operations
+# --------------------------------------------------------------------------------------
+
+
+OPS = REGISTRY
+"""Every elementwise primitive of the core language, by name: the records of
+:mod:`dualarr.lang.primitives` (arity, dtype rule, infix symbol, …)."""
+
+
+def _op_result_dtype(spec: Primitive, dtypes: Sequence[DType]) -> DType:
+    def bad(expected: str) -> NoReturn:
+        got = ", ".join(str(d) for d in dtypes)
+        raise DtypeError(f"expects {expected}, got {got}", op=spec.name)
+
+    kind = spec.kind
+    if kind is OpKind.FLOAT_UNARY:
+        if not dtypes[0].is_float:
+            bad("a float argument")
+        return dtypes[0]
+    if kind is OpKind.NUM_UNARY:
+        if not dtypes[0].is_numeric:
+            bad("a numeric argument")
+        return dtypes[0]
+    if kind is OpKind.LOGIC_UNARY:
+        if dtypes[0] is not DType.BOOL:
+            bad("a bool argument")
+        return DType.BOOL
+    if kind is OpKind.SELECT:
+        if dtypes[0] is not DType.BOOL or dtypes[1] is not dtypes[2]:
+            bad("a bool condition and two branches of one element type")
+        return dtypes[1]
+    a, b = dtypes
+    if a is not b:
+        bad("arguments of one element type")
+    if kind is OpKind.NUM_BINARY:
+        if not a.is_numeric:
+            bad("numeric arguments")
+        return a
+    if kind is OpKind.FLOAT_BINARY:
+        if not a.is_float:
+            bad("float arguments")
+        return a
+    if kind is OpKind.INT_BINARY:
+        if a is not DType.INT64:
+            bad("int arguments")
+        return a
+    if kind is OpKind.COMPARE:
+        return DType.BOOL
+    if kind is OpKind.LOGIC_BINARY:
+        if a is not DType.BOOL:
+            bad("bool arguments")
+        return DType.BOOL
+    assert_never(kind)
+
+
+# --------------------------------------------------------------------------------------
+# The term ADT
+# --------------------------------------------------------------------------------------
+
+
+VIEWS: dict[str, Callable[..., Any]] = {}
+"""How terms and Deltas are shown: the printer (``print_term``, ``structure``) and the
+drawing (``term_graph``, ``delta_graph``), layers above this one, install themselves
+here (:func:`install_views`), so the term types never import them."""
+
+
+def install_views(**views: Callable[..., Any]) -> None:
+    """Make ``views`` the way terms and Deltas print and draw."""
+    VIEWS.update(views)
+
+
+def view(name: str) -> Callable[..., Any]:
+    """An installed view (all are, once :mod:`dualarr` is imported)."""
+    found = VIEWS.get(name)
+    if found is None:
+        raise UnsupportedError(f"the view {name} needs dualarr's printer and drawing", op=name)
+    return found
+
+
+class TermBase:
+    """Methods shared by every term node: printing and a structured ``repr``."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return str(view("print_term")(self))
+
+    def __repr__(self) -> str:
+        return str(view("structure")(self))
+
+    def graph(self) -> Any:
+        """The term DAG as a graphviz drawing (:mod:`dualarr.show.drawing`)."""
+        return view("term_graph")([self])
+
+
+def _set(node: object, **values: object) -> None:
+    for name, value in values.items():
+        object.__setattr__(node, name, value)
+
+
+def _check_index(op: str, index: Sequence[Term], array_shape: Shape) -> None:
+    for position, component in enumerate(index):
+        if component.shape != () or component.dtype is not DType.INT64:
+            raise DtypeError(
+                f"index component {position} must be a rank-0 int, got "
+                f"{type_name(component.shape, component.dtype)}",
+                op=op,
+                shapes=[array_shape, component.shape],
+            )
+    if len(index) > len(array_shape):
+        raise ShapeError(
+            f"index of length {len(index)} is too long for an array of shape "
+            f"{format_shape(array_shape)}",
+            op=op,
+            shapes=[array_shape],
+        )
+
+
+def _check_vars(op: str, variables: Sequence[Var]) -> None:
+    for var in variables:
+        if var.shape != () or var.dtype is not DType.INT64:
+            raise DtypeError(f"bound index variable {var.hint} must be a rank-0 int", op=op)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Const(TermBase):
+    """A constant array (read-only)."""
+
+    value: np.ndarray
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        array = np.array(self.value, copy=True)
+        dtype = DType.of_numpy(array.dtype, what="constant")
+        array = array.astype(dtype.numpy(), copy=False)
+        array.setflags(write=False)
+        _set(self, value=array, shape=tuple(array.shape), dtype=dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Var(TermBase):
+    """A variable: an input, a ``let``-bound name or a bound index variable.
+
+    ``id`` is unique within a program (from its :class:`IdSupply`); like every node,
+    a variable compares by identity, so variables of different traces never mix.
+    """
+
+    id: int
+    hint: str
+    shape: Shape
+    dtype: DType
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Op(TermBase):
+    """An elementwise primitive ``op(e1..en)``: arguments of one shape (Fig. 7)."""
+
+    op: str
+    args: tuple[Term, ...]
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        spec = OPS.get(self.op)
+        if spec is None:
+            raise UnsupportedError(f"unknown elementwise operation {self.op!r}", op=self.op)
+        if len(self.args) != spec.arity:
+            raise ShapeError(
+                f"takes {spec.arity} arguments, got {len(self.args)}", op=self.op
+            )
+        shapes = [a.shape for a in self.args]
+        if any(s != shapes[0] for s in shapes):
+            raise ShapeError(
+                "elementwise arguments must have equal shapes, got "
+                + " and ".join(format_shape(s) for s in shapes),
+                op=self.op,
+                shapes=shapes,
+            )
+        _set(self, shape=shapes[0], dtype=_op_result_dtype(spec, [a.dtype for a in self.args]))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Cond(TermBase):
+    """Strict conditional ``cond c a b``: all three evaluated, ``c`` a rank-0 bool."""
+
+    cond: Term
+    if_true: Term
+    if_false: Term
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.cond.shape != () or self.cond.dtype is not DType.BOOL:
+            raise DtypeError(
+                f"condition must be a rank-0 bool, got "
+                f"{type_name(self.cond.shape, self.cond.dtype)}",
+                op="cond",
+                shapes=[self.cond.shape],
+            )
+        a, b = self.if_true, self.if_false
+        if a.shape != b.shape or a.dtype is not b.dtype:
+            raise ShapeError(
+                f"branches differ: {type_name(a.shape, a.dtype)} and {type_name(b.shape, b.dtype)}",
+                op="cond",
+                shapes=[a.shape, b.shape],
+            )
+        _set(self, shape=a.shape, dtype=a.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Let(TermBase):
+    """``let var = bound in body``: explicit sharing."""
+
+    var: Var
+    bound: Term
+    body: Term
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.var.shape != self.bound.shape or self.var.dtype is not self.bound.dtype:
+            raise ShapeError(
+                f"variable {self.var.hint} : {type_name(self.var.shape, self.var.dtype)} "
+                f"bound to {type_name(self.bound.shape, self.bound.dtype)}",
+                op="let",
+                shapes=[self.var.shape, self.bound.shape],
+            )
+        _set(self, shape=self.body.shape, dtype=self.body.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Build1(TermBase):
+    """``build1 k (λi. body)``: the array ``[body[i:=0], …, body[i:=k-1]]``."""
+
+    size: int
+    var: Var
+    body: Term
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.size < 0:
+            raise ShapeError(f"size must be >= 0, got {self.size}", op="build1")
+        _check_vars("build1", [self.var])
+        _set(self, shape=(self.size, *self.body.shape), dtype=self.body.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Index(TermBase):
+    """``index e ix`` (``e[ix]``): a subarray; zeros when any component is out of range."""
+
+    array: Term
+    index: tuple[Term, ...]
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _check_index("index", self.index, self.array.shape)
+        _set(self, shape=self.array.shape[len(self.index) :], dtype=self.array.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Gather(TermBase):
+    """``gather sh e (λis. ix)``: ``out[is] = e[ix]`` for ``is`` in ``sh`` (0 when out of range)."""
+
+    outer_shape: Shape
+    array: Term
+    vars: tuple[Var, ...]
+    index: tuple[Term, ...]
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _check_vars("gather", self.vars)
+        if len(self.vars) != len(self.outer_shape):
+            raise ShapeError(
+                f"index function takes {len(self.vars)} variables but the gather shape "
+                f"{format_shape(self.outer_shape)} has rank {len(self.outer_shape)}",
+                op="gather",
+                shapes=[self.outer_shape],
+            )
+        _check_index("gather", self.index, self.array.shape)
+        _check_dims("gather", self.outer_shape)
+        tail = self.array.shape[len(self.index) :]
+        _set(self, shape=(*self.outer_shape, *tail), dtype=self.array.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Scatter(TermBase):
+    """``scatter sh e (λis. ix)``: ``out[ix] += e[is]``; out-of-range writes are dropped."""
+
+    outer_shape: Shape
+    array: Term
+    vars: tuple[Var, ...]
+    index: tuple[Term, ...]
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _check_vars("scatter", self.vars)
+        if len(self.vars) > len(self.array.shape):
+            raise ShapeError(
+                f"index function takes {len(self.vars)} variables but the source has shape "
+                f"{format_shape(self.array.shape)}",
+                op="scatter",
+                shapes=[self.array.shape],
+            )
+        if len(self.index) != len(self.outer_shape):
+            raise ShapeError(
+                f"index function returns {len(self.index)} components for the target shape "
+                f"{format_shape(self.outer_shape)} of rank {len(self.outer_shape)}",
+                op="scatter",
+                shapes=[self.outer_shape, self.array.shape],
+            )
+        if not self.array.dtype.is_numeric:
+            raise DtypeError("cannot add up bool values", op="scatter")
+        _check_index("scatter", self.index, self.outer_shape)
+        _check_dims("scatter", self.outer_shape)
+        tail = self.array.shape[len(self.vars) :]
+        _set(self, shape=(*self.outer_shape, *tail), dtype=self.array.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class SumOuter(TermBase):
+    """``sumOuter e``: the sum over the outermost dimension."""
+
+    array: Term
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not self.array.shape:
+            raise ShapeError("needs an array of rank >= 1, got rank 0", op="sumOuter")
+        if not self.array.dtype.is_numeric:
+            raise DtypeError("cannot add up bool values", op="sumOuter")
+        _set(self, shape=self.array.shape[1:], dtype=self.array.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Replicate(TermBase):
+    """``replicate k e``: ``k`` copies of ``e`` stacked along a new outer dimension."""
+
+    count: int
+    array: Term
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.count < 0:
+            raise ShapeError(f"count must be >= 0, got {self.count}", op="replicate")
+        _set(self, shape=(self.count, *self.array.shape), dtype=self.array.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Transpose(TermBase):
+    """``tr p e``: dimension ``q`` of the result is dimension ``p[q]`` of ``e``."""
+
+    perm: tuple[int, ...]
+    array: Term
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        rank = len(self.array.shape)
+        if sorted(self.perm) != list(range(rank)):
+            raise ShapeError(
+                f"{list(self.perm)} is not a permutation of the {rank} dimensions of "
+                f"{format_shape(self.array.shape)}",
+                op="tr",
+                shapes=[self.array.shape],
+            )
+        _set(
+            self,
+            shape=tuple(self.array.shape[p] for p in self.perm),
+            dtype=self.array.dtype,
+        )
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Reshape(TermBase):
+    """``reshape sh e``: the same elements in row-major order, in a new shape."""
+
+    new_shape: Shape
+    array: Term
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _check_dims("reshape", self.new_shape)
+        if math.prod(self.new_shape) != math.prod(self.array.shape):
+            raise ShapeError(
+                f"cannot reshape {format_shape(self.array.shape)} "
+                f"({math.prod(self.array.shape)} elements) to {format_shape(self.new_shape)}",
+                op="reshape",
+                shapes=[self.array.shape, self.new_shape],
+            )
+        _set(self, shape=tuple(self.new_shape), dtype=self.array.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class FromList(TermBase):
+    """``fromList [e1..en]``: stack arrays of one shape along a new outer dimension."""
+
+    elems: tuple[Term, ...]
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not self.elems:
+            raise ShapeError("needs at least one element", op="fromList")
+        first = self.elems[0]
+        for e in self.elems[1:]:
+            if e.shape != first.shape or e.dtype is not first.dtype:
+                raise ShapeError(
+                    f"elements differ: {type_name(first.shape, first.dtype)} and "
+                    f"{type_name(e.shape, e.dtype)}",
+                    op="fromList",
+                    shapes=[first.shape, e.shape],
+                )
+        _set(self, shape=(len(self.elems), *first.shape), dtype=first.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Iota(TermBase):
+    """``iota n``: the int array ``[0, 1, …, n-1]``."""
+
+    size: int
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.size < 0:
+            raise ShapeError(f"size must be >= 0, got {self.size}", op="iota")
+        _set(self, shape=(self.size,), dtype=DType.INT64)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class FromIntegral(TermBase):
+    """``fromIntegral e``: int to float, elementwise."""
+
+    array: Term
+    to: DType = DType.FLOAT64
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.array.dtype is not DType.INT64 or not self.to.is_float:
+            raise DtypeError(
+                f"converts int to float, got {self.array.dtype} to {self.to}",
+                op="fromIntegral",
+            )
+        _set(self, shape=self.array.shape, dtype=self.to)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Floor(TermBase):
+    """``floor e``: float to int (rounding down), elementwise; never differentiated."""
+
+    array: Term
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not self.array.dtype.is_float:
+            raise DtypeError(f"converts float to int, got {self.array.dtype}", op="floor")
+        _set(self, shape=self.array.shape, dtype=DType.INT64)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class ArgMin(TermBase):
+    """``argmin e``: for each position of ``e``'s inner shape, the outer index of a least element.
+
+    An int result, never differentiated; ``min`` is ``e`` gathered at it (horde-ad's
+    ``rminIndex``), so its gradient goes to one argmin element.
+    """
+
+    array: Term
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _set(self, shape=_check_reduce("argmin", self.array), dtype=DType.INT64)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class ArgMax(TermBase):
+    """``argmax e``: like :class:`ArgMin`, for a greatest element."""
+
+    array: Term
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _set(self, shape=_check_reduce("argmax", self.array), dtype=DType.INT64)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Contract(TermBase):
+    """``contract s a b``: a sum of products of two float arrays (a tensor contraction).
+
+    ``spec`` is einsum notation ``"ij,jk->ik"``.  The gradient simplifier (§7.6, as
+    horde-ad's ``AstMatmul2``/``AstDot0``) introduces it for ``sumOuter (a * b)``
+    patterns.  Every letter occurs at most once per operand and in exactly two or three
+    of (``a``, ``b``, result): no letter is summed over or broadcast from one operand
+    alone, so the transpose of a contraction is again a contraction.
+    """
+
+    spec: str
+    left: Term
+    right: Term
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        shapes = [self.left.shape, self.right.shape]
+        a, b, out = parse_contraction(self.spec)
+        sizes: dict[str, int] = {}
+        for letters, operand in ((a, self.left), (b, self.right)):
+            if len(letters) != len(operand.shape):
+                raise ShapeError(
+                    f"{self.spec!r} needs operands of rank {len(a)} and {len(b)}",
+                    op="contract",
+                    shapes=shapes,
+                )
+            for letter, extent in zip(letters, operand.shape, strict=True):
+                if sizes.setdefault(letter, extent) != extent:
+                    raise ShapeError(
+                        f"dimension {letter!r} of {self.spec!r} has two sizes",
+                        op="contract",
+                        shapes=shapes,
+                    )
+        if self.left.dtype != self.right.dtype or not self.left.dtype.is_float:
+            raise DtypeError("needs two float arrays of one element type", op="contract")
+        _set(self, shape=tuple(sizes[c] for c in out), dtype=self.left.dtype)
+
+
+def parse_contraction(spec: str) -> tuple[str, str, str]:
+    """The three letter strings of a well-formed contraction spec (see :class:`Contract`)."""
+    try:
+        operands, out = spec.split("->")
+        a, b = operands.split(",")
+    except ValueError:
+        raise ShapeError(f"malformed contraction {spec!r}", op="contract") from None
+    for letters in (a, b, out):
+        if len(set(letters)) != len(letters) or (not letters.isalpha() and letters):
+            raise ShapeError(f"malformed contraction {spec!r}", op="contract")
+    for letter in set(a + b + out):
+        if (letter in a) + (letter in b) + (letter in out) < 2:
+            raise ShapeError(
+                f"dimension {letter!r} of {spec!r} occurs in one place only", op="contract"
+            )
+    return a, b, out
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Share(TermBase):
+    """``share_k e``: explicit global sharing in a gradient term (paper §7.2, Fig. 19).
+
+    The symbolic reverse pass wraps every duplicated cotangent in a ``share`` with a
+    fresh, increasing id; let conversion (Fig. 20) turns each into one ``let``.
+    """
+
+    id: int
+    array: Term
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _set(self, shape=self.array.shape, dtype=self.array.dtype)
+
+
+def _check_reduce(op: str, array: Term) -> Shape:
+    if not array.shape or array.shape[0] == 0:
+        raise ShapeError(
+            f"needs a non-empty outer dimension, got {format_shape(array.shape)}",
+            op=op,
+            shapes=[array.shape],
+        )
+    if not array.dtype.is_numeric:
+        raise DtypeError(f"needs numbers, got {array.dtype}", op=op)
+    return array.shape[1:]
+
+
+def _check_dims(op: str, shape: Shape) -> None:
+    if any((not isinstance(d, int)) or d < 0 for d in shape):
+        raise ShapeError(f"bad shape {shape!r}", op=op, shapes=[])
+
+
+Term: TypeAlias = (
+    Const
+    | Var
+    | Op
+    | Cond
+    | Let
+    | Build1
+    | Index
+    | Gather
+    | Scatter
+    | SumOuter
+    | Replicate
+    | Transpose
+    | Reshape
+    | FromList
+    | Iota
+    | FromIntegral
+    | Floor
+    | ArgMin
+    | ArgMax
+    | Contract
+    | Share
+)
+"""A term of the core language (paper Fig. 7)."""
+
+TERM_TYPES: tuple[type, ...] = Term.__args__
+
+
+def fresh_var(supply: IdSupply, hint: str, shape: Shape, dtype: DType) -> Var:
+    """A new variable with a unique id from ``supply``."""
+    return Var(supply.fresh(), hint, tuple(shape), dtype)
+
+
+# --------------------------------------------------------------------------------------
+# Generic structure: children, rebuilding, traversal, free variables
+# --------------------------------------------------------------------------------------
+
+
+_CHILD = "Term"
+_CHILDREN = "tuple[Term, ...]"
+
+
+def _structure(cls: type) -> tuple[tuple[tuple[str, bool], ...], tuple[str, ...]]:
+    """The fields of a term constructor that hold subterms (name, whether a tuple of
+    them), in declaration order, and the other constructor fields: read off the
+    dataclass's field types, so a new constructor needs no entry here."""
+    kids, statics = [], []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        if f.type in (_CHILD, _CHILDREN):
+            kids.append((f.name, f.type == _CHILDREN))
+        else:
+            statics.append(f.name)
+    return tuple(kids), tuple(statics)
+
+
+_STRUCTURE: dict[type, tuple[tuple[tuple[str, bool], ...], tuple[str, ...]]] = {
+    cls: _structure(cls) for cls in TERM_TYPES
+}
+
+
+def children(term: Term) -> tuple[Term, ...]:
+    """The immediate subterms, in evaluation order (binders' bodies included): the
+    constructor's ``Term`` fields in declaration order, a tuple of terms spliced in."""
+    fields, _ = _STRUCTURE[type(term)]
+    if not fields:
+        return ()
+    if len(fields) == 1:
+        name, many = fields[0]
+        value = getattr(term, name)
+        return value if many else (value,)
+    kids: list[Term] = []
+    for name, many in fields:
+        value = getattr(term, name)
+        if many:
+            kids.extend(value)
+        else:
+            kids.append(value)
+    return tuple(kids)
+
+
+def with_children(term: Term, kids: Sequence[Term]) -> Term:
+    """``term`` rebuilt with new immediate subterms (same order as :func:`children`);
+    the constructor checks the new node's types."""
+    fields, statics = _STRUCTURE[type(term)]
+    if not fields:
+        return term
+    values: dict[str, Any] = {name: getattr(term, name) for name in statics}
+    at = 0
+    for name, many in fields:
+        if many:
+            count = len(getattr(term, name))
+            values[name] = tuple(kids[at : at + count])
+            at += count
+        else:
+            values[name] = kids[at]
+            at += 1
+    return type(term)(**values)
+
+
+def bound_vars(term: Term) -> tuple[tuple[Var, ...], tuple[int, ...]]:
+    """The variables ``term`` binds and the positions (in :func:`children`) they scope over."""
+    match term:
+        case Let(var=var):
+            return (var,), (1,)
+        case Build1(var=var):
+            return (var,), (0,)
+        case Gather(vars=vs, index=index) | Scatter(vars=vs, index=index):
+            return vs, tuple(range(1, 1 + len(index)))
+        case _:
+            return (), ()
+
+
+def postorder(
+    roots: Iterable[Term], children_of: Callable[[Term], tuple[Term, ...]] | None = None
+) -> list[Term]:
+    """Every node reachable from ``roots`` once, children before parents (iterative);
+    ``children_of`` replaces :func:`children` (e.g. to follow let-bound variables)."""
+    kids_of = children if children_of is None else children_of
+    order: list[Term] = []
+    seen: set[int] = set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        stack: list[tuple[Term, Iterator[Term]]] = [(root, iter(kids_of(root)))]
+        seen.add(id(root))
+        while stack:
+            node, kids = stack[-1]
+            for kid in kids:
+                if id(kid) not in seen:
+                    seen.add(id(kid))
+                    stack.append((kid, iter(kids_of(kid))))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    return order
+
+
+def count_nodes(roots: Iterable[Term]) -> int:
+    """Number of distinct nodes in the DAG (its size, with sharing)."""
+    return len(postorder(roots))
+
+
+_EMPTY: frozenset[Var] = frozenset()
+
+
+class FreeVars:
+    """Memoised free variables of the nodes of a DAG (linear in the DAG's size)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, frozenset[Var]] = {}
+        self._keep: list[Term] = []  # keeps ids stable while memoised
+
+    def __call__(self, term: Term) -> frozenset[Var]:
+        memo = self._memo
+        cached = memo.get(id(term))
+        if cached is not None:
+            return cached
+        # iterative post-order that does not descend into memoised nodes
+        stack: list[tuple[Term, tuple[Term, ...], int]] = [(term, children(term), 0)]
+        pending = {id(term)}
+        while stack:
+            node, kids, at = stack[-1]
+            while at < len(kids):
+                kid = kids[at]
+                at += 1
+                if id(kid) not in memo and id(kid) not in pending:
+                    pending.add(id(kid))
+                    stack[-1] = (node, kids, at)
+                    stack.append((kid, children(kid), 0))
+                    break
+            else:
+                stack.pop()
+                memo[id(node)] = self._compute(node, kids)
+                self._keep.append(node)
+        return memo[id(term)]
+
+    def _compute(self, node: Term, kids: tuple[Term, ...]) -> frozenset[Var]:
+        if isinstance(node, Var):
+            return frozenset((node,))
+        if not kids:
+            return _EMPTY
+        binders, scoped = bound_vars(node)
+        result: frozenset[Var] | None = None
+        for position, kid in enumerate(kids):
+            fv = self._memo[id(kid)]
+            if position in scoped and fv:
+                fv = fv.difference(binders)
+            if not fv:
+                continue
+            if result is None:
+                result = fv
+            elif not fv <= result:
+                result = result | fv
+        return result if result is not None else _EMPTY
+
+
+def free_vars(term: Term) -> frozenset[Var]:
+    """The free variables of one term."""
+    return FreeVars()(term)
+
+
+def transform(
+    roots: Sequence[Term], rewrite: Callable[[Term, tuple[Term, ...]], Term]
+) -> list[Term]:
+    """Rebuild a DAG bottom-up: ``rewrite(node, new_children)`` once per node (sharing kept)."""
+    new: dict[int, Term] = {}
+    for node in postorder(roots):
+        kids = tuple(new[id(k)] for k in children(node))
+        new[id(node)] = rewrite(node, kids)
+    return [new[id(r)] for r in roots]
+
+
+def rebuild(node: Term, kids: tuple[Term, ...]) -> Term:
+    """``node`` with ``kids`` as children, reusing ``node`` when nothing changed."""
+    old = children(node)
+    if len(old) == len(kids) and all(a is b for a, b in zip(old, kids, strict=True)):
+        return node
+    return with_children(node, kids)
+
+
+def substitute(roots: Sequence[Term], mapping: dict[Var, Term]) -> list[Term]:
+    """Replace free occurrences of variables with terms, keeping sharing."""
+
+    def rewrite(node: Term, kids: tuple[Term, ...]) -> Term:
+        if isinstance(node, Var):
+            return mapping.get(node, node)
+        return rebuild(node, kids)
+
+    return transform(roots, rewrite)
+
+
+def substitute_free(
+    terms: Sequence[Term],
+    mapping: dict[Var, Term],
+    free_vars: FreeVars,
+    supply: IdSupply | None = None,
+) -> list[Term]:
+    """Replace free variables, rebuilding only the nodes that mention one (sharing kept).
+
+    With a ``supply``, every binder that is rebuilt binds fresh variables, so the copy
+    never binds a variable that the original (which may stay in the DAG) binds too.
+    """
+    mapping = dict(mapping)
+    keys = set(mapping)
+    new: dict[int, Term] = {}
+
+    def touched(node: Term) -> bool:
+        fv = free_vars(node)
+        return bool(fv) and not fv.isdisjoint(keys)
+
+    roots = [t for t in terms if touched(t)]
+    stack: list[tuple[Term, bool]] = [(t, False) for t in roots]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in new:
+            continue
+        if isinstance(node, Var):
+            new[id(node)] = mapping.get(node, node)
+            continue
+        kids = children(node)
+        if not expanded:
+            if supply is not None:
+                for var in bound_vars(node)[0]:
+                    if var not in mapping:
+                        mapping[var] = fresh_var(supply, var.hint, var.shape, var.dtype)
+                        keys.add(var)
+            stack.append((node, True))
+            stack.extend((kid, False) for kid in kids if id(kid) not in new and touched(kid))
+            continue
+        rebuilt = _rebuild_binding(node, tuple(new.get(id(kid), kid) for kid in kids), mapping)
+        if isinstance(rebuilt, Index) and isinstance(rebuilt.array, Index):  # x'[j][ix]
+            rebuilt = Index(rebuilt.array.array, (*rebuilt.array.index, *rebuilt.index))
+        new[id(node)] = rebuilt
+    return [new.get(id(t), t) for t in terms]
+
+
+def distinct_binders(roots: Sequence[Term]) -> list[Term]:
+    """Alpha-rename so that every variable is bound by one binder node only.
+
+    A binder reachable both inside and outside a ``build1`` is kept where it is and
+    rewritten by the bot inside, so two different nodes can bind the same variable; that
+    is harmless for evaluation (scopes are nested terms) but code generation names
+    variables, so each such copy gets fresh variables here (sharing kept)."""
+    order = postorder(roots)
+    owner: dict[Var, int] = {}
+    clashing: set[int] = set()
+    top = 0
+    for node in order:
+        if isinstance(node, Var):
+            top = max(top, node.id)
+        for var in bound_vars(node)[0]:
+            top = max(top, var.id)
+            if owner.setdefault(var, id(node)) != id(node):
+                clashing.add(id(node))
+    if not clashing:
+        return list(roots)
+    supply = IdSupply(top + 1)
+    fv = FreeVars()
+
+    def rename(node: Term, kids: tuple[Term, ...]) -> Term:
+        if id(node) not in clashing:
+            return rebuild(node, kids)
+        variables, scoped = bound_vars(node)
+        mapping: dict[Var, Term] = {
+            v: fresh_var(supply, v.hint, v.shape, v.dtype) for v in variables
+        }
+        inner = substitute_free([kids[k] for k in scoped], mapping, fv)
+        new_kids = list(kids)
+        for k, term in zip(scoped, inner, strict=True):
+            new_kids[k] = term
+        return _rebuild_binding(node, tuple(new_kids), mapping)
+
+    return transform(roots, rename)
+
+
+def _rebuild_binding(node: Term, kids: tuple[Term, ...], mapping: dict[Var, Term]) -> Term:
+    """``node`` with new children and, for a binder, its variables renamed by ``mapping``."""
+
+    def renamed(var: Var) -> Var:
+        target = mapping.get(var, var)
+        return target if isinstance(target, Var) else var
+
+    match node:
+        case Let(var=var):
+            return Let(renamed(var), kids[0], kids[1])
+        case Build1(size=size, var=var):
+            return Build1(size, renamed(var), kids[0])
+        case Gather(outer_shape=sh, vars=vs):
+            return Gather(sh, kids[0], tuple(renamed(v) for v in vs), tuple(kids[1:]))
+        case Scatter(outer_shape=sh, vars=vs):
+            return Scatter(sh, kids[0], tuple(renamed(v) for v in vs), tuple(kids[1:]))
+        case _:
+            return rebuild(node, kids)
+
+
+
+def constant(value: object, dtype: DType | None = None) -> Const:
+    """A :class:`Const` from a Python or NumPy value, optionally of a given element type."""
+    array = np.asarray(value)
+    if dtype is not None:
+        array = array.astype(dtype.numpy())
+    return Const(array)
+
+
+def zeros(shape: Shape, dtype: DType) -> Term:
+    """An array of zeros: ``replicate`` of a scalar constant (no large constant stored)."""
+    term: Term = Const(np.zeros((), dtype=dtype.numpy()))
+    for extent in reversed(shape):
+        term = Replicate(extent, term)
+    return term
+
+
+def int_const(value: int) -> Const:
+    """A rank-0 int constant (for index arithmetic)."""
+    return Const(np.asarray(value, dtype=np.int64))
+
+
+def static_int_value(term: Term) -> int | None:
+    """The value of a rank-0 int constant, or None for any other term."""
+    if isinstance(term, Const) and term.shape == () and term.dtype is DType.INT64:
+        return int(term.value)
+    return None
+
+
+def is_scalar_const(term: Term) -> bool:
+    return isinstance(term, Const) and term.shape == ()

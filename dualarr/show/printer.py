@@ -1,0 +1,459 @@
+"""Printing terms in the paper's notation, and a structured (SSA-style) dump.
+
+``build1 n (\\i. x[i] * x[n - 1 - i])``, ``gather [2,3] x (\\[i, j]. [i + j, i])``,
+``let t1 = … in …``.  Sharing in the DAG is made visible: a node used more than once is
+printed once as a ``let`` placed in the innermost scope that binds one of its free
+variables (or at the top), and referred to by name elsewhere.  Names are stable: they
+come from the user's parameter names (inputs, ``lambda i:``) made unique in order of
+appearance, and ``t1, t2, …`` for shared subterms.  Printing is iterative and linear in
+the size of the DAG (up to the length of the text).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..lang.errors import format_shape
+from ..lang.terms import (
+    OPS,
+    ArgMax,
+    ArgMin,
+    Build1,
+    Cond,
+    Const,
+    Contract,
+    FreeVars,
+    FromIntegral,
+    FromList,
+    Gather,
+    Index,
+    Iota,
+    Let,
+    Op,
+    Replicate,
+    Reshape,
+    Scatter,
+    Share,
+    SumOuter,
+    Term,
+    Transpose,
+    Var,
+    assert_never,
+    bound_vars,
+    children,
+    install_views,
+    parse_contraction,
+    postorder,
+    type_name,
+)
+from ..lang.terms import Floor as FloorT
+
+ATOM = 12
+APP = 11
+UNARY = 8
+LOWEST = 0
+
+_SMALL_CONST = 12  # constants with at most this many elements print in full
+
+
+def _format_scalar(value: object) -> str:
+    if isinstance(value, np.bool_ | bool):
+        return "True" if value else "False"
+    if isinstance(value, np.integer | int):
+        return str(int(value))
+    return repr(float(value))  # type: ignore[arg-type]
+
+
+def format_const(value: np.ndarray) -> tuple[str, int]:
+    """A constant's text and precedence (negative scalars bind like unary minus)."""
+    if value.ndim == 0:
+        text = _format_scalar(value[()])
+        return text, (UNARY if text.startswith("-") else ATOM)
+    if value.size <= _SMALL_CONST:
+
+        def nested(a: np.ndarray) -> str:
+            if a.ndim == 0:
+                return _format_scalar(a[()])
+            return "[" + ", ".join(nested(row) for row in a) + "]"
+
+        if value.size > 0:
+            return nested(value), ATOM
+    dtype = str(value.dtype) if value.dtype != np.bool_ else "bool"
+    return f"<constant {dtype}{format_shape(value.shape)}>", ATOM
+
+
+def _trivial(node: Term) -> bool:
+    """Nodes never worth a ``let`` of their own: variables, scalar constants, ``iota``
+    and replicated variables or scalar constants (``replicate 10 dt``)."""
+    while isinstance(node, Replicate):
+        node = node.array
+    return isinstance(node, Var | Iota) or (isinstance(node, Const) and node.value.ndim == 0)
+
+
+class _Namer:
+    def __init__(self, reserved: Sequence[str]) -> None:
+        self.used: set[str] = set(reserved)
+        self.counters: dict[str, int] = {}
+
+    def fresh(self, hint: str, *, numbered: bool = False) -> str:
+        hint = hint or "v"
+        if not numbered and hint not in self.used:
+            self.used.add(hint)
+            return hint
+        n = self.counters.get(hint, 0)
+        while True:
+            n += 1
+            name = f"{hint}{n}"
+            if name not in self.used:
+                break
+        self.counters[hint] = n
+        self.used.add(name)
+        return name
+
+
+def input_names(inputs: Sequence[Var]) -> list[str]:
+    """The printed names of a program's inputs (their hints, made unique)."""
+    namer = _Namer([])
+    return [namer.fresh(v.hint) for v in inputs]
+
+
+def print_term(term: Term) -> str:
+    """The term in the paper's notation."""
+    return Printer([term]).render()
+
+
+def print_program(
+    inputs: Sequence[Var], outputs: Sequence[Term], *, tuple_output: bool = False
+) -> str:
+    """``\\x y. body``: a closed program over its input variables."""
+    printer = Printer(outputs, inputs=inputs)
+    body = printer.render(tuple_output=tuple_output)
+    params = " ".join(printer.names[v.id] for v in inputs)
+    if "\n" in body:
+        return f"\\{params}.\n{body}" if params else body
+    return f"\\{params}. {body}" if params else body
+
+
+def print_let_program(
+    inputs: Sequence[Var],
+    bindings: Sequence[tuple[Var, Term]],
+    outputs: Sequence[Term],
+    *,
+    every_binding: bool = False,
+) -> str:
+    """``\\x dt. let v1 = e1 in … (o1, o2)``: a program with top-level bindings, one a
+    line, in an order where every name is defined before its use (Fig. 21).  Bindings
+    the outputs do not reach are left out, unless ``every_binding`` (Eq. 6, where the
+    Delta uses them)."""
+    bound = dict(bindings)
+    roots = [*(t for _, t in bindings), *outputs]
+    printer = Printer(roots, inputs=[*inputs, *bound])
+    printer.text = {}
+    for node in printer.order:
+        printer.text[id(node)] = printer._render_node(node)
+    top = {id(n) for n in printer.scope_lets.get(None, [])}
+    lines: list[str] = []
+    done: set[int] = set()
+
+    def emit(node: Term) -> None:  # post-order through shared nodes and bound variables
+        stack: list[tuple[Term, bool]] = [(node, False)]
+        while stack:
+            current, expanded = stack.pop()
+            if id(current) in done:
+                continue
+            if expanded:
+                done.add(id(current))
+                if isinstance(current, Var) and current in bound:
+                    term = bound[current]
+                    shown = printer.text[id(term)][0]
+                    text = printer._ref(term, LOWEST) if id(term) in top else shown
+                    lines.append(f"let {printer.names[current.id]} = {text} in")
+                elif id(current) in top:
+                    shown = printer.text[id(current)][0]
+                    lines.append(f"let {printer.names[id(current)]} = {shown} in")
+                continue
+            stack.append((current, True))
+            kids = (
+                (bound[current],)
+                if isinstance(current, Var) and current in bound
+                else children(current)
+            )
+            stack.extend((k, False) for k in reversed(kids) if id(k) not in done)
+
+    for root in [*(v for v, _ in bindings if every_binding), *outputs]:
+        emit(root)
+    params = " ".join(printer.names[v.id] for v in inputs)
+    body = ", ".join(printer._ref(o, LOWEST) for o in outputs)
+    body = f"({body})" if len(outputs) != 1 else body
+    return "\\" + params + ".\n" + "\n".join([*lines, body])
+
+
+class Printer:
+    """Renders a DAG: one pass to find shared nodes and scopes, one to render."""
+
+    def __init__(self, roots: Sequence[Term], *, inputs: Sequence[Var] = ()) -> None:
+        self.roots = list(roots)
+        self.order = postorder(self.roots)
+        self.names: dict[int, str] = {}
+        namer = _Namer([])
+        for var in inputs:
+            self.names[var.id] = namer.fresh(var.hint)
+        # an open term (a bot step's subterm): its free variables keep their plain names,
+        # as in the whole program, and the binders inside it are the ones renamed
+        free = FreeVars()
+        for var in sorted({v for r in self.roots for v in free(r)}, key=lambda v: v.id):
+            if var.id not in self.names:
+                self.names[var.id] = namer.fresh(var.hint)
+        self._analyse()
+        self._name(namer)
+
+    # -- analysis ------------------------------------------------------------------
+
+    def _analyse(self) -> None:
+        uses: dict[int, int] = {}
+        for root in self.roots:
+            uses[id(root)] = uses.get(id(root), 0) + 1
+        binder_of: dict[Var, Term] = {}
+        rebound: set[Var] = set()  # bound by two binders (e.g. after build1-op, Fig. 9)
+        for node in self.order:
+            for kid in children(node):
+                uses[id(kid)] = uses.get(id(kid), 0) + 1
+            for var in bound_vars(node)[0]:
+                if binder_of.get(var, node) is not node:
+                    rebound.add(var)
+                binder_of[var] = node
+        # depth of binder nesting (longest path), parents before children
+        depth: dict[int, int] = {id(r): 0 for r in self.roots}
+        indent: dict[int, int] = {id(r): 0 for r in self.roots}
+        for node in reversed(self.order):
+            d, ind = depth.get(id(node), 0), indent.get(id(node), 0)
+            scoped = bound_vars(node)[1]
+            is_let = isinstance(node, Let)
+            for position, kid in enumerate(children(node)):
+                inner = position in scoped
+                kd = d + (1 if inner else 0)
+                ki = ind + (1 if inner and not is_let else 0)
+                if kd > depth.get(id(kid), -1):
+                    depth[id(kid)] = kd
+                if ki > indent.get(id(kid), -1):
+                    indent[id(kid)] = ki
+        self.indent = indent
+        fv = FreeVars()
+        self.shared: set[int] = set()
+        self.scope_lets: dict[int | None, list[Term]] = {}
+        for node in self.order:
+            if uses.get(id(node), 0) < 2 or _trivial(node):
+                continue
+            if rebound and any(v in rebound for v in fv(node)):
+                continue  # no one scope holds it: printed at each use
+            self.shared.add(id(node))
+            scope: Term | None = None
+            for var in fv(node):
+                binder = binder_of.get(var)
+                if binder is not None and (
+                    scope is None or depth[id(binder)] > depth[id(scope)]
+                ):
+                    scope = binder
+            self.scope_lets.setdefault(None if scope is None else id(scope), []).append(node)
+
+    def _name(self, namer: _Namer) -> None:
+        """Assign names in pre-order (outer binders first)."""
+        seen: set[int] = set()
+        stack: list[Term] = list(reversed(self.roots))
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            for var in bound_vars(node)[0]:
+                if var.id not in self.names:
+                    self.names[var.id] = namer.fresh(var.hint)
+            if isinstance(node, Var) and node.id not in self.names:
+                self.names[node.id] = namer.fresh(node.hint)
+            stack.extend(reversed(children(node)))
+        for node in self.order:  # shared nodes in the order their lets are printed
+            if id(node) in self.shared:
+                self.names[id(node)] = namer.fresh("t", numbered=True)
+
+    # -- rendering -----------------------------------------------------------------
+
+    def render(self, *, tuple_output: bool = False) -> str:
+        self.text: dict[int, tuple[str, int]] = {}
+        for node in self.order:
+            self.text[id(node)] = self._render_node(node)
+        if tuple_output or len(self.roots) != 1:
+            body = "(" + ", ".join(self._ref(r, LOWEST) for r in self.roots) + ")"
+        else:
+            body = self._ref(self.roots[0], LOWEST)
+        return self._scope(None, body, 0)
+
+    def _var(self, var: Var) -> str:
+        return self.names.get(var.id, f"{var.hint}#{var.id}")
+
+    def _ref(self, node: Term, need: int) -> str:
+        if id(node) in self.shared:
+            return self.names[id(node)]
+        text, prec = self.text[id(node)]
+        return f"({text})" if prec < need else text
+
+    def _scope(self, binder: Term | None, body: str, indent: int) -> str:
+        lets = self.scope_lets.get(None if binder is None else id(binder), [])
+        if not lets:
+            return body
+        pad = "\n" + "  " * indent
+        lines = [f"let {self.names[id(n)]} = {self.text[id(n)][0]} in" for n in lets]
+        start = "" if binder is None else pad
+        return start + pad.join([*lines, body])
+
+    def _lambda_body(self, binder: Term, body: str) -> str:
+        return self._scope(binder, body, self.indent.get(id(binder), 0) + 1)
+
+    def _render_node(self, node: Term) -> tuple[str, int]:
+        ref = self._ref
+        match node:
+            case Const(value=value):
+                return format_const(value)
+            case Var():
+                return self._var(node), ATOM
+            case Op(op=op, args=args):
+                return self._render_op(op, args)
+            case Cond(cond=c, if_true=a, if_false=b):
+                return f"cond {ref(c, ATOM)} {ref(a, ATOM)} {ref(b, ATOM)}", APP
+            case Let(var=var, bound=bound, body=body):
+                inner = self._scope(node, ref(body, LOWEST), self.indent.get(id(node), 0))
+                sep = "\n" + "  " * self.indent.get(id(node), 0)
+                if not inner.startswith("\n"):
+                    inner = sep + inner
+                return f"let {self._var(var)} = {ref(bound, LOWEST)} in{inner}", LOWEST
+            case Build1(size=size, var=var, body=body):
+                inner = self._lambda_body(node, ref(body, LOWEST))
+                sep = "" if inner.startswith("\n") else " "
+                return f"build1 {size} (\\{self._var(var)}.{sep}{inner})", APP
+            case Index(array=array, index=index):
+                ix = ", ".join(ref(i, LOWEST) for i in index)
+                return f"{ref(array, ATOM)}[{ix}]", ATOM
+            case Gather(outer_shape=sh, array=array, vars=vs, index=index):
+                return self._render_indexed("gather", node, sh, array, vs, index), APP
+            case Scatter(outer_shape=sh, array=array, vars=vs, index=index):
+                return self._render_indexed("scatter", node, sh, array, vs, index), APP
+            case SumOuter(array=a):
+                return f"sumOuter {ref(a, ATOM)}", APP
+            case Replicate(count=k, array=a):
+                return f"replicate {k} {ref(a, ATOM)}", APP
+            case Transpose(perm=perm, array=a):
+                return f"tr {format_shape(perm)} {ref(a, ATOM)}", APP
+            case Reshape(new_shape=sh, array=a):
+                return f"reshape {format_shape(sh)} {ref(a, ATOM)}", APP
+            case FromList(elems=elems):
+                return "fromList [" + ", ".join(ref(e, LOWEST) for e in elems) + "]", APP
+            case Iota(size=n):
+                return f"iota {n}", APP
+            case FromIntegral(array=a):
+                return f"fromIntegral {ref(a, ATOM)}", APP
+            case FloorT(array=a):
+                return f"floor {ref(a, ATOM)}", APP
+            case ArgMin(array=a):
+                return f"argmin {ref(a, ATOM)}", APP
+            case ArgMax(array=a):
+                return f"argmax {ref(a, ATOM)}", APP
+            case Contract(spec=spec, left=a, right=b):
+                return render_contraction(spec, ref(a, ATOM), ref(b, ATOM)), APP
+            case Share(id=i, array=a):
+                return f"share{i} {ref(a, ATOM)}", APP
+            case _:
+                assert_never(node)
+
+    def _render_indexed(
+        self,
+        name: str,
+        node: Term,
+        sh: tuple[int, ...],
+        array: Term,
+        vs: tuple[Var, ...],
+        index: tuple[Term, ...],
+    ) -> str:
+        params = ", ".join(self._var(v) for v in vs)
+        ix = "[" + ", ".join(self._ref(i, LOWEST) for i in index) + "]"
+        inner = self._lambda_body(node, ix)
+        sep = "" if inner.startswith("\n") else " "
+        return f"{name} {format_shape(sh)} {self._ref(array, ATOM)} (\\[{params}].{sep}{inner})"
+
+    def _render_op(self, op: str, args: tuple[Term, ...]) -> tuple[str, int]:
+        spec = OPS[op]
+        ref = self._ref
+        if spec.infix is not None:
+            p = spec.precedence
+            a, b = args
+            if op == "pow":
+                return f"{ref(a, p + 1)} ** {ref(b, p)}", p
+            if p == 4:  # comparisons do not chain
+                return f"{ref(a, p + 1)} {spec.infix} {ref(b, p + 1)}", p
+            return f"{ref(a, p)} {spec.infix} {ref(b, p + 1)}", p
+        if op == "neg":
+            return f"-{ref(args[0], UNARY + 1)}", UNARY
+        return op + " " + " ".join(ref(a, ATOM) for a in args), APP
+
+
+# --------------------------------------------------------------------------------------
+# Structured dump
+# --------------------------------------------------------------------------------------
+
+
+def render_contraction(spec: str, a: str, b: str) -> str:
+    """A contraction by its familiar name (horde-ad's ``matmul2``/``dot0``), transposes
+    made explicit; any other spec as ``contract "spec" a b``."""
+    left, right, out = parse_contraction(spec)
+    if len(out) == 0 and len(left) == 1:
+        return f"dot0 {a} {b}"
+    summed = set(left) & set(right) - set(out)
+    if (len(left), len(right), len(out), len(summed)) == (2, 2, 2, 1):
+        if out[0] in right:  # (A B)ᵀ-shaped spec: swap the operands
+            left, right, a, b = right, left, b, a
+        (k,) = summed
+        if out[0] in left and out[1] in right:
+            a = a if left == out[0] + k else f"(tr [1,0] {a})"
+            b = b if right == k + out[1] else f"(tr [1,0] {b})"
+            return f"matmul2 {a} {b}"
+    return f'contract "{spec}" {a} {b}'
+
+
+def structure(term: Term) -> str:
+    """An SSA-style listing of the DAG: one line per distinct node, children first."""
+    order = postorder([term])
+    number = {id(n): k for k, n in enumerate(order)}
+
+    def show(value: object) -> str:
+        if isinstance(value, Var):
+            return f"{value.hint}#{value.id}"
+        if isinstance(value, tuple):
+            inner = ", ".join(show(v) for v in value)
+            return f"({inner},)" if len(value) == 1 else f"({inner})"
+        if isinstance(value, np.ndarray):
+            return format_const(value)[0]
+        if id(value) in number:
+            return f"%{number[id(value)]}"
+        return repr(value)
+
+    lines = []
+    for node in order:
+        fields = [
+            f"{f.name}={show(getattr(node, f.name))}"
+            for f in dataclasses.fields(node)
+            if f.init and not (isinstance(node, Var) and f.name in ("shape", "dtype"))
+        ]
+        typ = type_name(node.shape, node.dtype)
+        lines.append(f"  %{number[id(node)]} = {type(node).__name__}({', '.join(fields)}) : {typ}")
+    head = f"<{type(term).__name__} {type_name(term.shape, term.dtype)}, {len(order)} nodes:"
+    return head + "\n" + "\n".join(lines) + ">"
+
+
+install_views(
+    print_term=print_term,
+    structure=structure,
+    print_program=print_program,
+    print_let_program=print_let_program,
+    input_names=input_names,
+)

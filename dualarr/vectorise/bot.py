@@ -1,0 +1,889 @@
+"""The bulk-operation transform (bot): eliminate ``build1`` (paper §5, Figs. 9–11).
+
+``B[e]`` stands for ``build1 k (λi. e)``.  The bot pushes ``build1`` down through every
+construct (Fig. 9), pushes ``index`` down when an indexed array mentions ``i`` (Fig. 10),
+and turns indexing whose index alone mentions ``i`` into one ``gather`` (Fig. 11).  When
+an indexed array is a normal form that mentions ``i`` (a ``fromList``, a ``scatter`` or a
+``let``-bound variable), the array is vectorised and its diagonal taken (horde-ad's rule
+D).  ``cond c a b`` is encoded as ``index (fromList [a, b]) [cond c 0 1]``.
+
+The transform works bottom-up: the body of an inner ``build1`` is vectorised before the
+outer one, so a rule never meets a ``build1`` below it (``book/rules.md §2``).  It is
+memoised on the DAG (a shared subterm is vectorised once, sharing kept) and trampolined
+(:mod:`dualarr.lang.trampoline`), so 3,500-deep ``let`` chains need no deep Python stack.
+
+Each rule application can be recorded as a :class:`BotStep` (rule name, the rewritten
+subterm before and after, and the whole program after the step, computed on demand).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Hashable, Sequence
+from dataclasses import dataclass, field
+
+from ..lang import indexing as ix_
+from ..lang.errors import DualarrError
+from ..lang.terms import (
+    ArgMax,
+    ArgMin,
+    Build1,
+    Cond,
+    Const,
+    Contract,
+    DType,
+    Floor,
+    FreeVars,
+    FromIntegral,
+    FromList,
+    Gather,
+    IdSupply,
+    Index,
+    Iota,
+    Let,
+    Op,
+    Replicate,
+    Reshape,
+    Scatter,
+    Share,
+    SumOuter,
+    Term,
+    Transpose,
+    Var,
+    assert_never,
+    bound_vars,
+    children,
+    fresh_var,
+    int_const,
+    parse_contraction,
+    postorder,
+    rebuild,
+    substitute_free,
+    transform,
+    zeros,
+)
+from ..lang.trampoline import collector_paused, run
+
+# --------------------------------------------------------------------------------------
+# Requests (one per pending ``build1``) and rewrites (one per rule application)
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Vec:
+    """``B[body]``: vectorise ``build1 k (λi. body)``."""
+
+    body: Term
+
+
+@dataclass(frozen=True, eq=False)
+class VecIndex:
+    """``B[index array ix]``: vectorise ``build1 k (λi. array[ix])``."""
+
+    array: Term
+    index: tuple[Term, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Push:
+    """``I[array, ix]``: push ``index array ix`` down to a normal form (Fig. 10)."""
+
+    array: Term
+    index: tuple[Term, ...]
+
+
+Request = Vec | VecIndex | Push
+
+
+def _request_key(request: Request) -> Hashable:
+    match request:
+        case Vec(body=body):
+            return ("vec", id(body))
+        case VecIndex(array=array, index=index):
+            return ("vindex", id(array), *(id(c) for c in index))
+        case Push(array=array, index=index):
+            return ("push", id(array), *(id(c) for c in index))
+        case _:
+            assert_never(request)
+
+
+@dataclass(frozen=True, eq=False)
+class Rewrite:
+    """One rule application: the sub-requests still to vectorise and how to assemble."""
+
+    rule: str
+    figure: str
+    requests: tuple[Request, ...]
+    assemble: Callable[[Sequence[Term]], Term]
+
+
+def _same(results: Sequence[Term]) -> Term:
+    return results[0]
+
+
+# --------------------------------------------------------------------------------------
+# The rule trace
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class BotStep:
+    """One rule application of the bot.
+
+    ``before`` is the subterm rewritten (``build1 k (λi. …)``), ``after`` its
+    replacement, in which the remaining ``build1``s are still to be vectorised;
+    ``whole`` is the program after this step (built on first access).
+    """
+
+    number: int
+    rule: str
+    figure: str
+    before_thunk: Callable[[], Term]
+    after_thunk: Callable[[], Term]
+    whole_thunk: Callable[[], tuple[Term, ...]]
+    _cache: dict[str, object] = field(default_factory=dict)
+
+    def _get(self, name: str, thunk: Callable[[], object]) -> object:
+        if name not in self._cache:
+            self._cache[name] = thunk()
+        return self._cache[name]
+
+    @property
+    def before(self) -> Term:
+        return self._get("before", self.before_thunk)  # type: ignore[return-value]
+
+    @property
+    def after(self) -> Term:
+        return self._get("after", self.after_thunk)  # type: ignore[return-value]
+
+    @property
+    def whole(self) -> tuple[Term, ...]:
+        return self._get("whole", self.whole_thunk)  # type: ignore[return-value]
+
+    def __repr__(self) -> str:
+        return f"<BotStep {self.number}: {self.rule} ({self.figure})>"
+
+    def __str__(self) -> str:
+        return f"{self.number}. {self.rule} ({self.figure})\n  {self.before}\n  ⟶ {self.after}"
+
+
+# --------------------------------------------------------------------------------------
+# Vectorising one build1
+# --------------------------------------------------------------------------------------
+
+
+def _swap01(rank: int) -> tuple[int, ...]:
+    return (1, 0, *range(2, rank))
+
+
+def _to_position(m: int, rank: int) -> tuple[int, ...]:
+    """The permutation moving dimension 0 to position ``m``: ``[1..m, 0, m+1..]``."""
+    return (*range(1, m + 1), 0, *range(m + 1, rank))
+
+
+class Rewriter:
+    """Plumbing shared by the bot's two rewriters: requests solved by rules, memoised and
+    trampolined; each rule application reported to ``on_rule`` (for the trace)."""
+
+    def __init__(self, supply: IdSupply, free_vars: FreeVars, hint: str = "i") -> None:
+        self.supply = supply
+        self.fv = free_vars
+        self.hint = hint
+        self.on_rule: Callable[[Request, Rewrite], None] | None = None
+        self._alive: list[object] = []  # keeps ids in memo keys valid
+        self.memo: dict[Hashable, Term] = {}
+        self.known_bounds: dict[Var, tuple[int, int]] = {}
+
+    def rule(self, request: Request) -> Rewrite:
+        raise NotImplementedError
+
+    def index_op(
+        self,
+        rule: str,
+        a: Op,
+        ix: tuple[Term, ...],
+        make: Callable[[Term, tuple[Term, ...]], Request],
+    ) -> Rewrite:
+        """``index op(e1..en) ix = op(index e1 ix ..)`` (Fig. 10).
+
+        Out of range every argument reads 0, so this is exact only when ``op(0..0) == 0``
+        or the index is certainly in range; otherwise the result is guarded by a strict
+        ``cond`` on the index being in range.
+        """
+        op, args = a.op, a.args
+        requests = tuple(make(arg, ix) for arg in args)
+        if ix_.zero_preserving(op) or ix_.provably_in_range(ix, a.shape, self.known_bounds):
+            return Rewrite(rule, "Fig. 10", requests, lambda rs: Op(op, tuple(rs)))
+        ok = ix_.all_in_range(ix, a.shape)
+        shape = a.shape[len(ix) :]
+        return Rewrite(
+            rule, "Fig. 10", requests,
+            lambda rs: self.guard(ok, Op(op, tuple(rs)), shape),
+        )
+
+    def guard(self, ok: Term, term: Term, shape: tuple[int, ...]) -> Term:
+        """``term`` where ``ok`` holds, zeros elsewhere (the meaning of an out-of-range read)."""
+        return Cond(ok, term, zeros(shape, term.dtype)) if not ix_.is_true(ok) else term
+
+    def placeholder(self, request: Request) -> Term:
+        """The term a pending request stands for (shown in the rule trace)."""
+        raise NotImplementedError
+
+    def solve(self, request: Request) -> Term:
+        return run(request, self._solve, self._key, self.memo)  # type: ignore[no-any-return]
+
+    def _key(self, request: Request) -> Hashable:
+        self._alive.append(request)
+        return _request_key(request)
+
+    def _solve(self, request: Request) -> Generator[Request, Term, Term]:
+        rewrite = self.rule(request)
+        if self.on_rule is not None and rewrite.rule:
+            self.on_rule(request, rewrite)
+        results: list[Term] = []
+        for sub in rewrite.requests:
+            results.append((yield sub))
+        return rewrite.assemble(results)
+
+    def fresh_index_var(self) -> Var:
+        return fresh_var(self.supply, self.hint, (), DType.INT64)
+
+    def fresh_let(self, var: Var, bound: Term, body: Term) -> Term:
+        """``let var = bound in body`` with a fresh variable: a rewritten ``let`` must not
+        bind a variable that the original ``let`` (still elsewhere in the DAG) binds."""
+        renamed = fresh_var(self.supply, var.hint, var.shape, var.dtype)
+        (new_body,) = substitute_free([body], {var: renamed}, self.fv, self.supply)
+        return Let(renamed, bound, new_body)
+
+    def _keep(self, *terms: Term) -> None:
+        self._alive.extend(terms)
+
+    def _index_transpose(self, perm: tuple[int, ...], b: Term, ix: tuple[Term, ...]) -> Term:
+        """``index (tr p b) ix``: permute a full index; a partial one becomes a gather."""
+        rank = len(perm)
+        m = len(ix)
+        rest_vars = tuple(self.fresh_index_var() for _ in range(m, rank))
+        full = (*ix, *rest_vars)
+        comps = tuple(full[perm.index(d)] for d in range(rank))
+        if not rest_vars:
+            result: Term = Index(b, comps)
+        else:
+            shape = tuple(b.shape[perm[q]] for q in range(m, rank))
+            result = Gather(shape, b, rest_vars, comps)
+        self._keep(result)
+        return result
+
+    def _index_reshape(self, sh: tuple[int, ...], b: Term, ix: tuple[Term, ...]) -> Term:
+        """``index (reshape sh b) ix``: linearise the index, then split it by ``b``'s shape."""
+        m = len(ix)
+        rest_vars = tuple(self.fresh_index_var() for _ in range(m, len(sh)))
+        ok = ix_.all_in_range(ix, sh)
+        comps = ix_.delinearise(ix_.linearise((*ix, *rest_vars), sh), b.shape)
+        result: Term
+        if not rest_vars:
+            result = _guarded_index(b, tuple(comps), ok)
+        elif comps:
+            comps[0] = ix_.poison(ok, comps[0])
+            result = Gather(sh[m:], b, rest_vars, tuple(comps))
+        else:  # a rank-0 array reshaped: every in-range index reads it
+            result = Cond(ok, Gather(sh[m:], b, rest_vars, ()), zeros(sh[m:], b.dtype))
+        self._keep(result)
+        return result
+
+    def _index_gather(
+        self,
+        sh: tuple[int, ...],
+        b: Term,
+        vs: tuple[Var, ...],
+        f: tuple[Term, ...],
+        ix: tuple[Term, ...],
+    ) -> Term:
+        """``index (gather sh b f) ix = index b (f ix)`` (a smaller gather when partial)."""
+        n, m = len(sh), len(ix)
+        ok = ix_.all_in_range(ix[:n], sh)
+        if m >= n:
+            comps = substitute_free(
+                f, dict(zip(vs, ix[:n], strict=True)), self.fv, self.supply
+            )
+            result = _guarded_index(b, (*comps, *ix[n:]), ok)
+        else:
+            rest_vars = tuple(self.fresh_index_var() for _ in range(m, n))
+            mapping = dict(zip(vs, (*ix, *rest_vars), strict=True))
+            comps = substitute_free(f, mapping, self.fv, self.supply)
+            if comps:
+                comps[0] = ix_.poison(ok, comps[0])
+                result = Gather(sh[m:], b, rest_vars, tuple(comps))
+            else:
+                inner = Gather(sh[m:], b, rest_vars, ())
+                result = Cond(ok, inner, zeros(inner.shape, inner.dtype))
+        self._keep(result)
+        return result
+
+
+
+
+class Vectoriser(Rewriter):
+    """``B[·]`` for one ``build1 k (λi. body)`` whose body is already ``build1``-free."""
+
+    def __init__(self, size: int, var: Var, supply: IdSupply, free_vars: FreeVars) -> None:
+        super().__init__(supply, free_vars, var.hint)
+        self.k = size
+        self.i = var
+        self.dependent: set[Var] = {var}
+        self.vectorised_let: dict[Var, Var] = {}  # x ↦ x' (x stands for x'[i])
+        self.known_bounds = {var: (0, size - 1)}
+
+    def run(self, body: Term) -> Term:
+        return self.solve(Vec(body))
+
+    def placeholder(self, request: Request) -> Term:
+        """``build1 k (λi. e)`` for a pending request, closed over vectorised lets."""
+        body = request.body if isinstance(request, Vec) else Index(request.array, request.index)
+        free = self.fv(body)
+        for x, xv in self.vectorised_let.items():
+            if x in free:
+                body = Let(x, Index(xv, (self.i,)), body)
+        return Build1(self.k, self.i, body)
+
+    def depends(self, term: Term) -> bool:
+        fv = self.fv(term)
+        return bool(fv) and not fv.isdisjoint(self.dependent)
+
+    def bind_let(self, var: Var, bound: Term) -> Var:
+        """The variable a ``let`` binds after vectorisation (``x'`` when ``bound`` needs ``i``)."""
+        if not self.depends(bound):
+            return var
+        if var not in self.vectorised_let:
+            self.vectorised_let[var] = fresh_var(
+                self.supply, var.hint, (self.k, *var.shape), var.dtype
+            )
+            self.dependent.add(var)
+        return self.vectorised_let[var]
+
+    def rename(self, terms: Sequence[Term], new_i: Var) -> tuple[Term, ...]:
+        """``terms[i := new_i]``, with each vectorised ``let`` variable ``x := x'[new_i]``."""
+        mapping: dict[Var, Term] = {self.i: new_i}
+        for x, xv in self.vectorised_let.items():
+            mapping[x] = Index(xv, (new_i,))
+        return tuple(substitute_free(terms, mapping, self.fv, self.supply))
+
+    def with_index_function(
+        self,
+        rule: str,
+        figure: str,
+        base: tuple[Request, ...],
+        index: tuple[Term, ...],
+        new_i: Var,
+        make: Callable[[Sequence[Term], tuple[Term, ...]], Term],
+        lambda_vars: tuple[Var, ...] = (),
+    ) -> Rewrite:
+        """A rewrite whose result has an index function over ``new_i`` built from ``index``.
+
+        Index arithmetic that mentions ``i`` is renamed to ``new_i``.  An array computed
+        from ``i`` inside the index (say ``argmax (x * i)``) is vectorised instead,
+        let-bound to ``c`` and read as ``c[new_i]``, so the index function stays cheap
+        scalar work and the result stays in normal form.
+        """
+        hoisted: dict[int, tuple[Term, Var]] = {}
+        bound = set(lambda_vars)
+        stack = list(index)
+        while stack:
+            node = stack.pop()
+            if id(node) in hoisted or not self.depends(node):
+                continue
+            fv = self.fv(node)
+            heavy = (node.shape != () and not isinstance(node, Var)) or isinstance(
+                node, SumOuter | ArgMin | ArgMax | Gather | Scatter | Reshape | Transpose
+            )
+            if heavy and fv.isdisjoint(bound):
+                var = fresh_var(self.supply, "c", (self.k, *node.shape), node.dtype)
+                hoisted[id(node)] = (node, var)
+                continue
+            bound.update(bound_vars(node)[0])  # a let or lambda inside the index: not hoisted
+            stack.extend(children(node))
+        if hoisted:
+            mapping_terms = list(index)
+            replaced = _replace_nodes(
+                mapping_terms, {key: Index(var, (self.i,)) for key, (_, var) in hoisted.items()}
+            )
+            index = tuple(replaced)
+            self._keep(*index)
+        comps = self.rename(index, new_i)
+        heavy_list = list(hoisted.values())
+        n_base = len(base)
+
+        def assemble(results: Sequence[Term]) -> Term:
+            term = make(results[:n_base], comps)
+            for (_, var), value in zip(
+                reversed(heavy_list), reversed(results[n_base:]), strict=True
+            ):
+                term = Let(var, value, term)
+            return term
+
+        return Rewrite(rule, figure, (*base, *(Vec(node) for node, _ in heavy_list)), assemble)
+
+    # -- Fig. 9: push build1 down -----------------------------------------------------
+
+    def rule(self, request: Request) -> Rewrite:
+        if isinstance(request, VecIndex):
+            return self.index_rule(request.array, request.index)
+        if isinstance(request, Push):
+            raise AssertionError("index pushing outside build1 is the IndexPusher's")
+        e = request.body
+        k = self.k
+        if not self.depends(e):
+            return Rewrite("build1-closed", "Fig. 9", (), lambda _: Replicate(k, e))
+        match e:
+            case Var():
+                if e is self.i:
+                    return Rewrite("build1-var", "Fig. 9", (), lambda _: Iota(k))
+                xv = self.vectorised_let[e]
+                return Rewrite("build1-let-var", "Fig. 9", (), lambda _: xv)
+            case Op(op=op, args=args):
+                return Rewrite(
+                    "build1-op", "Fig. 9", tuple(Vec(a) for a in args),
+                    lambda rs: Op(op, tuple(rs)),
+                )
+            case Cond(cond=c, if_true=a, if_false=b) if a.shape == ():
+                # a scalar (e.g. index-valued) cond: an elementwise selection of the rows
+                return Rewrite(
+                    "build1-cond-scalar", "Fig. 9", (Vec(c), Vec(a), Vec(b)),
+                    lambda rs: Op("select", tuple(rs)),
+                )
+            case Cond(cond=c, if_true=a, if_false=b):
+                selector = Cond(c, int_const(0), int_const(1))
+                options = FromList((a, b))
+                self._keep(selector, options)
+                return Rewrite("build1-cond", "Fig. 9", (VecIndex(options, (selector,)),), _same)
+            case Let(var=x, bound=bound, body=body):
+                return self.let_rule("build1-let", x, bound, Vec(body))
+            case Index(array=array, index=index):
+                return self.index_rule(array, index)
+            case Gather(outer_shape=sh, array=array, vars=vs, index=f):
+                new_i = self.fresh_index_var()
+                if not self.depends(array):  # gather of a closed array: no diagonal needed
+                    return self.with_index_function(
+                        "build1-gather", "Fig. 9", (), f, new_i,
+                        lambda _, f2: Gather((k, *sh), array, (new_i, *vs), f2), vs,
+                    )
+                return self.with_index_function(
+                    "build1-gather", "Fig. 9", (Vec(array),), f, new_i,
+                    lambda rs, f2: Gather((k, *sh), rs[0], (new_i, *vs), (new_i, *f2)), vs,
+                )
+            case Scatter(outer_shape=sh, array=array, vars=vs, index=f):
+                new_i = self.fresh_index_var()
+                return self.with_index_function(
+                    "build1-scatter", "Fig. 9", (Vec(array),), f, new_i,
+                    lambda rs, f2: Scatter((k, *sh), rs[0], (new_i, *vs), (new_i, *f2)), vs,
+                )
+            case SumOuter(array=a):
+                return Rewrite(
+                    "build1-sumOuter", "Fig. 9", (Vec(a),),
+                    lambda rs: SumOuter(Transpose(_swap01(len(rs[0].shape)), rs[0])),
+                )
+            case Replicate(count=n, array=a):
+                return Rewrite(
+                    "build1-replicate", "Fig. 9", (Vec(a),),
+                    lambda rs: Transpose(_swap01(len(rs[0].shape) + 1), Replicate(n, rs[0])),
+                )
+            case Transpose(perm=p, array=a):
+                return Rewrite(
+                    "build1-tr", "Fig. 9", (Vec(a),),
+                    lambda rs: Transpose((0, *(q + 1 for q in p)), rs[0]),
+                )
+            case Reshape(new_shape=sh, array=a):
+                return Rewrite(
+                    "build1-reshape", "Fig. 9", (Vec(a),), lambda rs: Reshape((k, *sh), rs[0])
+                )
+            case FromList(elems=elems):
+                return Rewrite(
+                    "build1-fromList", "Fig. 9", tuple(Vec(x) for x in elems),
+                    lambda rs: Transpose(_swap01(len(rs[0].shape) + 1), FromList(tuple(rs))),
+                )
+            case FromIntegral(array=a, to=to):
+                return Rewrite(
+                    "build1-fromIntegral", "Fig. 9", (Vec(a),),
+                    lambda rs: FromIntegral(rs[0], to),
+                )
+            case Floor(array=a):
+                return Rewrite("build1-floor", "Fig. 9", (Vec(a),), lambda rs: Floor(rs[0]))
+            case ArgMin(array=a):
+                return Rewrite(
+                    "build1-argmin", "Fig. 9", (Vec(a),),
+                    lambda rs: ArgMin(Transpose(_swap01(len(rs[0].shape)), rs[0])),
+                )
+            case ArgMax(array=a):
+                return Rewrite(
+                    "build1-argmax", "Fig. 9", (Vec(a),),
+                    lambda rs: ArgMax(Transpose(_swap01(len(rs[0].shape)), rs[0])),
+                )
+            case Contract(spec=spec, left=a, right=b):
+                left, right, out = parse_contraction(spec)
+                z = next(c for c in _SPEC_LETTERS if c not in spec)
+                return Rewrite(
+                    "build1-contract", "§7.6", (Vec(a), Vec(b)),
+                    lambda rs: Contract(f"{z}{left},{z}{right}->{z}{out}", rs[0], rs[1]),
+                )
+            case Share(array=a):
+                return Rewrite("build1-share", "§7.2", (Vec(a),), _same)
+            case Build1():
+                raise DualarrError("internal: an inner build1 was not vectorised first", op="bot")
+            case Const() | Iota():
+                raise AssertionError("closed terms are replicated")
+            case _:
+                assert_never(e)
+
+    def let_rule(self, rule: str, x: Var, bound: Term, body: Request) -> Rewrite:
+        """``B[let x = e1 in e2] = let x' = B[e1] in B[e2[x := x'[i]]]`` (Fig. 9)."""
+        new_var = self.bind_let(x, bound)
+        if new_var is x:  # the bound value does not mention i: the let stays outside B
+            return Rewrite(rule, "Fig. 9", (body,), lambda rs: self.fresh_let(x, bound, rs[0]))
+        return Rewrite(
+            rule, "Fig. 9", (Vec(bound), body),
+            lambda rs: self.fresh_let(new_var, rs[0], rs[1]),
+        )
+
+    # -- Fig. 10 and 11: push index down, or gather --------------------------------------
+
+    def index_rule(self, a: Term, ix: tuple[Term, ...]) -> Rewrite:
+        k = self.k
+        if not ix:
+            return Rewrite("index-nil", "Fig. 10", (Vec(a),), _same)
+        if not self.depends(a):
+            # Fig. 11, the key rule: only the index mentions i; one gather.
+            if len(ix) == 1 and ix[0] is self.i and a.shape[:1] == (k,):
+                return Rewrite("build1-index", "Fig. 11", (), lambda _: a)  # identity gather
+            new_i = self.fresh_index_var()
+            return self.with_index_function(
+                "build1-index", "Fig. 11", (), ix, new_i,
+                lambda _, f2: Gather((k,), a, (new_i,), f2),
+            )
+        match a:
+            case Index(array=b, index=ix1):
+                return Rewrite("index-index", "Fig. 10", (VecIndex(b, (*ix1, *ix)),), _same)
+            case Op(op=op, args=args):
+                if ix_.zero_preserving(op) or ix_.provably_in_range(
+                    ix, a.shape, self.known_bounds
+                ):
+                    return Rewrite(
+                        "index-op", "Fig. 10", tuple(VecIndex(arg, ix) for arg in args),
+                        lambda rs: Op(op, tuple(rs)),
+                    )
+                # out of range every argument reads 0 but op(0..0) may not be 0: guard
+                inner = Op(op, tuple(Index(arg, ix) for arg in args))
+                guarded = self.guard(ix_.all_in_range(ix, a.shape), inner, inner.shape)
+                self._keep(inner, guarded)
+                return Rewrite("index-op", "Fig. 10", (Vec(guarded),), _same)
+            case Let(var=x, bound=bound, body=body):
+                return self.let_rule("index-let", x, bound, VecIndex(body, ix))
+            case Cond(cond=c, if_true=p, if_false=q):
+                pushed: Term = Cond(c, Index(p, ix), Index(q, ix))
+                self._keep(pushed)
+                return Rewrite("index-cond", "Fig. 10", (Vec(pushed),), _same)
+            case Replicate(count=n, array=b):
+                guarded = _guarded_index(b, ix[1:], ix_.in_range(ix[0], n))
+                self._keep(guarded)
+                return Rewrite("index-replicate", "Fig. 10", (Vec(guarded),), _same)
+            case SumOuter(array=b):
+                pushed = SumOuter(Index(Transpose(_to_position(len(ix), len(b.shape)), b), ix))
+                self._keep(pushed)
+                return Rewrite("index-sumOuter", "Fig. 10", (Vec(pushed),), _same)
+            case ArgMin(array=b) | ArgMax(array=b):
+                node = ArgMin if isinstance(a, ArgMin) else ArgMax
+                pushed = node(Index(Transpose(_to_position(len(ix), len(b.shape)), b), ix))
+                self._keep(pushed)
+                return Rewrite("index-argmin", "Fig. 10", (Vec(pushed),), _same)
+            case Transpose(perm=p, array=b):
+                pushed = self._index_transpose(p, b, ix)
+                return Rewrite("index-tr", "Fig. 10", (Vec(pushed),), _same)
+            case Reshape(new_shape=sh, array=b):
+                pushed = self._index_reshape(sh, b, ix)
+                return Rewrite("index-reshape", "Fig. 10", (Vec(pushed),), _same)
+            case Gather(outer_shape=sh, array=b, vars=vs, index=f):
+                pushed = self._index_gather(sh, b, vs, f, ix)
+                return Rewrite("index-gather", "Fig. 10", (Vec(pushed),), _same)
+            case FromIntegral(array=b, to=to):
+                return Rewrite(
+                    "index-fromIntegral", "Fig. 10", (VecIndex(b, ix),),
+                    lambda rs: FromIntegral(rs[0], to),
+                )
+            case Floor(array=b):
+                return Rewrite(
+                    "index-floor", "Fig. 10", (VecIndex(b, ix),), lambda rs: Floor(rs[0])
+                )
+            case Var() | FromList() | Scatter() | Contract() | Share() | ArgMin() | ArgMax():
+                # a normal form that mentions i: vectorise it and take the diagonal (rule D)
+                new_i = self.fresh_index_var()
+                return self.with_index_function(
+                    "build1-index-diagonal", "Fig. 11", (Vec(a),), ix, new_i,
+                    lambda rs, f2: Gather((k,), rs[0], (new_i,), (new_i, *f2)),
+                )
+            case Build1():
+                raise DualarrError("internal: an inner build1 was not vectorised first", op="bot")
+            case Const() | Iota():
+                raise AssertionError("closed terms are gathered")
+            case _:
+                assert_never(a)
+
+class IndexPusher(Rewriter):
+    """``I[e, ix]``: push ``index e ix`` down until the indexed array is a variable, a
+    constant, a ``fromList`` or a ``scatter`` (Fig. 10), outside any ``build1``."""
+
+    def placeholder(self, request: Request) -> Term:
+        assert isinstance(request, Push)
+        return Index(request.array, request.index)
+
+    def _then(self, rule: str, term: Term) -> Rewrite:
+        """Continue pushing when ``term`` is again an ``index``."""
+        self._keep(term)
+        if isinstance(term, Index):
+            return Rewrite(rule, "Fig. 10", (Push(term.array, term.index),), _same)
+        return Rewrite(rule, "Fig. 10", (), lambda _: term)
+
+    def rule(self, request: Request) -> Rewrite:
+        assert isinstance(request, Push)
+        a, ix = request.array, request.index
+        if not ix:
+            return Rewrite("index-nil", "Fig. 10", (), lambda _: a)
+        match a:
+            case (
+                Var() | Const() | FromList() | Scatter() | Contract() | Share() | ArgMin()
+                | ArgMax()
+            ):
+                return Rewrite("", "Theorem 5.1", (), lambda _: Index(a, ix))  # normal form
+            case Index(array=b, index=ix1):
+                return Rewrite("index-index", "Fig. 10", (Push(b, (*ix1, *ix)),), _same)
+            case Op():
+                return self.index_op("index-op", a, ix, Push)
+            case Let(var=x, bound=bound, body=body):
+                return Rewrite(
+                    "index-let", "Fig. 10", (Push(body, ix),),
+                    lambda rs: self.fresh_let(x, bound, rs[0]),
+                )
+            case Cond(cond=c, if_true=p, if_false=q):
+                return Rewrite(
+                    "index-cond", "Fig. 10", (Push(p, ix), Push(q, ix)),
+                    lambda rs: Cond(c, rs[0], rs[1]),
+                )
+            case Replicate(count=n, array=b):
+                return self._then(
+                    "index-replicate", _guarded_index(b, ix[1:], ix_.in_range(ix[0], n))
+                )
+            case SumOuter(array=b):
+                moved = Transpose(_to_position(len(ix), len(b.shape)), b)
+                self._keep(moved)
+                return Rewrite(
+                    "index-sumOuter", "Fig. 10", (Push(moved, ix),), lambda rs: SumOuter(rs[0])
+                )
+            case Transpose(perm=p, array=b):
+                return self._then("index-tr", self._index_transpose(p, b, ix))
+            case Reshape(new_shape=sh, array=b):
+                return self._then("index-reshape", self._index_reshape(sh, b, ix))
+            case Gather(outer_shape=sh, array=b, vars=vs, index=f):
+                return self._then("index-gather", self._index_gather(sh, b, vs, f, ix))
+            case Iota(size=n):
+                j = ix[0]
+                return Rewrite(
+                    "index-iota", "Fig. 10", (),
+                    lambda _: Cond(ix_.in_range(j, n), j, int_const(0)),
+                )
+            case FromIntegral(array=b, to=to):
+                return Rewrite(
+                    "index-fromIntegral", "Fig. 10", (Push(b, ix),),
+                    lambda rs: FromIntegral(rs[0], to),
+                )
+            case Floor(array=b):
+                return Rewrite("index-floor", "Fig. 10", (Push(b, ix),), lambda rs: Floor(rs[0]))
+            case Build1():
+                raise DualarrError("internal: an inner build1 was not vectorised first", op="bot")
+            case _:
+                assert_never(a)
+
+
+_SPEC_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _guarded_index(b: Term, comps: tuple[Term, ...], ok: Term) -> Term:
+    """``b[comps]`` when ``ok``, else zeros: the first component is made out of range."""
+    if comps:
+        return Index(b, (ix_.poison(ok, comps[0]), *comps[1:]))
+    if ix_.is_true(ok):
+        return b
+    return Cond(ok, b, zeros(b.shape, b.dtype))
+
+
+def _replace_nodes(terms: Sequence[Term], replacement: dict[int, Term]) -> list[Term]:
+    """Replace the nodes with the given ids (by identity), rebuilding their ancestors."""
+    new: dict[int, Term] = {}
+    for node in postorder(terms):
+        if id(node) in replacement:
+            new[id(node)] = replacement[id(node)]
+            continue
+        rebuilt = rebuild(node, tuple(new[id(kid)] for kid in children(node)))
+        if isinstance(rebuilt, Index) and isinstance(rebuilt.array, Index):
+            rebuilt = Index(rebuilt.array.array, (*rebuilt.array.index, *rebuilt.index))
+        new[id(node)] = rebuilt
+    return [new[id(t)] for t in terms]
+
+
+# --------------------------------------------------------------------------------------
+# The whole program
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class BotResult:
+    """Vectorised output terms and, when recorded, the rule trace."""
+
+    terms: tuple[Term, ...]
+    steps: list[BotStep]
+
+
+class _Recorder:
+    """Collects rule applications and rebuilds the whole program after any of them."""
+
+    def __init__(self, roots: Sequence[Term]) -> None:
+        self.roots = tuple(roots)
+        self.steps: list[BotStep] = []
+        # per (rewriter, request key): (step number, rewrite)
+        self.applied: dict[Hashable, tuple[int, Rewrite]] = {}
+        # each job: the original node, its rewriter, and its root request
+        self.jobs: list[tuple[Term, Rewriter, Request]] = []
+
+    def watch(self, original: Term, rewriter: Rewriter, root: Request) -> None:
+        self.jobs.append((original, rewriter, root))
+        rewriter.on_rule = lambda request, rewrite: self.on_rule(rewriter, request, rewrite)
+
+    def on_rule(self, rewriter: Rewriter, request: Request, rewrite: Rewrite) -> None:
+        number = len(self.steps) + 1
+        self.applied[(id(rewriter), _request_key(request))] = (number, rewrite)
+        self.steps.append(
+            BotStep(
+                number,
+                rewrite.rule,
+                rewrite.figure,
+                lambda: rewriter.placeholder(request),
+                lambda: rewrite.assemble([rewriter.placeholder(r) for r in rewrite.requests]),
+                lambda: self.whole(number),
+            )
+        )
+
+    def expand(self, rewriter: Rewriter, request: Request, upto: int) -> Term:
+        """The request's term after the steps numbered ``<= upto``."""
+
+        def solve(req: Request) -> Generator[Request, Term, Term]:
+            applied = self.applied.get((id(rewriter), _request_key(req)))
+            if applied is None or applied[0] > upto:
+                rewrite = rewriter.rule(req) if isinstance(req, Push) else None
+                if rewrite is not None and not rewrite.rule:  # already a normal form
+                    return rewrite.assemble([])
+                return rewriter.placeholder(req)
+            rewrite = applied[1]
+            results: list[Term] = []
+            for sub in rewrite.requests:
+                results.append((yield sub))
+            return rewrite.assemble(results)
+
+        return run(request, solve, _request_key)  # type: ignore[no-any-return]
+
+    def whole(self, upto: int) -> tuple[Term, ...]:
+        replaced: dict[int, Term] = {}
+        for original, rewriter, root in self.jobs:
+            first = self.applied.get((id(rewriter), _request_key(root)))
+            if first is None or first[0] > upto:
+                continue
+            replaced[id(original)] = self.expand(rewriter, root, upto)
+
+        def rewrite(node: Term, kids: tuple[Term, ...]) -> Term:
+            if id(node) in replaced:
+                return replaced[id(node)]
+            return rebuild(node, kids)
+
+        return tuple(transform(self.roots, rewrite))
+
+
+def vectorise(
+    roots: Sequence[Term], supply: IdSupply, *, record: bool = False
+) -> BotResult:
+    """The bot on the DAG ``roots``: every ``build1`` eliminated (bottom-up) and every
+    ``index`` pushed to a normal form; sharing kept."""
+    with collector_paused():
+        return _vectorise(roots, supply, record)
+
+
+def _vectorise(roots: Sequence[Term], supply: IdSupply, record: bool) -> BotResult:
+    free_vars = FreeVars()
+    recorder = _Recorder(roots) if record else None
+    new: dict[int, Term] = {}
+    for node in postorder(roots):
+        kids = tuple(new[id(k)] for k in children(node))
+        result = rebuild(node, kids)
+        if isinstance(result, Build1):
+            vectoriser = Vectoriser(result.size, result.var, supply, free_vars)
+            if recorder is not None:
+                recorder.watch(node, vectoriser, Vec(result.body))
+            result = vectoriser.run(result.body)
+        elif isinstance(result, Index) and not isinstance(
+            result.array, Var | Const | FromList | Scatter
+        ):
+            pusher = IndexPusher(supply, free_vars)
+            request = Push(result.array, result.index)
+            if recorder is not None:
+                recorder.watch(node, pusher, request)
+            result = pusher.solve(request)
+        new[id(node)] = result
+    terms = tuple(new[id(r)] for r in roots)
+    return BotResult(terms, recorder.steps if recorder is not None else [])
+
+
+# --------------------------------------------------------------------------------------
+# Theorem 5.1: the normal form
+# --------------------------------------------------------------------------------------
+
+
+class NotBotNormal(DualarrError):
+    """A term is not in the bot's normal form (Theorem 5.1)."""
+
+    def __init__(self, message: str, subterm: Term) -> None:
+        super().__init__(message, op="is_bot_normal", location="")
+        self.subterm = subterm
+
+
+INDEX_NORMAL_FORMS = (Var, Const, FromList, Scatter, Contract, Share, ArgMin, ArgMax)
+"""What ``index`` may be applied to in the normal form of Theorem 5.1 (and after)."""
+
+
+def check_bot_normal(roots: Sequence[Term]) -> None:
+    """Raise :class:`NotBotNormal` naming the offending subterm unless Theorem 5.1 holds:
+    no ``build1``, and every ``index`` is of a variable, a constant, a ``fromList`` or a
+    ``scatter`` (or a ``contract``/``share``, which only simplification introduces, or an
+    ``argmin``/``argmax``: integer reductions, computed in bulk once, then indexed)."""
+    for node in postorder(roots):
+        if isinstance(node, Build1):
+            raise NotBotNormal(f"build1 remains: {_short(node)}", node)
+        if isinstance(node, Index) and not isinstance(node.array, INDEX_NORMAL_FORMS):
+            raise NotBotNormal(
+                f"index of a {type(node.array).__name__} (not a normal form): {_short(node)}",
+                node,
+            )
+
+
+def is_bot_normal(term: Term | Sequence[Term] | object) -> bool:
+    """Theorem 5.1 check on a term, terms or a program; raises :class:`NotBotNormal`
+    (with the offending subterm) when the check fails."""
+    roots = _roots_of(term)
+    check_bot_normal(roots)
+    return True
+
+
+def _roots_of(value: object) -> list[Term]:
+    outputs = getattr(value, "outputs", None)
+    if outputs is not None:
+        return list(outputs)
+    if isinstance(value, list | tuple):
+        return list(value)
+    return [value]  # type: ignore[list-item]
+
+
+def _short(term: Term) -> str:
+    text = str(term)
+    return text if len(text) <= 300 else text[:300] + " …"

@@ -1,0 +1,603 @@
+"""Simplification of bulk terms (the cleanup after the bot, paper §5.1 and §7.1).
+
+Each rule is local and meaning-preserving, including out-of-range reads (which give 0).
+Rules and their origin:
+
+* gather of gather fuses into one gather (horde-ad ``AstSimplify``: ``astGatherR`` of
+  ``AstGather``), the inner index guarded when it might be out of range;
+* a gather whose index function is the identity is its array (§7.1, "can be simplified");
+* a gather that only permutes dimensions is a ``tr`` (horde-ad ``astGatherCase`` →
+  ``astTransposeAsGather`` read backwards);
+* a gather whose index ignores one of its variables is a ``replicate`` of a smaller gather
+  (horde-ad ``gatherFromNF`` / ``astGather`` with an unused variable);
+* a gather of a ``replicate`` at an in-range position reads the replicated array;
+* ``sumOuter (replicate n e)`` is ``e * n`` (horde-ad ``astSum`` of ``AstReplicate``);
+* ``(iota n)[j]`` is ``j`` when ``j`` is in range (horde-ad ``astIndex`` of ``AstIota``);
+* ``a * 1``, ``1 * a``, ``a / 1`` are ``a`` and ``a * -1`` is ``-a`` (exact in IEEE);
+* constant folding (elementwise operations, casts and indexing of constants, ``cond`` on
+  a constant), composition of ``tr`` and of ``reshape``, identity ``tr``/``reshape``;
+* dead ``let``s (the bound variable unused) are dropped;
+* common subexpressions are shared: nodes of equal structure over the same children
+  become one node (hash-consing).
+
+The pass is bottom-up over the DAG (linear, sharing kept); a rule builds its result from
+already simplified parts and simplifies only the few nodes it creates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import fields
+
+import numpy as np
+
+from ..interp.evaluate import ELEMENTWISE, index_array
+from ..lang import indexing as ix_
+from ..lang.terms import (
+    ArgMax,
+    ArgMin,
+    Build1,
+    Cond,
+    Const,
+    Contract,
+    DType,
+    Floor,
+    FreeVars,
+    FromIntegral,
+    FromList,
+    Gather,
+    IdSupply,
+    Index,
+    Iota,
+    Let,
+    Op,
+    Replicate,
+    Reshape,
+    Scatter,
+    Shape,
+    Share,
+    SumOuter,
+    Term,
+    TermBase,
+    Transpose,
+    Var,
+    assert_never,
+    children,
+    fresh_var,
+    parse_contraction,
+    postorder,
+    rebuild,
+    static_int_value,
+    substitute_free,
+)
+from ..lang.trampoline import collector_paused
+from .bot import INDEX_NORMAL_FORMS, IndexPusher, Push
+
+_FOLD_LIMIT = 64  # fold constants of at most this many elements (keeps terms readable)
+
+
+def _small_consts(terms: Sequence[Term]) -> bool:
+    return all(isinstance(t, Const) and t.value.size <= _FOLD_LIMIT for t in terms)
+
+
+def _position_of(var: Var, terms: Sequence[Term]) -> int | None:
+    for position, term in enumerate(terms):
+        if term is var:
+            return position
+    return None
+
+
+class Simplifier:
+    """Bottom-up simplification of a term DAG."""
+
+    def __init__(self, supply: IdSupply) -> None:
+        self.supply = supply
+        self.fv = FreeVars()
+        self.table: dict[Hashable, Term] = {}  # structure -> the one node (hash-consing)
+
+    def run(self, roots: Sequence[Term]) -> list[Term]:
+        new: dict[int, Term] = {}
+        for node in postorder(roots):
+            kids = tuple(new[id(k)] for k in children(node))
+            new[id(node)] = self.canonical(self.mk(rebuild(node, kids)))
+        return [new[id(r)] for r in roots]
+
+    def canonical(self, t: Term) -> Term:
+        """Common subexpressions become one node: equal structure over the same
+        children (the table keeps them alive, so their ids stay unique)."""
+        key = _structure(t)
+        if key is None:
+            return t
+        return self.table.setdefault(key, t)
+
+    # -- one node, children already simple --------------------------------------------
+
+    def mk(self, t: Term) -> Term:
+        match t:
+            case Const() | Var() | Iota() | Build1() | FromList() | Share():
+                return t
+            case Contract(spec=spec, left=a, right=b):
+                scaled = _scale_of_contraction(spec, a, b)
+                return t if scaled is None else self.mk(scaled)
+            case Scatter(outer_shape=sh, array=a, vars=vs, index=ix):
+                return self._scatter(t, sh, a, vs, ix)
+            case Op(op=op, args=args):
+                return self._op(t, op, args)
+            case Cond(cond=c, if_true=a, if_false=b):
+                if isinstance(c, Const):
+                    return a if bool(c.value) else b
+                return t
+            case Let(var=x, body=body):
+                if x not in self.fv(body):  # dead let
+                    return body
+                return t
+            case Index(array=a, index=ix):
+                return self._index(t, a, ix)
+            case Gather(outer_shape=sh, array=a, vars=vs, index=ix):
+                return self._gather(t, sh, a, vs, ix)
+            case SumOuter(array=a):
+                if isinstance(a, Replicate):  # sumOuter (replicate n e) = e * n
+                    e = a.array
+                    factor: Term = Const(np.asarray(a.count, dtype=e.dtype.numpy()))
+                    for extent in reversed(e.shape):
+                        factor = Replicate(extent, factor)
+                    return self.mk(Op("mul", (e, factor)))
+                contracted = _contraction_of_sum(a)
+                return t if contracted is None else contracted
+            case Replicate():
+                return t
+            case Transpose(perm=p, array=a):
+                if p == tuple(range(len(p))):
+                    return a
+                if isinstance(a, Transpose):  # tr p (tr q e) = tr (q ∘ p) e
+                    return self.mk(Transpose(tuple(a.perm[q] for q in p), a.array))
+                if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+                    return Const(np.transpose(a.value, p))
+                if isinstance(a, Contract):  # tr p (contract s a b): permute the result
+                    left, right, out = parse_contraction(a.spec)
+                    spec = f"{left},{right}->{''.join(out[q] for q in p)}"
+                    return Contract(spec, a.left, a.right)
+                return t
+            case Reshape(new_shape=sh, array=a):
+                if sh == a.shape:
+                    return a
+                if isinstance(a, Reshape):
+                    return self.mk(Reshape(sh, a.array))
+                if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+                    return Const(np.reshape(a.value, sh))
+                return t
+            case FromIntegral(array=a, to=to):
+                if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+                    return Const(a.value.astype(to.numpy()))
+                return t
+            case Floor(array=a):
+                if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+                    return Const(np.floor(a.value).astype(np.int64))
+                return t
+            case ArgMin() | ArgMax():
+                return t
+            case _:
+                assert_never(t)
+
+    def _op(self, t: Op, op: str, args: tuple[Term, ...]) -> Term:
+        if _small_consts(args):
+            values = [a.value for a in args]  # type: ignore[union-attr]
+            with np.errstate(all="ignore"):
+                folded = np.asarray(ELEMENTWISE[op](*values)).astype(t.dtype.numpy())
+            return Const(folded)
+        decided = _decided_by_ranges(t, op, args)
+        if decided is not None:
+            return decided
+        if t.shape == () and t.dtype is DType.INT64 and len(args) == 2:
+            a, b = args
+            result: Term = t
+            match op:
+                case "add":
+                    result = ix_.add(a, b)
+                case "sub":
+                    result = ix_.sub(a, b)
+                case "mul":
+                    result = ix_.mul(a, b)
+                case "quot":
+                    result = ix_.quot(a, b)
+                case "rem":
+                    result = ix_.rem(a, b)
+            same = (
+                isinstance(result, Op)
+                and result.op == op
+                and all(x is y for x, y in zip(result.args, args, strict=True))
+            )
+            return t if same else result  # keep the node: simplify is idempotent
+        if t.dtype.is_float and len(args) == 2:
+            return _float_identity(t, op, args)
+        return t
+
+    def _index(self, t: Index, a: Term, ix: tuple[Term, ...]) -> Term:
+        if not ix:
+            return a
+        if not isinstance(a, (*INDEX_NORMAL_FORMS, Iota)):  # iota: see _iota_lookups
+            # a rule below made the indexed array a non-normal form (a scatter of a
+            # permutation became its array, say): push the index down again (Fig. 10)
+            pushed = IndexPusher(self.supply, self.fv).solve(Push(a, ix))
+            return self.run([pushed])[0]
+        if isinstance(a, Const) and _small_consts(ix):
+            values = [np.asarray(c.value) for c in ix]  # type: ignore[union-attr]
+            return Const(index_array(a.value, values))
+        if isinstance(a, Iota):
+            (j,) = ix
+            value = static_int_value(j)
+            if value is not None:
+                return Const(np.asarray(value if 0 <= value < a.size else 0, dtype=np.int64))
+        return t
+
+    # -- gathers ------------------------------------------------------------------------
+
+    def _gather(
+        self,
+        t: Gather,
+        sh: tuple[int, ...],
+        a: Term,
+        vs: tuple[Var, ...],
+        ix: tuple[Term, ...],
+    ) -> Term:
+        known = {v: (0, extent - 1) for v, extent in zip(vs, sh, strict=True)}
+        # (iota n)[j] = j inside the index function, when j is in range
+        new_ix = self._iota_lookups(ix, known)
+        if any(n is not o for n, o in zip(new_ix, ix, strict=True)):
+            return self.mk(Gather(sh, a, vs, new_ix))
+        if not vs:  # gather [] a (λ[]. ix) = index a ix, pushed to a normal form
+            if isinstance(a, Var | Const | FromList | Scatter):
+                return self.mk(Index(a, ix))
+            pushed = IndexPusher(self.supply, self.fv).solve(Push(a, ix))
+            return self.run([pushed])[0]
+        if isinstance(a, Gather):
+            fused = self._fuse(sh, vs, ix, a, known)
+            if fused is not None:
+                return self.mk(fused)
+        used = set().union(*(self.fv(c) for c in ix)) if ix else set()
+        for q, v in enumerate(vs):
+            if v not in used:  # the result does not depend on this variable: replicate
+                inner = self.mk(
+                    Gather(sh[:q] + sh[q + 1 :], a, vs[:q] + vs[q + 1 :], ix)
+                )
+                rank = len(t.shape)
+                replicated: Term = Replicate(sh[q], inner)
+                if q:
+                    replicated = self.mk(
+                        Transpose((*range(1, q + 1), 0, *range(q + 1, rank)), replicated)
+                    )
+                return replicated
+        positions = [_position_of(v, ix) for v in vs]
+        if len(ix) == len(vs) and all(p is not None for p in positions):
+            perm = tuple(p for p in positions if p is not None)
+            extents_match = all(sh[q] == a.shape[d] for q, d in enumerate(perm))
+            if extents_match:  # identity or a permutation of dimensions
+                tail = tuple(range(len(vs), len(a.shape)))
+                return self.mk(Transpose((*perm, *tail), a))
+        if isinstance(a, Replicate) and ix and ix_.provably_in_range(ix[:1], a.shape, known):
+            return self.mk(Gather(sh, a.array, vs, ix[1:]))
+        return t
+
+    # -- scatters -----------------------------------------------------------------------
+
+    def _scatter(
+        self,
+        t: Scatter,
+        sh: tuple[int, ...],
+        a: Term,
+        vs: tuple[Var, ...],
+        ix: tuple[Term, ...],
+    ) -> Term:
+        """A scatter whose index function is a bijection of its grid onto ``sh`` writes
+        every target exactly once: it is the gather of the inverse function (horde-ad
+        turns such scatters into gathers; the transpose of ``gather`` of a permutation)."""
+        grid = a.shape[: len(vs)]
+        if len(ix) != len(vs) or not vs:
+            return t
+        inverse: list[Term | None] = [None] * len(vs)
+        new_vars = tuple(fresh_var(self.supply, "j", (), DType.INT64) for _ in ix)
+        for position, component in enumerate(ix):
+            form = ix_.affine_form(component, vs)
+            if form is None:
+                return t
+            var, sign, shift = form
+            q = vs.index(var)
+            extent = sh[position]
+            if inverse[q] is not None or grid[q] != extent:
+                return t
+            j: Term = new_vars[position]
+            if sign == 1 and shift == 0:  # j = v
+                inverse[q] = j
+            elif sign == -1 and shift == extent - 1:  # j = (n - 1) - v
+                inverse[q] = ix_.sub(Const(np.asarray(shift, dtype=np.int64)), j)
+            else:
+                return t
+        components = tuple(c for c in inverse if c is not None)
+        return self.mk(Gather(sh, a, new_vars, components))
+
+    def _iota_lookups(
+        self, ix: tuple[Term, ...], known: dict[Var, tuple[int, int]]
+    ) -> tuple[Term, ...]:
+        result = []
+        for comp in ix:
+            if isinstance(comp, Index) and isinstance(comp.array, Iota) and len(comp.index) == 1:
+                j = comp.index[0]
+                if ix_.provably_in_range((j,), comp.array.shape, known):
+                    result.append(j)
+                    continue
+            result.append(comp)
+        return tuple(result)
+
+    def _fuse(
+        self,
+        sh: tuple[int, ...],
+        vs: tuple[Var, ...],
+        f: tuple[Term, ...],
+        inner: Gather,
+        known: dict[Var, tuple[int, int]],
+    ) -> Term | None:
+        """``gather sh (gather sh2 b f2) f`` as one gather over ``b``."""
+        sh2, b, vs2, f2 = inner.outer_shape, inner.array, inner.vars, inner.index
+        n2 = len(sh2)
+        extra: tuple[Var, ...] = ()
+        if len(f) < n2:
+            extra = tuple(fresh_var(self.supply, v.hint, (), DType.INT64) for v in vs2[len(f) :])
+        args = (*f[:n2], *extra)
+        comps = list(
+            substitute_free(f2, dict(zip(vs2, args, strict=True)), self.fv, self.supply)
+        )
+        comps += list(f[n2:])
+        if not comps:
+            return None
+        bounds = dict(known)
+        bounds.update({v: (0, sh2[len(f) + q] - 1) for q, v in enumerate(extra)})
+        if not ix_.provably_in_range(f[:n2], sh2, bounds):
+            comps[0] = ix_.poison(ix_.all_in_range(f[:n2], sh2), comps[0])
+        outer = (*sh, *sh2[len(f) :]) if extra else sh
+        return Gather(outer, b, (*vs, *extra), tuple(comps))
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _replicated_view(t: Term) -> tuple[Term, list[int | None]]:
+    """``t`` as ``tr``/``replicate`` of a base array: for each dimension of ``t``, the
+    base dimension it shows (None where ``t`` is replicated)."""
+    ops: list[Transpose | Replicate] = []
+    base = t
+    while isinstance(base, Transpose | Replicate):
+        ops.append(base)
+        base = base.array
+    view: list[int | None] = list(range(len(base.shape)))
+    for op in reversed(ops):
+        view = [None, *view] if isinstance(op, Replicate) else [view[p] for p in op.perm]
+    return base, view
+
+
+def _int_range(term: Term) -> tuple[int, int] | None:
+    """Static bounds of an int array term: ``iota n`` is in ``[0, n-1]``, replicated
+    and rearranged arrays keep their bounds, and ``+ - *`` combine them."""
+    match term:
+        case Const(value=v) if v.dtype.kind in "iu" and 0 < v.size <= _FOLD_LIMIT:
+            return int(v.min()), int(v.max())
+        case Iota(size=n) if n > 0:
+            return 0, n - 1
+        case Replicate(array=a) | Transpose(array=a) | Reshape(array=a):
+            return _int_range(a)
+        case Op(op="neg", args=(a,)):
+            r = _int_range(a)
+            return None if r is None else (-r[1], -r[0])
+        case Op(op="add" | "sub" | "mul" as op, args=(a, b)):
+            ra, rb = _int_range(a), _int_range(b)
+            if ra is None or rb is None:
+                return None
+            if op == "add":
+                return ra[0] + rb[0], ra[1] + rb[1]
+            if op == "sub":
+                return ra[0] - rb[1], ra[1] - rb[0]
+            corners = [x * y for x in ra for y in rb]
+            return min(corners), max(corners)
+        case _:
+            return None
+
+
+def _bool_constant(term: Term) -> bool | None:
+    """The value of a boolean term that is one constant everywhere, else None."""
+    while isinstance(term, Replicate | Transpose | Reshape):
+        term = term.array
+    if isinstance(term, Const) and term.value.dtype == np.bool_ and term.value.size > 0:
+        if bool(term.value.all()):
+            return True
+        if not bool(term.value.any()):
+            return False
+    return None
+
+
+def _full_bool(shape: Shape, value: bool) -> Term:
+    term: Term = Const(np.asarray(value))
+    for extent in reversed(shape):
+        term = Replicate(extent, term)
+    return term
+
+
+def _compare_by_ranges(op: str, a: tuple[int, int], b: tuple[int, int]) -> bool | None:
+    """``a op b`` for every element, from the bounds of both sides, or None."""
+    (lo_a, hi_a), (lo_b, hi_b) = a, b
+    apart, single = hi_a < lo_b or hi_b < lo_a, lo_a == hi_a == lo_b == hi_b
+    decided: dict[str, tuple[bool, bool]] = {  # (always true, always false)
+        "lt": (hi_a < lo_b, lo_a >= hi_b),
+        "le": (hi_a <= lo_b, lo_a > hi_b),
+        "gt": (lo_a > hi_b, hi_a <= lo_b),
+        "ge": (lo_a >= hi_b, hi_a < lo_b),
+        "eq": (single, apart),
+        "ne": (apart, single),
+    }
+    always, never = decided[op]
+    return True if always else False if never else None
+
+
+def _decided_by_ranges(t: Op, op: str, args: tuple[Term, ...]) -> Term | None:
+    """Bounds checks that the shapes already decide (e.g. ``0 <= iota 4`` and
+    ``iota 4 < replicate 4 5``, left by the totality of indexing, §5.2) become constants,
+    and ``&&``, ``||``, ``!`` and ``select`` with a constant condition disappear."""
+    if op in ("lt", "le", "gt", "ge", "eq", "ne") and t.shape != ():
+        ra, rb = _int_range(args[0]), _int_range(args[1])
+        if ra is None or rb is None:
+            return None
+        value = _compare_by_ranges(op, ra, rb)
+        return None if value is None else _full_bool(t.shape, value)
+    if op in ("and", "or"):
+        a, b = (_bool_constant(x) for x in args)
+        absorbing = op == "or"  # x || true = true, x && false = false
+        for known, other in ((a, args[1]), (b, args[0])):
+            if known is absorbing:
+                return _full_bool(t.shape, absorbing)
+            if known is not None:
+                return other
+        return None
+    if op == "not":
+        a = _bool_constant(args[0])
+        return None if a is None else _full_bool(t.shape, not a)
+    if op == "select":
+        c = _bool_constant(args[0])
+        return None if c is None else (args[1] if c else args[2])
+    return None
+
+
+def _scalar_constant(term: Term) -> float | None:
+    """The value of a (replicated) rank-0 float constant."""
+    while isinstance(term, Replicate):
+        term = term.array
+    if isinstance(term, Const) and term.shape == () and term.dtype.is_float:
+        return float(term.value)
+    return None
+
+
+def _float_identity(t: Op, op: str, args: tuple[Term, ...]) -> Term:
+    """Exact identities of IEEE arithmetic: ``a * 1 = 1 * a = a / 1 = a`` and
+    ``a * -1 = -1 * a = -a`` (``a + 0`` is not ``a`` for ``a = -0.0``)."""
+    a, b = args
+    ka, kb = _scalar_constant(a), _scalar_constant(b)
+    if op == "mul":
+        if kb == 1.0 and a.shape == t.shape:
+            return a
+        if ka == 1.0 and b.shape == t.shape:
+            return b
+        if kb == -1.0 and a.shape == t.shape:
+            return Op("neg", (a,))
+        if ka == -1.0 and b.shape == t.shape:
+            return Op("neg", (b,))
+    if op == "div" and kb == 1.0 and a.shape == t.shape:
+        return a
+    return t
+
+
+def _field_key(value: object) -> Hashable:
+    if isinstance(value, TermBase):
+        return id(value)
+    if isinstance(value, tuple):
+        return tuple(_field_key(v) for v in value)
+    return value
+
+
+def _structure(t: Term) -> Hashable | None:
+    """A hashable description of ``t`` in terms of its children's identities; a gather
+    or scatter up to the names of its lambda's variables (alpha-equivalence)."""
+    if isinstance(t, Var):
+        return None
+    if isinstance(t, Const):
+        v = t.value
+        return None if v.size > 4096 else ("Const", v.dtype.str, v.shape, v.tobytes())
+    if isinstance(t, Gather | Scatter):
+        position = {v: k for k, v in enumerate(t.vars)}
+        components = tuple(_alpha_key(c, position) for c in t.index)
+        if any(c is None for c in components):
+            return None
+        return (type(t), t.outer_shape, id(t.array), len(t.vars), components)
+    return (type(t), *(_field_key(getattr(t, f.name)) for f in fields(t) if f.init))
+
+
+def _alpha_key(term: Term, position: dict[Var, int], budget: int = 64) -> Hashable | None:
+    """A small index component's structure, bound variables by position (None if big)."""
+    stack: list[Term] = [term]
+    order: list[Term] = []
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        if len(order) > budget:
+            return None
+        if isinstance(node, Var):
+            continue
+        if isinstance(node, Gather | Scatter | Build1 | Let):
+            return None  # inner binders: compare by identity only
+        stack.extend(children(node))
+    keys: dict[int, Hashable] = {}
+    for node in reversed(order):
+        if isinstance(node, Var):
+            keys[id(node)] = ("bound", position[node]) if node in position else id(node)
+        elif isinstance(node, Const):
+            keys[id(node)] = _structure(node) or id(node)
+        else:
+            kids = tuple(keys[id(k)] for k in children(node))
+            static = tuple(
+                _field_key(getattr(node, f.name))
+                for f in fields(node)
+                if f.init and not isinstance(getattr(node, f.name), TermBase | tuple)
+            )
+            keys[id(node)] = (type(node), static, kids)
+    return keys[id(term)]
+
+
+def _scale_of_contraction(spec: str, a: Term, b: Term) -> Term | None:
+    """A contraction with a rank-0 operand is an elementwise scaling of the other."""
+    left, right, out = parse_contraction(spec)
+    if left and right:
+        return None
+    scalar, array, letters = (a, b, right) if not left else (b, a, left)
+    for extent in reversed(array.shape):
+        scalar = Replicate(extent, scalar)
+    product: Term = Op("mul", (scalar, array))
+    perm = tuple(letters.index(c) for c in out)
+    return Transpose(perm, product) if perm != tuple(range(len(perm))) else product
+
+
+def _contraction_of_sum(a: Term) -> Term | None:
+    """``sumOuter`` of a (transposed) product of replicated arrays is a contraction
+    (``book/rules.md §5.5``: recognising dot/matmul as horde-ad's ``contractAst`` does), or of a
+    contraction whose outer result dimension occurs in both operands."""
+    if isinstance(a, Contract):
+        left, right, out = parse_contraction(a.spec)
+        if out and out[0] in left and out[0] in right:
+            return Contract(f"{left},{right}->{out[1:]}", a.left, a.right)
+        return None
+    axis = list(range(len(a.shape)))  # dimension k of a is dimension axis[k] of the product
+    product: Term = a
+    while isinstance(product, Transpose):
+        axis = [product.perm[k] for k in axis]
+        product = product.array
+    if not (
+        isinstance(product, Op)
+        and product.op == "mul"
+        and product.dtype.is_float
+        and len(product.shape) <= len(_LETTERS)
+    ):
+        return None
+    (x, vx), (y, vy) = (_replicated_view(arg) for arg in product.args)
+    letter = _LETTERS[: len(product.shape)]
+    if any(vx[k] is None and vy[k] is None for k in range(len(letter))):
+        return None  # a dimension replicated in both factors
+    summed = axis[0]
+    if vx[summed] is None or vy[summed] is None:
+        return None  # summing one factor only: not a contraction
+    if any(vx[k] is not None and vy[k] is not None for k in axis[1:]):
+        return None  # a batch dimension: elementwise product is as good
+    spec_x = "".join(letter[vx.index(j)] for j in range(len(x.shape)))
+    spec_y = "".join(letter[vy.index(j)] for j in range(len(y.shape)))
+    out = "".join(letter[k] for k in axis[1:])
+    return Contract(f"{spec_x},{spec_y}->{out}", x, y)
+
+
+def simplify(roots: Sequence[Term], supply: IdSupply) -> list[Term]:
+    """Simplify a term DAG (see the module docstring for the rules)."""
+    with collector_paused():
+        return Simplifier(supply).run(roots)

@@ -20,8 +20,6 @@ from dualarr.ad import delta as dl
 from dualarr.lang import terms as core
 from dualarr.lang.terms import DType, IdSupply
 from dualarr.teach.exercises import (
-    INDEX_CASES,
-    SUM_OUTER_CASES,
     Feedback,
     check_bot_index_rule,
     check_bot_sum_outer_rule,
@@ -34,6 +32,7 @@ from dualarr.teach.exercises import (
     reverse_visits,
     teaching_bot,
 )
+from dualarr.teach.exercises.bot_rules import INDEX_CASES, SUM_OUTER_CASES
 
 F64 = DType.FLOAT64
 Vec = Callable[[core.Term], core.Term]

@@ -1,0 +1,40 @@
+"""Checkers for the classroom assignments (``notebooks/assignments/``).
+
+Every ``check_*`` function runs a student's answer on test programs and returns a
+:class:`Feedback`: passed or not, and *what* is wrong — which program or input, which
+element, the expected and the computed value, which rule of the paper is involved, and a
+hint.  A wrong answer never raises (an exception raised by the answer is reported too);
+only misuse does (e.g. a checker given something that is not a function).
+
+The assignments:
+
+1. the bulk-operation transform (§5): ``build1`` of ``index`` becomes a ``gather``
+   (Fig. 11) and ``build1`` of ``sumOuter`` a transposed ``sumOuter`` (Fig. 9) —
+   :func:`check_bot_index_rule`, :func:`check_bot_sum_outer_rule`, run by
+   :func:`teaching_bot`;
+2. a Delta rule for a new primitive (§2.3, §6.3, Fig. 14) — :func:`check_delta_rule`;
+3. a gather program and its gradient (§3.3, §6.3, Fig. 17) — :func:`check_diffs`,
+   :func:`check_tv_gradient`, :func:`check_scatter_prediction`;
+4. the sharing bug of scalar dual numbers (§2.5, §2.6) — :func:`check_visit_formula`,
+   :func:`check_sharing`.
+"""
+
+from .bot_rules import check_bot_index_rule, check_bot_sum_outer_rule, teaching_bot
+from .delta_rules import check_delta_rule
+from .feedback import Feedback
+from .gather_gradient import check_diffs, check_scatter_prediction, check_tv_gradient
+from .sharing_bug import check_sharing, check_visit_formula, reverse_visits
+
+__all__ = [
+    "Feedback",
+    "check_bot_index_rule",
+    "check_bot_sum_outer_rule",
+    "check_delta_rule",
+    "check_diffs",
+    "check_scatter_prediction",
+    "check_sharing",
+    "check_tv_gradient",
+    "check_visit_formula",
+    "reverse_visits",
+    "teaching_bot",
+]

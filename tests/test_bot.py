@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -196,3 +197,27 @@ def test_pipeline_prints_its_stages() -> None:
     for stage in p.stages:
         assert f"== {stage}" in text
     assert repr(p).startswith("<Pipeline fig18")
+
+
+def test_a_let_in_an_index_computation_copied_into_a_gather_keeps_its_binding() -> None:
+    """The bot copies ``build1``'s index computation into a gather's index function; a
+    ``let`` there binds its own variable, which shadows the vectorised ``let`` of the
+    same variable (found by Hypothesis: "unbound variable" while evaluating)."""
+
+    def f(x0: Any) -> Any:
+        def outer(i: Any) -> Any:
+            inner = da.build1(2, lambda j: 0.5 + x0[j, 0])
+            c = da.let(x0[i, 0], lambda x: da.logical_and(i < 1, x > 0.0))
+            return inner[da.where(c, 1, 0)]
+
+        return da.cos(da.build1(2, outer))
+
+    x = np.array([[0.3], [-0.2]])
+    expected = np.cos([0.5 + x[1, 0], 0.5 + x[0, 0]])
+    np.testing.assert_allclose(da.trace(f, x)(x), expected)
+    np.testing.assert_allclose(da.pipeline(f, x).vectorised(x), expected)
+    for mode in ("compiled", "interpret"):
+        value, pullback = da.vjp(f, x, mode=mode)
+        np.testing.assert_allclose(value, expected)
+        gradient = pullback(np.ones(2))[0]
+        np.testing.assert_allclose(gradient, [[-np.sin(0.5 + x[0, 0])], [-np.sin(0.5 + x[1, 0])]])

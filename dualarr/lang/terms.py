@@ -950,6 +950,7 @@ def substitute_free(
     """
     mapping = dict(mapping)
     keys = set(mapping)
+    renamed: set[Var] = set()  # binders this call renamed
     new: dict[int, Term] = {}
 
     def touched(node: Term) -> bool:
@@ -969,8 +970,9 @@ def substitute_free(
         if not expanded:
             if supply is not None:
                 for var in bound_vars(node)[0]:
-                    if var not in mapping:
+                    if var not in renamed:  # a binder shadows what the caller mapped it to
                         mapping[var] = fresh_var(supply, var.hint, var.shape, var.dtype)
+                        renamed.add(var)
                         keys.add(var)
             stack.append((node, True))
             stack.extend((kid, False) for kid in kids if id(kid) not in new and touched(kid))

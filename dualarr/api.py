@@ -23,7 +23,7 @@ import optree
 
 from .ad import delta as dl
 from .ad.dual import Dual, DualAlgebra
-from .ad.reverse import ReverseState, ReverseStats, backprop, eval_delta, forward
+from .ad.reverse import ReverseStats, forward, reverse_seeds
 from .ad.share_to_let import LetProgram
 from .codegen.generate import HELPERS, CompiledProgram, compile_program
 from .interp.arrays import Backend
@@ -399,13 +399,8 @@ def _select(
 def _concrete_gradients(
     run: DualRun, seeds: Sequence[tuple[dl.Delta, Any]], stats: ReverseStats | None = None
 ) -> dict[int, Any]:
-    alg = algebra_for(run.backend)
-    state = ReverseState()
-    stats = stats if stats is not None else ReverseStats()
     with np.errstate(all="ignore"), collector_paused():
-        for delta, cotangent in seeds:
-            eval_delta(alg, state, cotangent, delta, stats)
-        return backprop(alg, state, stats).grad
+        return reverse_seeds(algebra_for(run.backend), seeds, stats)
 
 
 def _traced(args: Sequence[Any]) -> bool:

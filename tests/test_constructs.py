@@ -380,3 +380,24 @@ def test_variables_carry_unique_ids_and_compare_by_identity() -> None:
     assert len(ids) == len(set(ids)) == 3
     v = variables[0]
     assert v != Var(v.id, v.hint, v.shape, v.dtype)  # identity: traces never mix variables
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 2), [2, 1]])
+@pytest.mark.parametrize("mode", ["compiled", "interpret"])
+def test_flip_is_numpy_flip_and_its_gradient_is_the_flipped_cotangent(axis: Any, mode: str) -> None:
+    """``da.flip`` is gather sugar (one function in the language layer): it agrees with
+    ``numpy.flip`` and its vjp flips the cotangent back, in both modes."""
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(2, 3, 4))
+    w = rng.normal(size=(2, 3, 4))
+    np.testing.assert_array_equal(da.trace(lambda a: da.flip(a, axis), x)(x), np.flip(x, axis))
+    value, pullback = da.vjp(lambda a: da.flip(a, axis) * 2.0, x, mode=mode)
+    np.testing.assert_allclose(value, 2.0 * np.flip(x, axis))
+    (cotangent,) = pullback(w)
+    np.testing.assert_allclose(cotangent, 2.0 * np.flip(w, axis))
+    assert da.flip(da.constant(np.float64(3.0))).shape == ()
+
+
+def test_flip_names_a_bad_axis() -> None:
+    with pytest.raises(da.ShapeError, match=r"flip.*axis 3 is out of range"):
+        da.trace(lambda a: da.flip(a, 3), np.zeros((2, 2)))

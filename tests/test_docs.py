@@ -9,6 +9,7 @@ section cited must exist.
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
@@ -90,3 +91,48 @@ def test_every_cited_section_of_the_rules_exists() -> None:
     assert library, "the library cites the rules chapter"
     missing = {section: where for section, where in cited.items() if section not in sections}
     assert not missing, f"sections cited but not in book/rules.md: {missing}"
+
+
+MODULE_PATH = re.compile(r"`(dualarr/[\w/]+\.py)`")
+"""A module cited by its path, as the book and the README cite them: ``dualarr/ad/reverse.py``."""
+
+
+def test_every_cited_module_path_exists() -> None:
+    stale = []
+    for path in _documented_files():
+        text = path.read_text(encoding="utf-8")
+        for match in MODULE_PATH.finditer(text):
+            if not (ROOT / match.group(1)).is_file():
+                line = text.count("\n", 0, match.start()) + 1
+                stale.append(f"{path.relative_to(ROOT)}:{line}: {match.group(1)}")
+    assert not stale, "modules cited that do not exist:\n" + "\n".join(stale)
+
+
+DOTTED_NAME = re.compile(r"`~?(dualarr(?:\.\w+)+)`")
+"""A module or object cited by its dotted name: ``dualarr.ad.reverse.reverse``."""
+
+
+def _resolves(name: str) -> bool:
+    parts = name.split(".")
+    for known in range(len(parts), 0, -1):
+        try:
+            target: object = importlib.import_module(".".join(parts[:known]))
+        except ImportError:
+            continue
+        for attribute in parts[known:]:
+            if not hasattr(target, attribute):
+                return False
+            target = getattr(target, attribute)
+        return True
+    return False
+
+
+def test_every_cited_dotted_name_resolves() -> None:
+    stale = []
+    for path in _documented_files():
+        text = path.read_text(encoding="utf-8")
+        for match in DOTTED_NAME.finditer(text):
+            if not _resolves(match.group(1)):
+                line = text.count("\n", 0, match.start()) + 1
+                stale.append(f"{path.relative_to(ROOT)}:{line}: {match.group(1)}")
+    assert not stale, "names cited that do not exist:\n" + "\n".join(stale)

@@ -24,6 +24,7 @@ from strategies import GeneratedProgram, programs
 import dualarr as da
 from dualarr.ad import delta as dl
 from dualarr.ad.dual import Dual, DualAlgebra
+from dualarr.interp.algebra import IndexFn
 from dualarr.interp.evaluate import Interpreter, NumpyAlgebra
 from dualarr.lang.terms import Const, DType, Op, Replicate, Term
 from dualarr.teach.sympy_gradient import sympy_gradient
@@ -79,7 +80,7 @@ def unpruned_nodes(delta: dl.Delta) -> list[dl.Delta]:
 def test_linear_maps_of_zero_are_zero() -> None:
     z3, z23 = dl.Zero((3,), DType.FLOAT64), dl.Zero((2, 3), DType.FLOAT64)
     x = dl.Input(0, (3,), DType.FLOAT64)
-    index_fn = ((), (np.zeros((2, 3), dtype=np.int64),))
+    index_fn = IndexFn((np.zeros((2, 3), dtype=np.int64),))
     built: list[dl.Delta] = [
         dl.Replicate(2, z3),
         dl.Scale(np.full(3, np.nan), z3),

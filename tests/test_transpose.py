@@ -20,17 +20,16 @@ from dualarr.ad import delta as dl
 from dualarr.ad.reverse import reverse
 from dualarr.ad.transposition import (
     Delete,
-    LetDelta,
     LinearProgram,
-    LLet,
     Lookup,
-    LVar,
     Onehot,
+    RecordingAlgebra,
     run_linear,
     to_let_form,
     transpose_delta,
 )
 from dualarr.api import dual_run, vectorised_program
+from dualarr.interp.algebra import IndexFn
 from dualarr.interp.evaluate import NumpyAlgebra
 from dualarr.lang.errors import DualarrError
 from dualarr.lang.terms import DType
@@ -65,14 +64,6 @@ def assert_agree(
     return got
 
 
-def let_spine(u: LetDelta) -> tuple[list[int], LetDelta]:
-    names = []
-    while isinstance(u, LLet):
-        names.append(u.name)
-        u = u.body
-    return names, u
-
-
 # --------------------------------------------------------------------------------------
 # Hand-built Deltas
 # --------------------------------------------------------------------------------------
@@ -98,18 +89,19 @@ def hand_built() -> Iterator[tuple[str, dl.Delta]]:
     yield "index", share(dl.Index(x1, (np.int64(1),)))
     yield "index-out-of-range", share(dl.Add(dl.Index(x1, (np.int64(1), np.int64(7))),
                                              dl.Index(x1, (np.int64(0), np.int64(2)))))
-    yield "gather", share(dl.Gather((5,), x0, [np.array([3, 0, 5, -1, 0])], (5,)))
-    yield "gather-rows", share(dl.Gather((2, 2), x1, [np.array([[0, 1], [1, 1]])], (2, 2, 3)))
-    yield "scatter", share(dl.Scatter((3,), x0, [np.array([0, 2, 2, 7])], 1))
-    yield "scatter-rows", share(dl.Scatter((4, 3), x1, [np.array([3, 3])], 1))
+    yield "gather", share(dl.Gather((5,), x0, IndexFn((np.array([3, 0, 5, -1, 0]),)), (5,)))
+    rows = IndexFn((np.array([[0, 1], [1, 1]]),))
+    yield "gather-rows", share(dl.Gather((2, 2), x1, rows, (2, 2, 3)))
+    yield "scatter", share(dl.Scatter((3,), x0, IndexFn((np.array([0, 2, 2, 7]),)), 1))
+    yield "scatter-rows", share(dl.Scatter((4, 3), x1, IndexFn((np.array([3, 3]),)), 1))
     yield "sum-replicate", share(dl.SumOuter(share(dl.Replicate(3, x0))))
     yield "sum-outer", share(dl.SumOuter(x1))
     yield "transpose-reshape", share(dl.Reshape((6,), share(dl.Transpose((1, 0), x1))))
     yield "from-list", share(dl.FromList((x0, dl.Zero((4,), F64), dl.Scale(a, x0))))
     yield "shared-zero", share(dl.Add(share(dl.Zero((4,), F64)), x0))
     s3 = share(dl.Reshape((4,), share(dl.Transpose((1, 0), share(dl.Reshape((2, 2), x0))))))
-    s4 = share(dl.Add(s3, dl.Scale(a, dl.Gather((4,), x1, [np.array([1, 0, 1, 0]),
-                                                           np.array([0, 1, 2, 3])], (4,)))))
+    rows_columns = IndexFn((np.array([1, 0, 1, 0]), np.array([0, 1, 2, 3])))
+    s4 = share(dl.Add(s3, dl.Scale(a, dl.Gather((4,), x1, rows_columns, (4,)))))
     yield "two-inputs", share(dl.FromList((s4, s3, dl.Scale(b, s4))))
 
 
@@ -126,13 +118,13 @@ def test_let_form_binds_each_share_once_lowest_id_outermost() -> None:
     s1 = dl.Share(1, dl.Scale(np.full(3, 2.0), x))
     s4 = dl.Share(4, dl.Add(s1, s1))
     s6 = dl.Share(6, dl.Add(s4, s1))
-    names, body = let_spine(to_let_form(s6))
-    assert names == [1, 4, 6]
-    assert isinstance(body, LVar) and body.name == 6
-    assert str(to_let_form(s6)).splitlines() == [
-        "let s1 = [2. 2. 2.] * dx0 in",
-        "let s4 = s1 + s1 in",
-        "let s6 = s4 + s1 in",
+    let_form = to_let_form(s6)
+    assert [name for name, _ in let_form.bindings] == [1, 4, 6]
+    assert let_form.root is s6 and let_form.bindings[1][1] is s4.delta
+    assert str(let_form).splitlines() == [
+        "let s1 = Scale [2. 2. 2.] Input 0 in",
+        "let s4 = Add s1 s1 in",
+        "let s6 = Add s4 s1 in",
         "s6",
     ]
 
@@ -234,8 +226,9 @@ def test_printed_program_of_fig18_shows_the_rules() -> None:
     run = dual_run(vectorised_program(fig18, [x]), [x], [0])
     let_form = to_let_form(run.deltas[0])
     assert str(let_form).splitlines()[:3] == [
-        "let s1 = Gather [4] dx0 f1 in",
-        "let s2 = Contract 'a,a->' dx0 [4. 3. 2. 1.] + Contract 'a,a->' s1 [1. 2. 3. 4.] in",
+        "let s1 = Gather [4] Input 0 f1 in",
+        "let s2 = Add (Contract 'a,a->' Input 0 [4. 3. 2. 1.])"
+        " (Contract 'a,a->' s1 [1. 2. 3. 4.]) in",
         "s2",
     ]
     text = str(transpose_delta(let_form))
@@ -275,7 +268,7 @@ def test_deep_shared_chain_transposes_without_recursion() -> None:
     run = dual_run(vectorised_program(chain, [x]), [x], [0])
     d = run.deltas[0]
     let_form = to_let_form(d)
-    names, _ = let_spine(let_form)
+    names = [name for name, _ in let_form.bindings]
     assert len(names) >= 3000 and names == sorted(names)
     program = transpose_delta(let_form)
     assert len(program) <= 10 * dl.size([d]).nodes  # linear in the size of the Delta
@@ -307,11 +300,25 @@ def test_generated_programs_agree_with_reverse(gp: GeneratedProgram, seed: int) 
 
 def test_pieces_print_on_their_own() -> None:
     x = dl.Input(0, (3,), F64)
-    program = transposed(dl.Share(1, dl.Gather((2,), x, [np.array([2, 0])], (2,))))
+    program = transposed(dl.Share(1, dl.Gather((2,), x, IndexFn((np.array([2, 0]),)), (2,))))
     assert [str(s) for s in program.body] == [
         "Onehot s1 c", "let c1 = Lookup s1", "Delete s1",
         "let c2 = Scatter [3] c1 ⟨[2 0]⟩", "Onehot dx0 c2",
     ]
-    assert repr(to_let_form(x)) == "dx0"
+    assert repr(to_let_form(x)) == "Input 0"
     zero = transposed(dl.Zero((3,), F64))
     assert str(zero).splitlines() == ["Γ | c : float64[3] ||- DMap", "  0"]
+
+
+def test_the_program_is_the_reverse_pass_recorded() -> None:
+    """The rules are stated once: every binding of the program is one call of the reverse
+    pass's algebra, and a node whose operand is Zero writes nothing."""
+    x = dl.Input(0, (3,), F64)
+    program = transposed(dl.Share(2, dl.Add(dl.Scale(np.ones(3), dl.Zero((3,), F64)), x)))
+    assert [type(s).__name__ for s in program.body] == ["Onehot", "Lookup", "Delete", "Onehot"]
+    algebra = RecordingAlgebra()
+    c = algebra.cotangent((2, 3), F64)
+    assert algebra.transpose((1, 0), c).shape == (3, 2)
+    assert algebra.contract("ab,b->a", c, np.ones(3)).shape == (2,)
+    assert algebra.element(c, 1).shape == (3,)
+    assert len(algebra.body) == 3

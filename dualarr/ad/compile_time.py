@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..interp.algebra import IndexFn
 from ..interp.evaluate import Interpreter
 from ..interp.term_algebra import TermAlgebra
 from ..lang.errors import DualarrError, ShapeError
@@ -153,7 +154,7 @@ def _lambda_vars(delta: dl.Delta) -> set[Var]:
     found: set[Var] = set()
     for node in dl.delta_postorder([delta]):
         if isinstance(node, dl.Gather | dl.Scatter):
-            found.update(node.fn[0])
+            found.update(node.fn.variables)
     return found
 
 
@@ -321,10 +322,9 @@ def format_symbolic_delta(delta: dl.Delta) -> str:
     return dl.format_delta(delta, describe=_describe_term, describe_fn=_describe_fn)
 
 
-def _describe_fn(fn: Any) -> str:
-    variables, components = fn
-    params = ", ".join(str(v) for v in variables)
-    body = ", ".join(str(c) for c in components)
+def _describe_fn(fn: IndexFn[Any]) -> str:
+    params = ", ".join(str(v) for v in fn.variables)
+    body = ", ".join(str(c) for c in fn.components)
     return f"(\\[{params}]. [{body}])"
 
 

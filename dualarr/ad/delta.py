@@ -16,6 +16,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
+from ..interp.algebra import IndexFn, PrimalValue, Shaped
 from ..lang.errors import DualarrError
 from ..lang.terms import (
     DType,
@@ -83,7 +84,7 @@ class Add(DeltaBase):
 class Scale(DeltaBase):
     """``factor ⊙ d``: elementwise multiplication by a primal value of ``d``'s shape."""
 
-    factor: Any
+    factor: PrimalValue
     delta: Delta
     shape: Shape = field(init=False)
     dtype: DType = field(init=False)
@@ -110,7 +111,7 @@ class Index(DeltaBase):
     """``d[ix]`` with primal index values."""
 
     delta: Delta
-    index: tuple[Any, ...]
+    index: tuple[PrimalValue, ...]
     shape: Shape = field(init=False)
     dtype: DType = field(init=False)
 
@@ -124,7 +125,7 @@ class Gather(DeltaBase):
 
     outer: Shape
     delta: Delta
-    fn: Any
+    fn: IndexFn[PrimalValue]
     shape: Shape
     dtype: DType = field(init=False)
 
@@ -143,7 +144,7 @@ class Scatter(DeltaBase):
 
     outer: Shape
     delta: Delta
-    fn: Any
+    fn: IndexFn[PrimalValue]
     n_vars: int
     shape: Shape = field(init=False)
     dtype: DType = field(init=False)
@@ -206,7 +207,7 @@ class Contract(DeltaBase):
 
     spec: str
     delta: Delta
-    factor: Any
+    factor: Shaped
     shape: Shape = field(init=False)
     dtype: DType = field(init=False)
 
@@ -250,6 +251,11 @@ Delta: TypeAlias = (
     | Contract
 )
 """A Delta term (paper Fig. 16, for the core language of Fig. 7)."""
+
+UnaryDelta: TypeAlias = (
+    Scale | Index | Gather | Scatter | SumOuter | Replicate | Transpose | Reshape | Contract
+)
+"""A node that applies one linear operation to one operand Delta (its ``delta``)."""
 
 
 def delta_children(d: Delta) -> tuple[Delta, ...]:
@@ -372,7 +378,7 @@ def primal_values(d: Delta) -> tuple[Any, ...]:
         case Index(index=ix):
             return tuple(ix)
         case Gather(fn=fn) | Scatter(fn=fn):
-            return tuple(fn[1])
+            return fn.components
         case _:
             return ()
 
@@ -396,12 +402,10 @@ def map_primal_values(roots: list[Delta], f: Callable[[Any], Any]) -> list[Delta
                 out = Share(i, kids[0])
             case Index(index=ix):
                 out = Index(kids[0], tuple(f(i) for i in ix))
-            case Gather(outer=outer, fn=(vs, comps), shape=shape):
-                out = Gather(outer, kids[0], (vs, tuple(f(c) for c in comps)), shape)
-            case Scatter(outer=outer, fn=(vs, comps), n_vars=n_vars):
-                out = Scatter(outer, kids[0], (vs, tuple(f(c) for c in comps)), n_vars)
-            case Gather() | Scatter():
-                raise AssertionError("index functions are (variables, components) pairs")
+            case Gather(outer=outer, fn=fn, shape=shape):
+                out = Gather(outer, kids[0], _mapped(fn, f), shape)
+            case Scatter(outer=outer, fn=fn, n_vars=n_vars):
+                out = Scatter(outer, kids[0], _mapped(fn, f), n_vars)
             case SumOuter():
                 out = SumOuter(kids[0])
             case Replicate(count=k):
@@ -416,6 +420,10 @@ def map_primal_values(roots: list[Delta], f: Callable[[Any], Any]) -> list[Delta
                 assert_never(d)
         new[id(d)] = out
     return [new[id(r)] for r in roots]
+
+
+def _mapped(fn: IndexFn[Any], f: Callable[[Any], Any]) -> IndexFn[Any]:
+    return IndexFn(tuple(f(c) for c in fn.components), fn.variables)
 
 
 @dataclass(frozen=True)
@@ -482,10 +490,12 @@ def _describe_value(value: Any) -> str:
 def format_delta(
     root: Delta,
     describe: Callable[[Any], str] = _describe_value,
-    describe_fn: Callable[[Any], str] = lambda fn: "(λ…)",
+    describe_fn: Callable[[IndexFn[Any]], str] = lambda fn: "(λ…)",
+    binding: Callable[[int, str], str] = lambda i, rhs: f"s{i} = {rhs}",
 ) -> str:
     """The Delta DAG in the paper's notation, one line per Share node (id order):
-    ``s3 = SumOuter s2``; other nodes are written inline."""
+    ``s3 = SumOuter s2`` (or as ``binding`` writes it, e.g. ``let s3 = … in``); other
+    nodes are written inline."""
     order = delta_postorder([root])
     text: dict[int, str] = {}
     lines: list[str] = []
@@ -507,7 +517,7 @@ def format_delta(
             case Scale(factor=f, delta=x):
                 text[id(d)] = f"Scale {describe(f)} {ref(x)}"
             case Share(id=i, delta=x):
-                lines.append(f"s{i} = {text[id(x)]}")
+                lines.append(binding(i, text[id(x)]))
                 text[id(d)] = f"s{i}"
             case Index(delta=x, index=ix):
                 text[id(d)] = f"Index {ref(x)} [{', '.join(describe(i) for i in ix)}]"

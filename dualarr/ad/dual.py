@@ -134,13 +134,13 @@ class DualAlgebra(Algebra[Any]):
             return y
         return self.dual(y, dl.Index(a.delta, tuple(pix)))
 
-    def gather(self, outer: Shape, a: Any, fn: IndexFn) -> Any:
+    def gather(self, outer: Shape, a: Any, fn: IndexFn[Any]) -> Any:
         y = self.p.gather(outer, self.prim(a), fn)
         if not isinstance(a, Dual):
             return y
         return self.dual(y, dl.Gather(outer, a.delta, fn, self.p.shape(y)))
 
-    def scatter(self, outer: Shape, a: Any, fn: IndexFn, n_vars: int) -> Any:
+    def scatter(self, outer: Shape, a: Any, fn: IndexFn[Any], n_vars: int) -> Any:
         y = self.p.scatter(outer, self.prim(a), fn, n_vars)
         if not isinstance(a, Dual):
             return y
@@ -208,15 +208,15 @@ class DualAlgebra(Algebra[Any]):
     def index_grid(self, shape: Shape) -> list[Any] | None:
         return self.p.index_grid(shape)
 
-    def index_fn_from_bulk(self, components: Sequence[Any], grid: Shape) -> IndexFn:
+    def index_fn_from_bulk(self, components: Sequence[Any], grid: Shape) -> IndexFn[Any]:
         return self.p.index_fn_from_bulk([self.prim(c) for c in components], grid)
 
-    def index_fn_from_points(self, columns: Sequence[Sequence[Any]], grid: Shape) -> IndexFn:
+    def index_fn_from_points(self, columns: Sequence[Sequence[Any]], grid: Shape) -> IndexFn[Any]:
         return self.p.index_fn_from_points(
             [[self.prim(v) for v in column] for column in columns], grid
         )
 
-    def index_fn_constant(self, ix: Sequence[Any]) -> IndexFn:
+    def index_fn_constant(self, ix: Sequence[Any]) -> IndexFn[Any]:
         return self.p.index_fn_constant([self.prim(i) for i in ix])
 
 

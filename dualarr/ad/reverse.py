@@ -3,22 +3,48 @@
 ``evalD c d`` pushes the cotangent ``c`` into ``d``; at a ``Share id d'`` it only adds
 ``c`` to ``accum[id]`` and remembers ``dfrag[id] = d'``.  ``backprop`` then repeatedly
 takes the **largest** id left, so every Share node is evaluated exactly once, after all
-its uses (Invariant 1 makes that order correct).  The cotangent arithmetic is done in an
-:class:`~dualarr.interp.algebra.Algebra`, so the same pass runs on NumPy arrays here and builds
-gradient terms in the symbolic path (§7.2).  ``forward`` evaluates a Delta on tangents
-(the JVP, "evalFwd").
+its uses (Invariant 1 makes that order correct).
+
+The transposition rules (``book/rules.md §6``) are stated once, in :func:`transpose_step`:
+the cotangent of a node's operand given the node's cotangent.  They are written against
+a :class:`CotangentAlgebra` and the cotangents are collected by a :class:`ReverseState`,
+so the same pass computes gradients on NumPy arrays here, builds gradient terms in the
+symbolic path (§7.2) and, run in an algebra that records statements, writes the
+transposed linear program of :mod:`dualarr.ad.transposition`.  ``forward`` evaluates a
+Delta on tangents (the JVP, "evalFwd").
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ..interp.algebra import Algebra
-from ..lang.terms import DType, assert_never, parse_contraction
+from ..lang.terms import DType, Shape, assert_never, parse_contraction
 from . import delta as dl
+
+C = TypeVar("C")
+
+
+class CotangentAlgebra(Protocol[C]):
+    """The linear operations the reverse pass applies to cotangents (carrier ``C``);
+    factors, indices and index functions are primal values.  Every
+    :class:`~dualarr.interp.algebra.Algebra` is one."""
+
+    def add(self, a: C, b: C, dtype: DType) -> C: ...
+    def mul(self, a: Any, b: C, dtype: DType) -> C: ...
+    def share(self, a: C) -> C: ...
+    def one_hot(self, shape: Shape, ix: Sequence[Any], c: C) -> C: ...
+    def gather(self, outer: Shape, a: C, fn: Any) -> C: ...
+    def scatter(self, outer: Shape, a: C, fn: Any, n_vars: int) -> C: ...
+    def sum_outer(self, a: C) -> C: ...
+    def replicate(self, count: int, a: C) -> C: ...
+    def transpose(self, perm: Sequence[int], a: C) -> C: ...
+    def reshape(self, shape: Shape, a: C) -> C: ...
+    def contract(self, spec: str, a: C, b: Any) -> C: ...
+    def element(self, a: C, position: int) -> C: ...
 
 
 @dataclass
@@ -36,27 +62,71 @@ class ReverseStats:
 
 @dataclass
 class ReverseState:
-    """``ES = {grad, dfrag, accum}`` of Fig. 17."""
+    """``ES = {grad, dfrag, accum}`` of Fig. 17: the cotangents collected so far, by
+    input (``grad``) and by Share id (``accum``), and the pending Share nodes."""
 
     grad: dict[int, Any] = field(default_factory=dict)
     dfrag: dict[int, dl.Delta] = field(default_factory=dict)
     accum: dict[int, Any] = field(default_factory=dict)
     pending: list[int] = field(default_factory=list)  # max-heap of ids (negated)
 
+    def add_to_input(self, alg: CotangentAlgebra[Any], n: int, c: Any, dtype: DType) -> None:
+        """``grad[n] += c``."""
+        old = self.grad.get(n)
+        self.grad[n] = c if old is None else alg.add(old, c, dtype)
 
-def _add(alg: Algebra[Any], a: Any | None, b: Any, dtype: DType) -> Any:
-    return b if a is None else alg.add(a, b, dtype)
+    def add_to_share(self, alg: CotangentAlgebra[Any], share: dl.Share, c: Any) -> None:
+        """``accum[id] += c``; the first contribution makes the Share pending."""
+        old = self.accum.get(share.id)
+        if old is None:
+            heapq.heappush(self.pending, -share.id)
+            self.dfrag[share.id] = share.delta
+        self.accum[share.id] = c if old is None else alg.add(old, c, share.dtype)
+
+    def take_largest(self) -> tuple[int, Any, dl.Delta]:
+        """The pending Share with the largest id: its id, cotangent and fragment."""
+        i = -heapq.heappop(self.pending)
+        return i, self.accum.pop(i), self.dfrag.pop(i)
+
+
+def transpose_step(alg: CotangentAlgebra[C], d: dl.UnaryDelta, c: C) -> C:
+    """The cotangent of ``d``'s operand, given the cotangent ``c`` of ``d``: the
+    transposition rule of the one linear operation ``d`` applies (``book/rules.md
+    §6.2``; the cases of Fig. 17)."""
+    match d:
+        case dl.Scale(factor=s):
+            return alg.mul(s, c, d.dtype)  # a diagonal map is its own transpose
+        case dl.Index(delta=x, index=ix):
+            return alg.one_hot(x.shape, ix, c)
+        case dl.Gather(outer=outer, delta=x, fn=fn):
+            return alg.scatter(x.shape[: d.width], c, fn, len(outer))
+        case dl.Scatter(delta=x, fn=fn, n_vars=n_vars):
+            return alg.gather(x.shape[:n_vars], c, fn)
+        case dl.SumOuter(delta=x):
+            return alg.replicate(x.shape[0], c)
+        case dl.Replicate():
+            return alg.sum_outer(c)
+        case dl.Transpose(perm=p):
+            return alg.transpose(tuple(p.index(q) for q in range(len(p))), c)
+        case dl.Reshape(delta=x):
+            return alg.reshape(x.shape, c)
+        case dl.Contract(spec=spec, factor=f):
+            left, right, out = parse_contraction(spec)
+            return alg.contract(f"{out},{right}->{left}", c, f)
+        case _:
+            assert_never(d)
 
 
 def eval_delta(
-    alg: Algebra[Any],
+    alg: CotangentAlgebra[C],
     state: ReverseState,
-    c: Any,
+    c: C,
     d: dl.Delta,
     stats: ReverseStats,
 ) -> None:
-    """``evalD c d``: one cotangent into one Delta, stopping at Share nodes."""
-    stack: list[tuple[Any, dl.Delta]] = [(c, d)]
+    """``evalD c d``: one cotangent into one Delta, stopping at Share nodes.  A
+    cotangent is computed only for an operand that is not ``Zero``."""
+    stack: list[tuple[C, dl.Delta]] = [(c, d)]
     while stack:
         c, d = stack.pop()
         stats.nodes_visited += 1
@@ -64,56 +134,38 @@ def eval_delta(
             case dl.Zero():
                 pass
             case dl.Input(index=n):
-                state.grad[n] = _add(alg, state.grad.get(n), c, d.dtype)
+                state.add_to_input(alg, n, c, d.dtype)
+            case dl.Share():
+                state.add_to_share(alg, d, c)
             case dl.Add(left=a, right=b):
                 c = alg.share(c)  # one cotangent, two uses (Fig. 19)
                 stack.append((c, b))
                 stack.append((c, a))
-            case dl.Scale(factor=s, delta=x):
-                stack.append((alg.mul(s, c, d.dtype), x))
-            case dl.Share(id=i, delta=x):
-                if i not in state.accum:
-                    heapq.heappush(state.pending, -i)
-                    state.dfrag[i] = x
-                state.accum[i] = _add(alg, state.accum.get(i), c, d.dtype)
-            case dl.Index(delta=x, index=ix):
-                stats.one_hots += 1
-                stack.append((alg.one_hot(x.shape, ix, c), x))
-            case dl.Gather(outer=outer, delta=x, fn=fn):
-                stack.append((alg.scatter(x.shape[: d.width], c, fn, len(outer)), x))
-            case dl.Scatter(delta=x, fn=fn, n_vars=n_vars):
-                stack.append((alg.gather(x.shape[:n_vars], c, fn), x))
-            case dl.SumOuter(delta=x):
-                stack.append((alg.replicate(x.shape[0], c), x))
-            case dl.Replicate(delta=x):
-                stack.append((alg.sum_outer(c), x))
-            case dl.Transpose(perm=p, delta=x):
-                inverse = tuple(p.index(q) for q in range(len(p)))
-                stack.append((alg.transpose(inverse, c), x))
-            case dl.Reshape(delta=x):
-                stack.append((alg.reshape(x.shape, c), x))
-            case dl.Contract(spec=spec, delta=x, factor=f):
-                left, right, out = parse_contraction(spec)
-                stack.append((alg.contract(f"{out},{right}->{left}", c, f), x))
             case dl.FromList(deltas=xs):
                 if sum(not isinstance(x, dl.Zero) for x in xs) > 1:
                     c = alg.share(c)
                 for q, x in enumerate(xs):
                     if not isinstance(x, dl.Zero):
-                        stack.append((alg.index(c, [alg.full((), q, DType.INT64)]), x))
+                        stack.append((alg.element(c, q), x))
+            case (
+                dl.Scale() | dl.Index() | dl.Gather() | dl.Scatter() | dl.SumOuter()
+                | dl.Replicate() | dl.Transpose() | dl.Reshape() | dl.Contract()
+            ):
+                if isinstance(d, dl.Index):
+                    stats.one_hots += 1
+                if not isinstance(d.delta, dl.Zero):
+                    stack.append((transpose_step(alg, d, c), d.delta))
             case _:
                 assert_never(d)
 
 
 def backprop(
-    alg: Algebra[Any], state: ReverseState, stats: ReverseStats
+    alg: CotangentAlgebra[Any], state: ReverseState, stats: ReverseStats
 ) -> ReverseState:
     """Evaluate the pending Share nodes, largest id first, each exactly once."""
     while state.pending:
-        i = -heapq.heappop(state.pending)
+        i, c, d = state.take_largest()
         stats.share_order.append(i)
-        c = state.accum.pop(i)
-        d = state.dfrag.pop(i)
         eval_delta(alg, state, c, d, stats)
     return state
 
@@ -140,22 +192,32 @@ def reverse_steps(alg: Algebra[Any], d: dl.Delta, cotangent: Any) -> Iterator[Re
     yield ReverseStep(0, None, d, dict(state.grad), dict(state.accum))
     number = 0
     while state.pending:
-        i = -heapq.heappop(state.pending)
+        i, c, node = state.take_largest()
         number += 1
-        c = state.accum.pop(i)
-        node = state.dfrag.pop(i)
         eval_delta(alg, state, c, node, stats)
         yield ReverseStep(number, i, node, dict(state.grad), dict(state.accum))
 
 
+def reverse_seeds(
+    alg: CotangentAlgebra[C],
+    seeds: Iterable[tuple[dl.Delta, C]],
+    stats: ReverseStats | None = None,
+    state: ReverseState | None = None,
+) -> dict[int, Any]:
+    """The reverse pass from several roots at once (one cotangent each, sharing one
+    state): the gradient of each input (by its ``Input`` index)."""
+    stats = stats if stats is not None else ReverseStats()
+    state = state if state is not None else ReverseState()
+    for d, cotangent in seeds:
+        eval_delta(alg, state, cotangent, d, stats)
+    return backprop(alg, state, stats).grad
+
+
 def reverse(
-    alg: Algebra[Any], d: dl.Delta, cotangent: Any, stats: ReverseStats | None = None
+    alg: CotangentAlgebra[C], d: dl.Delta, cotangent: C, stats: ReverseStats | None = None
 ) -> dict[int, Any]:
     """``eval c0 d``: the gradient of each input (by its ``Input`` index)."""
-    stats = stats if stats is not None else ReverseStats()
-    state = ReverseState()
-    eval_delta(alg, state, cotangent, d, stats)
-    return backprop(alg, state, stats).grad
+    return reverse_seeds(alg, [(d, cotangent)], stats)
 
 
 def forward(alg: Algebra[Any], d: dl.Delta, tangents: Mapping[int, Any]) -> Any:

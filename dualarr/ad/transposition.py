@@ -5,364 +5,84 @@ A Delta is a linear map from input tangents to the output tangent (§2.3).  Inst
 its transpose, a linear program from the output cotangent ``c`` to input cotangents:
 
 1. :func:`to_let_form` — the Delta DAG in let-form (paper Fig. 20): each ``Share id d``
-   becomes a binding ``let s<id> = u in …`` and its uses the variable ``s<id>``; the
-   bindings are stacked from the lowest id (outermost) to the highest, so each is bound
-   before use (Invariant 1).  :data:`LetDelta` mirrors the Delta constructors.
+   is a binding ``let s<id> = d in …`` and its uses the variable ``s<id>``; the bindings
+   are stacked from the lowest id (outermost) to the highest, so each is bound before
+   use (Invariant 1).  It is a view of the Delta, not another term type.
 2. :func:`transpose_delta` — the rules ``T[·]`` of ``book/rules.md §6.2``, producing a
    :class:`LinearProgram` in context ``Γ | c : τ ||- T[u] : DMap`` (its typing judgement;
    Γ holds the primal factors, indices and index functions).  DMap is Cayley-transformed:
    a program denotes ``DMap → DMap``, ``0`` is the identity (no statement) and ``+`` is
    composition (concatenation), so the program is a flat statement list, linear in the
-   size of the let-form.  Every intermediate cotangent is a named variable ``c<k>``, so
-   duplicating ``c`` (``Add``, ``FromList``, ``Let``) costs nothing.
+   size of the Delta.  The rules are not restated here: the program is what the reverse
+   pass of :mod:`dualarr.ad.reverse` does when its algebra (:class:`RecordingAlgebra`)
+   writes a statement for each linear operation instead of computing it, and its state
+   (:class:`RecordingState`) writes ``Onehot`` for each contribution and ``Lookup`` /
+   ``Delete`` when it takes a Share's cotangent.
 3. :func:`run_linear` — interprets the program in an :class:`~dualarr.interp.algebra.Algebra`,
    returning ``input index ↦ gradient`` like :func:`dualarr.ad.reverse.reverse`.
 
-The program visits the bindings from the highest id down and each node's children in the
-order of :func:`dualarr.ad.reverse.eval_delta`, so it performs the reverse pass's additions
-in the reverse pass's order.  Every pass here is iterative: chains of thousands of
-bindings are fine.
+So the program visits the bindings from the highest id down and performs the reverse
+pass's additions in the reverse pass's order.  Every pass here is iterative: chains of
+thousands of bindings are fine.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import count
 from typing import Any, TypeAlias, cast
 
 import numpy as np
 
-from ..interp.algebra import Algebra
-from ..lang.errors import DualarrError, format_shape
-from ..lang.terms import DType, Shape, assert_never, parse_contraction, type_name
+from ..interp.algebra import Algebra, IndexFn
+from ..lang.errors import format_shape
+from ..lang.terms import DType, Shape, assert_never, type_name
 from . import delta as dl
-
-
-def _set(node: object, **values: object) -> None:
-    for name, value in values.items():
-        object.__setattr__(node, name, value)
-
+from .reverse import ReverseState, ReverseStats, reverse_seeds
 
 # --------------------------------------------------------------------------------------
-# Let-form linear terms (paper Fig. 20; book/rules.md §6.1)
+# The let-form view of a Delta (paper Fig. 20; book/rules.md §6.1)
 # --------------------------------------------------------------------------------------
 
 
-class _ShownLet:
-    """``str``/``repr`` of a let-form term, by the iterative printer."""
+@dataclass(frozen=True, eq=False)
+class LetForm:
+    """A Delta read as nested lets: ``bindings`` (Share id, the Share's operand), lowest
+    id first, around ``root``; inside them each Share is its variable ``s<id>``."""
+
+    root: dl.Delta
+    bindings: tuple[tuple[int, dl.Delta], ...]
+
+    @property
+    def shape(self) -> Shape:
+        return self.root.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.root.dtype
 
     def __str__(self) -> str:
-        return format_let(cast(LetDelta, self))
+        """One binding a line, ``let s3 = Add s1 s2 in``, then the body and Γ."""
+        g = _Gamma()
+        text = dl.format_delta(
+            self.root, g.value, g.fn, lambda i, rhs: f"let s{i} = {rhs} in"
+        )
+        if g.lines:
+            text += "\nwhere\n" + "\n".join("  " + line for line in g.lines)
+        return text
 
     __repr__ = __str__
 
 
-@dataclass(frozen=True, eq=False, repr=False)
-class LZero(_ShownLet):
-    """``0`` (of a shape)."""
-
-    shape: Shape
-    dtype: DType
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class LInput(_ShownLet):
-    """``dx<n>``: the tangent of the ``n``-th differentiated input (``Input n``)."""
-
-    index: int
-    shape: Shape
-    dtype: DType
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class LVar(_ShownLet):
-    """``s<n>``: the let-bound variable that replaced ``Share n d`` (named as the Delta
-    printer names that node)."""
-
-    name: int
-    shape: Shape
-    dtype: DType
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class LLet(_ShownLet):
-    """``let s<name> = bound in body``: ``bound`` was the ``d`` of ``Share name d``."""
-
-    name: int
-    bound: LetDelta
-    body: LetDelta
-    shape: Shape = field(init=False)
-    dtype: DType = field(init=False)
-
-    def __post_init__(self) -> None:
-        _set(self, shape=self.body.shape, dtype=self.body.dtype)
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class LAdd(_ShownLet):
-    left: LetDelta
-    right: LetDelta
-    shape: Shape = field(init=False)
-    dtype: DType = field(init=False)
-
-    def __post_init__(self) -> None:
-        _set(self, shape=self.left.shape, dtype=self.left.dtype)
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class LScale(_ShownLet):
-    """``factor * delta`` (elementwise, ``factor`` a primal value)."""
-
-    factor: Any
-    delta: LetDelta
-    shape: Shape = field(init=False)
-    dtype: DType = field(init=False)
-
-    def __post_init__(self) -> None:
-        _set(self, shape=self.delta.shape, dtype=self.delta.dtype)
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class LContract(_ShownLet):
-    """``contract spec delta factor`` (linear in ``delta``, ``factor`` a primal value)."""
-
-    spec: str
-    delta: LetDelta
-    factor: Any
-    shape: Shape = field(init=False)
-    dtype: DType = field(init=False)
-
-    def __post_init__(self) -> None:
-        shape = dl.contraction_shape(self.spec, self.delta.shape, tuple(self.factor.shape))
-        _set(self, shape=shape, dtype=self.delta.dtype)
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class LIndex(_ShownLet):
-    delta: LetDelta
-    index: tuple[Any, ...]
-    shape: Shape = field(init=False)
-    dtype: DType = field(init=False)
-
-    def __post_init__(self) -> None:
-        _set(self, shape=self.delta.shape[len(self.index) :], dtype=self.delta.dtype)
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class LGather(_ShownLet):
-    outer: Shape
-    delta: LetDelta
-    fn: Any
-    shape: Shape
-    dtype: DType = field(init=False)
-
-    def __post_init__(self) -> None:
-        _set(self, dtype=self.delta.dtype)
-
-    @property
-    def width(self) -> int:
-        """Number of index components (dimensions of ``delta`` the index selects)."""
-        return len(self.delta.shape) - (len(self.shape) - len(self.outer))
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class LScatter(_ShownLet):
-    outer: Shape
-    delta: LetDelta
-    fn: Any
-    n_vars: int
-    shape: Shape = field(init=False)
-    dtype: DType = field(init=False)
-
-    def __post_init__(self) -> None:
-        _set(self, shape=(*self.outer, *self.delta.shape[self.n_vars :]), dtype=self.delta.dtype)
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class LSumOuter(_ShownLet):
-    delta: LetDelta
-    shape: Shape = field(init=False)
-    dtype: DType = field(init=False)
-
-    def __post_init__(self) -> None:
-        _set(self, shape=self.delta.shape[1:], dtype=self.delta.dtype)
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class LReplicate(_ShownLet):
-    count: int
-    delta: LetDelta
-    shape: Shape = field(init=False)
-    dtype: DType = field(init=False)
-
-    def __post_init__(self) -> None:
-        _set(self, shape=(self.count, *self.delta.shape), dtype=self.delta.dtype)
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class LTranspose(_ShownLet):
-    perm: tuple[int, ...]
-    delta: LetDelta
-    shape: Shape = field(init=False)
-    dtype: DType = field(init=False)
-
-    def __post_init__(self) -> None:
-        _set(self, shape=tuple(self.delta.shape[p] for p in self.perm), dtype=self.delta.dtype)
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class LReshape(_ShownLet):
-    new_shape: Shape
-    delta: LetDelta
-    shape: Shape = field(init=False)
-    dtype: DType = field(init=False)
-
-    def __post_init__(self) -> None:
-        _set(self, shape=tuple(self.new_shape), dtype=self.delta.dtype)
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class LFromList(_ShownLet):
-    deltas: tuple[LetDelta, ...]
-    shape: Shape = field(init=False)
-    dtype: DType = field(init=False)
-
-    def __post_init__(self) -> None:
-        first = self.deltas[0]
-        _set(self, shape=(len(self.deltas), *first.shape), dtype=first.dtype)
-
-
-LetDelta: TypeAlias = (
-    LZero
-    | LInput
-    | LVar
-    | LLet
-    | LAdd
-    | LScale
-    | LContract
-    | LIndex
-    | LGather
-    | LScatter
-    | LSumOuter
-    | LReplicate
-    | LTranspose
-    | LReshape
-    | LFromList
-)
-"""A Delta in let-form: ``Share`` replaced by ``LLet``/``LVar`` (paper Fig. 20)."""
-
-
-def let_children(u: LetDelta) -> tuple[LetDelta, ...]:
-    match u:
-        case LZero() | LInput() | LVar():
-            return ()
-        case LLet(bound=a, body=b) | LAdd(left=a, right=b):
-            return (a, b)
-        case LFromList(deltas=us):
-            return us
-        case (
-            LScale(delta=x)
-            | LContract(delta=x)
-            | LIndex(delta=x)
-            | LGather(delta=x)
-            | LScatter(delta=x)
-            | LSumOuter(delta=x)
-            | LReplicate(delta=x)
-            | LTranspose(delta=x)
-            | LReshape(delta=x)
-        ):
-            return (x,)
-        case _:
-            assert_never(u)
-
-
-def let_postorder(root: LetDelta) -> list[LetDelta]:
-    """Every node of a let-form DAG once, children first (iterative)."""
-    order: list[LetDelta] = []
-    seen = {id(root)}
-    stack: list[tuple[LetDelta, int]] = [(root, 0)]
-    while stack:
-        node, at = stack[-1]
-        kids = let_children(node)
-        if at < len(kids):
-            stack[-1] = (node, at + 1)
-            kid = kids[at]
-            if id(kid) not in seen:
-                seen.add(id(kid))
-                stack.append((kid, 0))
-        else:
-            stack.pop()
-            order.append(node)
-    return order
-
-
-def _convert(d: dl.Delta, kid: Callable[[dl.Delta], LetDelta]) -> LetDelta:
-    """One non-Share Delta node as its let-form twin, children already converted."""
-    match d:
-        case dl.Zero(shape=sh, dtype=dt):
-            return LZero(sh, dt)
-        case dl.Input(index=n, shape=sh, dtype=dt):
-            return LInput(n, sh, dt)
-        case dl.Add(left=a, right=b):
-            return LAdd(kid(a), kid(b))
-        case dl.Scale(factor=s, delta=x):
-            return LScale(s, kid(x))
-        case dl.Contract(spec=spec, delta=x, factor=f):
-            return LContract(spec, kid(x), f)
-        case dl.Index(delta=x, index=ix):
-            return LIndex(kid(x), ix)
-        case dl.Gather(outer=outer, delta=x, fn=fn, shape=sh):
-            return LGather(outer, kid(x), fn, sh)
-        case dl.Scatter(outer=outer, delta=x, fn=fn, n_vars=n_vars):
-            return LScatter(outer, kid(x), fn, n_vars)
-        case dl.SumOuter(delta=x):
-            return LSumOuter(kid(x))
-        case dl.Replicate(count=k, delta=x):
-            return LReplicate(k, kid(x))
-        case dl.Transpose(perm=p, delta=x):
-            return LTranspose(p, kid(x))
-        case dl.Reshape(new_shape=sh, delta=x):
-            return LReshape(sh, kid(x))
-        case dl.FromList(deltas=xs):
-            return LFromList(tuple(kid(x) for x in xs))
-        case dl.Share():
-            raise AssertionError("Share nodes are converted by to_let_form")
-        case _:
-            assert_never(d)
-
-
-def to_let_form(delta: dl.Delta) -> LetDelta:
-    """Share → let (paper Fig. 20, ``book/rules.md §6.1``): every ``Share id d`` reachable from
-    ``delta`` becomes one binding ``let s<id> = d' in …`` and each of its uses ``s<id>``;
-    bindings nest from the lowest id (outermost) to the highest.  Checks Invariants 1
-    and 2 (§2.5) on the way, since the scoping of the result depends on them."""
-    converted: dict[int, LetDelta] = {}
-    top_var: dict[int, int] = {}  # node -> largest variable it mentions (-1: none)
-    shares: dict[int, dl.Share] = {}
-    bindings: dict[int, LetDelta] = {}
-    for node in dl.delta_postorder([delta]):
-        if isinstance(node, dl.Share):
-            other = shares.get(node.id)
-            if other is not None and other is not node:
-                raise DualarrError(f"Invariant 2: Share id {node.id} names two nodes", op="Delta")
-            if top_var[id(node.delta)] >= node.id:
-                raise DualarrError(
-                    f"Invariant 1: Share {top_var[id(node.delta)]} below Share {node.id}",
-                    op="Delta",
-                )
-            shares[node.id] = node
-            bindings[node.id] = converted[id(node.delta)]
-            converted[id(node)] = LVar(node.id, node.shape, node.dtype)
-            top_var[id(node)] = node.id
-        else:
-            converted[id(node)] = _convert(node, lambda k: converted[id(k)])
-            top_var[id(node)] = max((top_var[id(k)] for k in dl.delta_children(node)), default=-1)
-    body = converted[id(delta)]
-    for name in sorted(bindings, reverse=True):
-        body = LLet(name, bindings[name], body)
-    return body
+def to_let_form(delta: dl.Delta) -> LetForm:
+    """Share → let (paper Fig. 20, ``book/rules.md §6.1``): every ``Share id d`` reachable
+    from ``delta`` is one binding ``let s<id> = d in …``, nested from the lowest id
+    (outermost).  Checks Invariants 1 and 2 (§2.5), on which the scoping depends."""
+    dl.check_invariants([delta])
+    shares = {d.id: d.delta for d in dl.delta_postorder([delta]) if isinstance(d, dl.Share)}
+    return LetForm(delta, tuple(sorted(shares.items(), key=lambda item: item[0])))
 
 
 # --------------------------------------------------------------------------------------
@@ -578,30 +298,97 @@ class LinearProgram:
     __repr__ = __str__
 
 
+
 # --------------------------------------------------------------------------------------
-# T[·]: transposition as rewriting (book/rules.md §6.2)
+# T[·]: the reverse pass, recording (book/rules.md §6.2)
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Go:
-    """Pending ``T[u]`` with the cotangent ``c``."""
+class RecordingAlgebra:
+    """A :class:`~dualarr.ad.reverse.CotangentAlgebra` whose cotangents are variables
+    ``c<k>``: each linear operation appends ``let c<k> = e`` to ``body`` and returns
+    ``c<k>``.  ``share`` is free (every cotangent is already named)."""
 
-    c: Cot
-    u: LetDelta
+    def __init__(self) -> None:
+        self.body: list[Stmt] = []
+        self.fresh = count(1)
+
+    def cotangent(self, shape: Shape, dtype: DType) -> Cot:
+        return Cot(next(self.fresh), tuple(shape), dtype)
+
+    def _bind(self, expr: CExpr, shape: Shape, dtype: DType) -> Cot:
+        target = self.cotangent(shape, dtype)
+        self.body.append(Bind(target, expr))
+        return target
+
+    def add(self, a: Cot, b: Cot, dtype: DType) -> Cot:
+        raise AssertionError("contributions are added in the DMap (Onehot), not in c")
+
+    def share(self, a: Cot) -> Cot:
+        return a
+
+    def mul(self, a: Any, b: Cot, dtype: DType) -> Cot:
+        return self._bind(CScale(a, b), b.shape, dtype)
+
+    def one_hot(self, shape: Shape, ix: Sequence[Any], c: Cot) -> Cot:
+        return self._bind(CEmbed(shape, tuple(ix), c), shape, c.dtype)
+
+    def gather(self, outer: Shape, a: Cot, fn: Any) -> Cot:
+        return self._bind(CGather(outer, a, fn), (*outer, *a.shape[fn.width :]), a.dtype)
+
+    def scatter(self, outer: Shape, a: Cot, fn: Any, n_vars: int) -> Cot:
+        shape = (*outer, *a.shape[n_vars:])
+        return self._bind(CScatter(outer, a, fn, n_vars), shape, a.dtype)
+
+    def sum_outer(self, a: Cot) -> Cot:
+        return self._bind(CSumOuter(a), a.shape[1:], a.dtype)
+
+    def replicate(self, count: int, a: Cot) -> Cot:
+        return self._bind(CReplicate(count, a), (count, *a.shape), a.dtype)
+
+    def transpose(self, perm: Sequence[int], a: Cot) -> Cot:
+        shape = tuple(a.shape[p] for p in perm)
+        return self._bind(CTranspose(tuple(perm), a), shape, a.dtype)
+
+    def reshape(self, shape: Shape, a: Cot) -> Cot:
+        return self._bind(CReshape(tuple(shape), a), shape, a.dtype)
+
+    def contract(self, spec: str, a: Cot, b: Any) -> Cot:
+        shape = dl.contraction_shape(spec, a.shape, tuple(b.shape))
+        return self._bind(CContract(spec, a, b), shape, a.dtype)
+
+    def element(self, a: Cot, position: int) -> Cot:
+        return self._bind(CIndex(a, position), a.shape[1:], a.dtype)
 
 
-@dataclass(frozen=True)
-class _Take:
-    """Pending second half of ``T[Let n u1 u2]``: ``Delete n c + (let c = Lookup n c in
-    T[u1])``, once ``T[u2]`` is done."""
+class RecordingState(ReverseState):
+    """The reverse pass's state, writing DMap statements: a contribution is ``Onehot``,
+    taking a Share's cotangent is ``Lookup`` then ``Delete`` (``T[Let n u1 u2]``)."""
 
-    name: int
-    bound: LetDelta
+    def __init__(self, algebra: RecordingAlgebra) -> None:
+        super().__init__()
+        self.algebra = algebra
+
+    def add_to_input(self, alg: Any, n: int, c: Any, dtype: DType) -> None:
+        self.algebra.body.append(Onehot(DInput(n), c))
+        self.grad[n] = DInput(n)
+
+    def add_to_share(self, alg: Any, share: dl.Share, c: Any) -> None:
+        if share.id not in self.accum:
+            super().add_to_share(alg, share, DVar(share.id))
+        self.algebra.body.append(Onehot(DVar(share.id), c))
+
+    def take_largest(self) -> tuple[int, Any, dl.Delta]:
+        i, _, d = super().take_largest()
+        c = self.algebra.cotangent(d.shape, d.dtype)
+        self.algebra.body += [Lookup(c, DVar(i)), Delete(DVar(i))]
+        return i, c, d
 
 
-def transpose_delta(let_delta: LetDelta) -> LinearProgram:
-    """``T[u]`` (``book/rules.md §6.2``), with DMap Cayley-transformed:
+def transpose_delta(delta: dl.Delta | LetForm, stats: ReverseStats | None = None) -> LinearProgram:
+    """``T[u]`` (``book/rules.md §6.2``): the reverse pass of Fig. 17 run on the
+    cotangent variable ``c`` in a :class:`RecordingAlgebra`, so each of its
+    transposition rules (:func:`dualarr.ad.reverse.transpose_step`) writes one statement:
 
     - ``T[Zero] = 0`` (no statement); ``T[Add u1 u2] = T[u1] + T[u2]`` (one after the other)
     - ``T[Input n] = Onehot dx<n> c``; ``T[Var n] = Onehot s<n> c``
@@ -616,68 +403,14 @@ def transpose_delta(let_delta: LetDelta) -> LinearProgram:
       ``T[Reshape sh u] = let c = Reshape (shape u) c in T[u]``
     - ``T[FromList [u0 … un]] = Σq (let c = Index c [q] in T[uq])``
 
-    ``let c = e in 0`` is dropped (the rules are linear, so ``T[u] = 0`` makes it dead).
+    ``let c = e in 0`` is dropped (the rules are linear, so ``T[u] = 0`` makes it dead),
+    and so is a binding the program never reaches.
     """
-    c0 = Cot(0, let_delta.shape, let_delta.dtype)
-    body: list[Stmt] = []
-    fresh = count(1)
-
-    def then(expr: CExpr, u: LetDelta) -> None:
-        """``let c<k> = expr in T[u]``; nothing when ``u`` is ``Zero``."""
-        if not isinstance(u, LZero):
-            target = Cot(next(fresh), u.shape, u.dtype)
-            body.append(Bind(target, expr))
-            work.append(_Go(target, u))
-
-    work: list[_Go | _Take] = [_Go(c0, let_delta)]
-    while work:
-        item = work.pop()
-        if isinstance(item, _Take):
-            if not isinstance(item.bound, LZero):
-                c = Cot(next(fresh), item.bound.shape, item.bound.dtype)
-                body.append(Lookup(c, DVar(item.name)))
-                work.append(_Go(c, item.bound))
-            body.append(Delete(DVar(item.name)))
-            continue
-        c, u = item.c, item.u
-        match u:
-            case LZero():
-                pass
-            case LInput(index=n):
-                body.append(Onehot(DInput(n), c))
-            case LVar(name=n):
-                body.append(Onehot(DVar(n), c))
-            case LAdd(left=a, right=b):
-                work.append(_Go(c, b))
-                work.append(_Go(c, a))
-            case LLet(name=n, bound=u1, body=u2):
-                work.append(_Take(n, u1))
-                work.append(_Go(c, u2))
-            case LScale(factor=y, delta=x):
-                then(CScale(y, c), x)
-            case LContract(spec=spec, delta=x, factor=y):
-                left, right, out = parse_contraction(spec)
-                then(CContract(f"{out},{right}->{left}", c, y), x)
-            case LIndex(delta=x, index=ix):
-                then(CEmbed(x.shape, ix, c), x)
-            case LGather(outer=outer, delta=x, fn=fn):
-                then(CScatter(x.shape[: u.width], c, fn, len(outer)), x)
-            case LScatter(delta=x, fn=fn, n_vars=n_vars):
-                then(CGather(x.shape[:n_vars], c, fn), x)
-            case LSumOuter(delta=x):
-                then(CReplicate(x.shape[0], c), x)
-            case LReplicate(delta=x):
-                then(CSumOuter(c), x)
-            case LTranspose(perm=p, delta=x):
-                then(CTranspose(tuple(p.index(q) for q in range(len(p))), c), x)
-            case LReshape(delta=x):
-                then(CReshape(x.shape, c), x)
-            case LFromList(deltas=xs):
-                for q, x in enumerate(xs):
-                    then(CIndex(c, q), x)
-            case _:
-                assert_never(u)
-    return LinearProgram(c0, tuple(body))
+    root = delta.root if isinstance(delta, LetForm) else delta
+    algebra = RecordingAlgebra()
+    c0 = Cot(0, root.shape, root.dtype)
+    reverse_seeds(algebra, [(root, c0)], stats, RecordingState(algebra))
+    return LinearProgram(c0, tuple(algebra.body))
 
 
 # --------------------------------------------------------------------------------------
@@ -816,82 +549,15 @@ class _Gamma:
     def index(self, ix: tuple[Any, ...]) -> str:
         return "[" + ", ".join(self.value(i, "i") for i in ix) + "]"
 
-    def fn(self, fn: Any) -> str:
-        if isinstance(fn, list | tuple):
-            parts = [_format_array(np.asarray(comp)) for comp in fn]
-            text = parts[0] if len(parts) == 1 else "(" + ", ".join(parts) + ")"
-        else:
-            text = _format_array(fn)
+    def fn(self, fn: IndexFn[Any]) -> str:
+        parts = [_format_array(np.asarray(comp)) for comp in fn.components]
+        text = parts[0] if len(parts) == 1 else "(" + ", ".join(parts) + ")"
         if self.inline:
             return f"⟨{text}⟩"
         return self._name(fn, "f", f"λ, tabulated on its grid: {text}")
 
 
 _ATOM, _APP, _SCALE, _ADD, _LET = 4, 3, 2, 1, 0
-
-
-def _paren(text: str, prec: int, need: int) -> str:
-    return text if prec >= need else f"({text})"
-
-
-def _format_node(u: LetDelta, done: dict[int, tuple[str, int]], g: _Gamma) -> tuple[str, int]:
-    def arg(x: LetDelta, need: int = _ATOM) -> str:
-        text, prec = done[id(x)]
-        return _paren(text, prec, need)
-
-    match u:
-        case LZero():
-            return "0", _ATOM
-        case LInput(index=n):
-            return f"dx{n}", _ATOM
-        case LVar(name=n):
-            return f"s{n}", _ATOM
-        case LLet(name=n, bound=a, body=b):
-            return f"let s{n} = {arg(a, _ADD)} in {arg(b, _LET)}", _LET
-        case LAdd(left=a, right=b):
-            return f"{arg(a, _ADD)} + {arg(b, _ADD)}", _ADD
-        case LScale(factor=y, delta=x):
-            return f"{g.value(y)} * {arg(x, _SCALE)}", _SCALE
-        case LContract(spec=spec, delta=x, factor=y):
-            return f"Contract {spec!r} {arg(x)} {g.value(y)}", _APP
-        case LIndex(delta=x, index=ix):
-            return f"Index {arg(x)} {g.index(ix)}", _APP
-        case LGather(outer=outer, delta=x, fn=fn):
-            return f"Gather {format_shape(outer)} {arg(x)} {g.fn(fn)}", _APP
-        case LScatter(outer=outer, delta=x, fn=fn):
-            return f"Scatter {format_shape(outer)} {arg(x)} {g.fn(fn)}", _APP
-        case LSumOuter(delta=x):
-            return f"SumOuter {arg(x)}", _APP
-        case LReplicate(count=k, delta=x):
-            return f"Replicate {k} {arg(x)}", _APP
-        case LTranspose(perm=p, delta=x):
-            return f"Tr {format_shape(p)} {arg(x)}", _APP
-        case LReshape(new_shape=sh, delta=x):
-            return f"Reshape {format_shape(sh)} {arg(x)}", _APP
-        case LFromList(deltas=xs):
-            return "FromList [" + ", ".join(arg(x, _LET) for x in xs) + "]", _APP
-        case _:
-            assert_never(u)
-
-
-def _format_expr(u: LetDelta, g: _Gamma) -> str:
-    done: dict[int, tuple[str, int]] = {}
-    for node in let_postorder(u):
-        done[id(node)] = _format_node(node, done, g)
-    return done[id(u)][0]
-
-
-def format_let(u: LetDelta) -> str:
-    """A let-form term, one binding a line: ``let v3 = y1 * dx0 in`` … (then Γ)."""
-    g = _Gamma()
-    lines: list[str] = []
-    while isinstance(u, LLet):
-        lines.append(f"let s{u.name} = {_format_expr(u.bound, g)} in")
-        u = u.body
-    lines.append(_format_expr(u, g))
-    if g.lines:
-        lines += ["where", *("  " + line for line in g.lines)]
-    return "\n".join(lines)
 
 
 def _format_piece(piece: CExpr | Stmt, g: _Gamma) -> str:
@@ -988,30 +654,14 @@ __all__ = [
     "DKey",
     "DVar",
     "Delete",
-    "LAdd",
-    "LContract",
-    "LFromList",
-    "LGather",
-    "LIndex",
-    "LInput",
-    "LLet",
-    "LReplicate",
-    "LReshape",
-    "LScale",
-    "LScatter",
-    "LSumOuter",
-    "LTranspose",
-    "LVar",
-    "LZero",
-    "LetDelta",
+    "LetForm",
     "LinearProgram",
     "Lookup",
     "Onehot",
+    "RecordingAlgebra",
+    "RecordingState",
     "Stmt",
-    "format_let",
     "format_program",
-    "let_children",
-    "let_postorder",
     "run_linear",
     "to_let_form",
     "transpose_delta",

@@ -38,6 +38,7 @@ from ..interp.evaluate import index_array, scatter_add
 from ..lang.errors import DualarrError
 from ..lang.indexing import affine_form, is_scalar_index_work
 from ..lang.primitives import REGISTRY, NamespaceCall
+from ..lang.scopes import Scopes, collect_binders
 from ..lang.terms import (
     ArgMax,
     ArgMin,
@@ -65,9 +66,9 @@ from ..lang.terms import (
     Transpose,
     Var,
     assert_never,
-    bound_vars,
     children,
     distinct_binders,
+    postorder,
     static_int_value,
 )
 
@@ -373,50 +374,23 @@ class _Generator:
             return (node.var, node.body)
         return children(node)
 
-    def _order(self) -> list[Term]:
-        """Post-order over :meth:`_kids` (iterative)."""
-        order: list[Term] = []
-        seen: set[int] = set()
-        for root in self.outputs:
-            if id(root) in seen:
-                continue
-            seen.add(id(root))
-            stack: list[tuple[Term, Iterator[Term]]] = [(root, iter(self._kids(root)))]
-            while stack:
-                node, kids = stack[-1]
-                for kid in kids:
-                    if id(kid) not in seen:
-                        seen.add(id(kid))
-                        stack.append((kid, iter(self._kids(kid))))
-                        break
-                else:
-                    stack.pop()
-                    order.append(node)
-        return order
-
     def _analyse(self) -> list[Term]:
         # binders (reject build1 and variables bound twice), via the real children
-        plain: list[Term] = []
-        seen: set[int] = set()
-        stack: list[Term] = [*self.outputs, *(let.bound for let in self.top_lets.values())]
-        self.binder.update(self.top_lets)
-        while stack:
-            node = stack.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            plain.append(node)
+        plain = postorder([*self.outputs, *(let.bound for let in self.top_lets.values())])
+        for node in plain:
             if isinstance(node, Build1):
                 raise DualarrError(
                     "cannot generate code for build1: vectorise the program first "
                     "(dualarr.pipeline.vectorise_program)",
                     op="codegen",
                 )
-            for var in bound_vars(node)[0]:
-                if var in self.binder and self.binder[var] is not node:
-                    raise DualarrError(f"variable {var.hint}#{var.id} is bound twice", op="codegen")
-                self.binder[var] = node
-            stack.extend(children(node))
+        binder, rebound = collect_binders(plain)
+        rebound |= binder.keys() & self.top_lets.keys()
+        if rebound:
+            var = min(rebound, key=lambda v: v.id)
+            raise DualarrError(f"variable {var.hint}#{var.id} is bound twice", op="codegen")
+        self.binder.update(self.top_lets)
+        self.binder.update(binder)
         inputs = set(self.inputs) | set(self.top_lets)
         for root in [*self.outputs, *(let.bound for let in self.top_lets.values())]:
             for var in self.fv(root):
@@ -424,44 +398,13 @@ class _Generator:
                     raise DualarrError(
                         f"the program is not closed: {var.hint}#{var.id} is free", op="codegen"
                     )
-        order = self._order()
-        # lambda nesting depth of every node (longest path), parents first
-        nest: dict[int, int] = {id(r): 0 for r in self.outputs}
-        for node in reversed(order):
-            d = nest.get(id(node), 0)
-            scoped = bound_vars(node)[1] if isinstance(node, Gather | Scatter) else ()
-            for position, kid in enumerate(children(node)):
-                kd = d + (1 if position in scoped else 0)
-                if kd > nest.get(id(kid), -1):
-                    nest[id(kid)] = kd
-        self.depth: dict[int, int] = {_TOP: 0}
-        for node in order:
-            if isinstance(node, Gather | Scatter):
-                self.depth[id(node)] = nest.get(id(node), 0) + 1
+        order = postorder(self.outputs, self._kids)
         # home scope of every node: the innermost lambda whose variables it mentions
+        scopes = Scopes(order, self.outputs, self.binder, self.fv, lets_are_scopes=False)
         self.home: dict[int, int] = {}
         for node in order:
-            if isinstance(node, Var):
-                binder = self.binder.get(node)
-                if binder is None:
-                    home = _TOP
-                elif isinstance(binder, Let):
-                    home = self.home[id(binder.bound)]
-                else:
-                    home = id(binder)
-            else:  # the innermost binder of its free variables (its own are not free)
-                home = _TOP
-                for var in self.fv(node):
-                    binder = self.binder.get(var)
-                    if binder is None:
-                        h = _TOP
-                    elif isinstance(binder, Let):
-                        h = self.home.get(id(binder.bound), _TOP)
-                    else:
-                        h = id(binder)
-                    if self.depth[h] > self.depth[home]:
-                        home = h
-            self.home[id(node)] = home
+            home = scopes.home(node)
+            self.home[id(node)] = _TOP if home is None else id(home)
         # uses, seeing through lets (a let is an alias of its body)
         self.uses: dict[int, int] = {}
         self.cross: set[int] = set()  # used from another scope: needs a name

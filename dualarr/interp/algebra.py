@@ -7,22 +7,53 @@ terms (staging) and SymPy expressions.  :class:`dualarr.interp.evaluate.Interpre
 into any algebra; the derivative rules and the reverse pass are written once against
 this interface and run on concrete arrays and on terms alike.
 
-Index functions (of ``gather``/``scatter``) are interpreted into an algebra-specific
-``IndexFn``: for NumPy, the index components evaluated in bulk on the index grid.
+Index functions (of ``gather``/``scatter``) are interpreted into an :class:`IndexFn` of the
+algebra's carrier: for NumPy, the index components evaluated in bulk on the index grid;
+for terms, the components over the lambda's variables.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 
-from ..lang.terms import DType, Shape
+from ..lang.terms import DType, Shape, Var
 
 A = TypeVar("A")
-IndexFn = Any  # an algebra's representation of an evaluated index function
+A_co = TypeVar("A_co", covariant=True)
+
+
+class Shaped(Protocol):
+    """An array or a term: anything with a static shape."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+
+PrimalValue: TypeAlias = Shaped | float | int
+"""A value of a primal algebra, as a Delta holds it (a factor, an index, a component
+of an index function): a NumPy or array-API array on the concrete path, a term on the
+symbolic path of §7, a Python number for scalar dual numbers (§2)."""
+
+
+@dataclass(frozen=True, eq=False)
+class IndexFn(Generic[A_co]):
+    """An index function ``λvariables. components`` of ``gather``/``scatter`` as an algebra
+    interprets it: one component per indexed dimension, in the carrier ``A``.  Concrete
+    algebras tabulate it on the index grid (no variables: each component is an array of
+    the grid's shape); the term algebra keeps it symbolic over ``variables`` (§7)."""
+
+    components: tuple[A_co, ...]
+    variables: tuple[Var, ...] = ()
+
+    @property
+    def width(self) -> int:
+        """How many dimensions of the indexed array it selects."""
+        return len(self.components)
 
 
 class Algebra(ABC, Generic[A]):
@@ -78,11 +109,11 @@ class Algebra(ABC, Generic[A]):
         raise NotImplementedError
 
     @abstractmethod
-    def gather(self, outer: Shape, a: A, fn: IndexFn) -> A:
+    def gather(self, outer: Shape, a: A, fn: IndexFn[A]) -> A:
         raise NotImplementedError
 
     @abstractmethod
-    def scatter(self, outer: Shape, a: A, fn: IndexFn, n_vars: int) -> A:
+    def scatter(self, outer: Shape, a: A, fn: IndexFn[A], n_vars: int) -> A:
         raise NotImplementedError
 
     @abstractmethod
@@ -140,15 +171,15 @@ class Algebra(ABC, Generic[A]):
         return None
 
     @abstractmethod
-    def index_fn_from_bulk(self, components: Sequence[A], grid: Shape) -> IndexFn:
+    def index_fn_from_bulk(self, components: Sequence[A], grid: Shape) -> IndexFn[A]:
         raise NotImplementedError
 
     @abstractmethod
-    def index_fn_from_points(self, columns: Sequence[Sequence[A]], grid: Shape) -> IndexFn:
+    def index_fn_from_points(self, columns: Sequence[Sequence[A]], grid: Shape) -> IndexFn[A]:
         raise NotImplementedError
 
     @abstractmethod
-    def index_fn_constant(self, ix: Sequence[A]) -> IndexFn:
+    def index_fn_constant(self, ix: Sequence[A]) -> IndexFn[A]:
         """The index function of no variables returning ``ix`` (used by one-hot)."""
         raise NotImplementedError
 
@@ -168,6 +199,10 @@ class Algebra(ABC, Generic[A]):
 
     def zeros(self, shape: Shape, dtype: DType) -> A:
         return self.full(shape, 0, dtype)
+
+    def element(self, a: A, position: int) -> A:
+        """``a[position]`` along the first dimension, at a static position."""
+        return self.index(a, [self.full((), position, DType.INT64)])
 
     def one_hot(self, shape: Shape, ix: Sequence[A], c: A) -> A:
         """An array of ``shape`` holding ``c`` at ``ix`` (zeros elsewhere, or everywhere

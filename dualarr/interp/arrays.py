@@ -308,11 +308,11 @@ class ArrayAlgebra(Algebra[Array]):
     def index(self, a: Array, ix: Sequence[Array]) -> Array:
         return index_array(self.backend, a, ix)
 
-    def gather(self, outer: Shape, a: Array, fn: IndexFn) -> Array:
-        return gather(self.backend, a, fn, outer)
+    def gather(self, outer: Shape, a: Array, fn: IndexFn[Array]) -> Array:
+        return gather(self.backend, a, fn.components, outer)
 
-    def scatter(self, outer: Shape, a: Array, fn: IndexFn, n_vars: int) -> Array:
-        return scatter(self.backend, a, fn, outer, n_vars)
+    def scatter(self, outer: Shape, a: Array, fn: IndexFn[Array], n_vars: int) -> Array:
+        return scatter(self.backend, a, fn.components, outer, n_vars)
 
     def sum_outer(self, a: Array) -> Array:
         return self.xp.sum(a, axis=0, dtype=a.dtype)
@@ -352,15 +352,18 @@ class ArrayAlgebra(Algebra[Array]):
     def index_grid(self, shape: Shape) -> list[Array] | None:
         return index_grid(self.xp, shape)
 
-    def index_fn_from_bulk(self, components: Sequence[Array], grid: Shape) -> IndexFn:
-        return [self.xp.broadcast_to(self.xp.asarray(c), tuple(grid)) for c in components]
-
-    def index_fn_from_points(self, columns: Sequence[Sequence[Array]], grid: Shape) -> IndexFn:
+    def index_fn_from_bulk(self, components: Sequence[Array], grid: Shape) -> IndexFn[Array]:
         xp = self.xp
-        return [xp.reshape(xp.stack(list(c)), tuple(grid)) for c in columns]
+        return IndexFn(tuple(xp.broadcast_to(xp.asarray(c), tuple(grid)) for c in components))
 
-    def index_fn_constant(self, ix: Sequence[Array]) -> IndexFn:
-        return [self.xp.asarray(i, dtype=self.xp.int64) for i in ix]
+    def index_fn_from_points(
+        self, columns: Sequence[Sequence[Array]], grid: Shape
+    ) -> IndexFn[Array]:
+        xp = self.xp
+        return IndexFn(tuple(xp.reshape(xp.stack(list(c)), tuple(grid)) for c in columns))
+
+    def index_fn_constant(self, ix: Sequence[Array]) -> IndexFn[Array]:
+        return IndexFn(tuple(self.xp.asarray(i, dtype=self.xp.int64) for i in ix))
 
 
 def grid_points(shape: Shape) -> itertools.product[tuple[int, ...]]:

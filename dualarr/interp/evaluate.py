@@ -62,8 +62,9 @@ Array = np.ndarray
 
 
 ELEMENTWISE: dict[str, Callable[..., Any]] = elementwise_on(np)
-"""NumPy meaning of each elementwise primitive of :data:`dualarr.lang.terms.OPS`: the array-API
-definitions (:data:`dualarr.interp.arrays.ELEMENTWISE`) with ``xp = numpy``."""
+"""NumPy meaning of each elementwise primitive of :data:`dualarr.lang.primitives.REGISTRY`:
+each record's array-API implementation (:func:`dualarr.interp.arrays.elementwise_on`)
+with ``xp = numpy``."""
 
 
 def _all_in_range(comps: Sequence[Array], shape: Sequence[int]) -> bool:
@@ -179,14 +180,14 @@ class NumpyAlgebra(Algebra[Array]):
     def index(self, a: Array, ix: Sequence[Array]) -> Array:
         return index_array(a, ix)
 
-    def gather(self, outer: Shape, a: Array, fn: IndexFn) -> Array:
-        if not fn:  # an index function with no components reads all of ``a`` everywhere
+    def gather(self, outer: Shape, a: Array, fn: IndexFn[Array]) -> Array:
+        if not fn.components:  # no components: reads all of ``a`` everywhere
             a = np.asarray(a)
             return np.broadcast_to(a, (*outer, *a.shape))
-        return index_array(a, fn)
+        return index_array(a, fn.components)
 
-    def scatter(self, outer: Shape, a: Array, fn: IndexFn, n_vars: int) -> Array:
-        return scatter_add(np.asarray(a), fn, outer, n_vars)
+    def scatter(self, outer: Shape, a: Array, fn: IndexFn[Array], n_vars: int) -> Array:
+        return scatter_add(np.asarray(a), fn.components, outer, n_vars)
 
     def sum_outer(self, a: Array) -> Array:
         return np.asarray(np.sum(a, axis=0, dtype=a.dtype))
@@ -227,14 +228,16 @@ class NumpyAlgebra(Algebra[Array]):
     def index_grid(self, shape: Shape) -> list[Array] | None:
         return list(np.indices(shape, dtype=np.int64)) if shape else []
 
-    def index_fn_from_bulk(self, components: Sequence[Array], grid: Shape) -> IndexFn:
-        return [np.broadcast_to(np.asarray(c), grid) for c in components]
+    def index_fn_from_bulk(self, components: Sequence[Array], grid: Shape) -> IndexFn[Array]:
+        return IndexFn(tuple(np.broadcast_to(np.asarray(c), grid) for c in components))
 
-    def index_fn_from_points(self, columns: Sequence[Sequence[Array]], grid: Shape) -> IndexFn:
-        return [np.asarray(c, dtype=np.int64).reshape(grid) for c in columns]
+    def index_fn_from_points(
+        self, columns: Sequence[Sequence[Array]], grid: Shape
+    ) -> IndexFn[Array]:
+        return IndexFn(tuple(np.asarray(c, dtype=np.int64).reshape(grid) for c in columns))
 
-    def index_fn_constant(self, ix: Sequence[Array]) -> IndexFn:
-        return [np.asarray(i, dtype=np.int64) for i in ix]
+    def index_fn_constant(self, ix: Sequence[Array]) -> IndexFn[Array]:
+        return IndexFn(tuple(np.asarray(i, dtype=np.int64) for i in ix))
 
 
 builtins_max = max
@@ -411,7 +414,7 @@ class Interpreter(Generic[A]):
         index: tuple[Term, ...],
         env: Env,
         memos: list[dict[int, Any]],
-    ) -> IndexFn:
+    ) -> IndexFn[A]:
         """Interpret ``λvs. index`` on every point of ``grid_shape`` (in bulk if possible)."""
         alg = self.algebra
         level = len(memos)

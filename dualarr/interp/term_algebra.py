@@ -93,10 +93,10 @@ class TermAlgebra(Algebra[Term]):
     def index(self, a: Term, ix: Sequence[Term]) -> Term:
         return Index(a, tuple(ix)) if ix else a
 
-    def _fresh_lambda(self, fn: IndexFn) -> tuple[tuple[Var, ...], tuple[Term, ...]]:
+    def _fresh_lambda(self, fn: IndexFn[Term]) -> tuple[tuple[Var, ...], tuple[Term, ...]]:
         """The index function with fresh variables: one binder per variable, even when
         the reverse pass reuses a gather's index function in its scatter."""
-        variables, components = fn
+        variables, components = fn.variables, fn.components
         if not variables:
             return (), tuple(components)
         renamed = tuple(fresh_var(self.supply, v.hint, (), DType.INT64) for v in variables)
@@ -104,11 +104,11 @@ class TermAlgebra(Algebra[Term]):
         # binders inside the components (a gather in an index) get fresh variables too
         return renamed, tuple(substitute_free(list(components), mapping, self._fv, self.supply))
 
-    def gather(self, outer: Shape, a: Term, fn: IndexFn) -> Term:
+    def gather(self, outer: Shape, a: Term, fn: IndexFn[Term]) -> Term:
         variables, components = self._fresh_lambda(fn)
         return Gather(tuple(outer), a, variables, components)
 
-    def scatter(self, outer: Shape, a: Term, fn: IndexFn, n_vars: int) -> Term:
+    def scatter(self, outer: Shape, a: Term, fn: IndexFn[Term], n_vars: int) -> Term:
         variables, components = self._fresh_lambda(fn)
         return Scatter(tuple(outer), a, variables, components)
 
@@ -153,11 +153,13 @@ class TermAlgebra(Algebra[Term]):
         self._grids.append(variables)
         return list(variables)
 
-    def index_fn_from_bulk(self, components: Sequence[Term], grid: Shape) -> IndexFn:
-        return (self._grids.pop(), tuple(components))
+    def index_fn_from_bulk(self, components: Sequence[Term], grid: Shape) -> IndexFn[Term]:
+        return IndexFn(tuple(components), self._grids.pop())
 
-    def index_fn_from_points(self, columns: Sequence[Sequence[Term]], grid: Shape) -> IndexFn:
+    def index_fn_from_points(
+        self, columns: Sequence[Sequence[Term]], grid: Shape
+    ) -> IndexFn[Term]:
         raise AssertionError("symbolic index functions are never tabulated")
 
-    def index_fn_constant(self, ix: Sequence[Term]) -> IndexFn:
-        return ((), tuple(ix))
+    def index_fn_constant(self, ix: Sequence[Term]) -> IndexFn[Term]:
+        return IndexFn(tuple(ix))

@@ -65,7 +65,6 @@ from .terms import (
     SumOuter,
     Term,
     Transpose,
-    Var,
     int_const,
     type_name,
 )
@@ -724,6 +723,23 @@ def concatenate(xs: Sequence[Operand], axis: int = 0) -> Tensor:
     return result
 
 
+def flip(x: Operand, axis: int | Sequence[int] | None = None) -> Tensor:
+    """Reverse the order of elements along ``axis`` (every axis when ``None``), as
+    ``numpy.flip``: ``gather (shape x) x (λis. [n−1−i for the flipped axes, i else])``.
+    Its transpose is the same flip (the simplifier turns the scatter back into it)."""
+    t = ensure_tensor(x, "flip")
+    rank = len(t.shape)
+    if rank == 0:
+        return t
+    axes = _axes(axis, rank, "flip")
+    variables = tuple(new_var("flip", "i", (), DType.INT64) for _ in t.shape)
+    index = tuple(
+        _affine(v, n - 1, -1) if d in axes else v
+        for d, (v, n) in enumerate(zip(variables, t.shape, strict=True))
+    )
+    return Tensor(Gather(t.shape, t.term, variables, index))
+
+
 # --------------------------------------------------------------------------------------
 # Reductions and derived operations
 # --------------------------------------------------------------------------------------
@@ -956,7 +972,6 @@ install_array_methods(
 
 __all__ = [
     "Tensor",
-    "Var",
     "abs",
     "acos",
     "argmax",
@@ -973,11 +988,11 @@ __all__ = [
     "dot",
     "exp",
     "expm1",
+    "flip",
     "floor",
     "floor_divide",
     "from_list",
     "gather",
-    "getitem",
     "imax",
     "imin",
     "index",

@@ -17,6 +17,7 @@ from typing import Any
 import graphviz
 
 from ..ad import delta as dl
+from ..interp.algebra import IndexFn
 from ..lang.errors import format_shape
 from ..lang.terms import (
     ArgMax,
@@ -162,8 +163,10 @@ def term_graph(
 
 
 def _value_text(value: Any) -> str:
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], tuple):
-        return _lambda(value[0], value[1])  # a symbolic index function
+    if isinstance(value, IndexFn):
+        if value.variables or any(isinstance(c, Term) for c in value.components):
+            return _lambda(value.variables, value.components)  # a symbolic index function
+        return _short(repr(list(value.components)))
     if isinstance(value, Term):
         return _short(print_term(value))
     shape = getattr(value, "shape", None)

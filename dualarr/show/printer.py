@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..lang.errors import format_shape
+from ..lang.scopes import Scopes, collect_binders, nesting
 from ..lang.terms import (
     OPS,
     ArgMax,
@@ -216,32 +217,13 @@ class Printer:
         uses: dict[int, int] = {}
         for root in self.roots:
             uses[id(root)] = uses.get(id(root), 0) + 1
-        binder_of: dict[Var, Term] = {}
-        rebound: set[Var] = set()  # bound by two binders (e.g. after build1-op, Fig. 9)
         for node in self.order:
             for kid in children(node):
                 uses[id(kid)] = uses.get(id(kid), 0) + 1
-            for var in bound_vars(node)[0]:
-                if binder_of.get(var, node) is not node:
-                    rebound.add(var)
-                binder_of[var] = node
-        # depth of binder nesting (longest path), parents before children
-        depth: dict[int, int] = {id(r): 0 for r in self.roots}
-        indent: dict[int, int] = {id(r): 0 for r in self.roots}
-        for node in reversed(self.order):
-            d, ind = depth.get(id(node), 0), indent.get(id(node), 0)
-            scoped = bound_vars(node)[1]
-            is_let = isinstance(node, Let)
-            for position, kid in enumerate(children(node)):
-                inner = position in scoped
-                kd = d + (1 if inner else 0)
-                ki = ind + (1 if inner and not is_let else 0)
-                if kd > depth.get(id(kid), -1):
-                    depth[id(kid)] = kd
-                if ki > indent.get(id(kid), -1):
-                    indent[id(kid)] = ki
-        self.indent = indent
+        binder, rebound = collect_binders(self.order)
         fv = FreeVars()
+        scopes = Scopes(self.order, self.roots, binder, fv, lets_are_scopes=True)
+        self.indent = nesting(self.order, self.roots, lets=False)  # a let's body: no indent
         self.shared: set[int] = set()
         self.scope_lets: dict[int | None, list[Term]] = {}
         for node in self.order:
@@ -250,13 +232,7 @@ class Printer:
             if rebound and any(v in rebound for v in fv(node)):
                 continue  # no one scope holds it: printed at each use
             self.shared.add(id(node))
-            scope: Term | None = None
-            for var in fv(node):
-                binder = binder_of.get(var)
-                if binder is not None and (
-                    scope is None or depth[id(binder)] > depth[id(scope)]
-                ):
-                    scope = binder
+            scope = scopes.home(node)
             self.scope_lets.setdefault(None if scope is None else id(scope), []).append(node)
 
     def _name(self, namer: _Namer) -> None:

@@ -150,12 +150,12 @@ class ScalarDualAlgebra(Algebra[Any]):
     def index(self, a: Any, ix: Sequence[Any]) -> Any:
         return self._read(a, ix)
 
-    def gather(self, outer: Shape, a: Any, fn: IndexFn) -> Any:
-        if not fn:
+    def gather(self, outer: Shape, a: Any, fn: IndexFn[Any]) -> Any:
+        if not fn.components:
             return np.broadcast_to(a, (*outer, *np.shape(a))).copy()
-        return self._read(a, fn)
+        return self._read(a, fn.components)
 
-    def scatter(self, outer: Shape, a: Any, fn: IndexFn, n_vars: int) -> Any:
+    def scatter(self, outer: Shape, a: Any, fn: IndexFn[Any], n_vars: int) -> Any:
         if not self.is_dual_array(a):
             return self.np.scatter(outer, a, fn, n_vars)
         dtype = next((x.delta.dtype for x in a.flat), DType.FLOAT64) if a.size else DType.FLOAT64
@@ -163,7 +163,8 @@ class ScalarDualAlgebra(Algebra[Any]):
         out = np.empty((*outer, *tail), dtype=object)
         for pos in np.ndindex(*out.shape):
             out[pos] = self.zero(dtype)
-        comps = [np.broadcast_to(np.asarray(c, dtype=np.int64), a.shape[:n_vars]) for c in fn]
+        grid = a.shape[:n_vars]
+        comps = [np.broadcast_to(np.asarray(c, dtype=np.int64), grid) for c in fn.components]
         for src in np.ndindex(*a.shape[:n_vars]):
             target = tuple(int(c[src]) for c in comps)
             if all(0 <= t < e for t, e in zip(target, outer, strict=True)):
@@ -230,13 +231,13 @@ class ScalarDualAlgebra(Algebra[Any]):
     def index_grid(self, shape: Shape) -> list[Any] | None:
         return self.np.index_grid(shape)
 
-    def index_fn_from_bulk(self, components: Sequence[Any], grid: Shape) -> IndexFn:
+    def index_fn_from_bulk(self, components: Sequence[Any], grid: Shape) -> IndexFn[Any]:
         return self.np.index_fn_from_bulk(components, grid)
 
-    def index_fn_from_points(self, columns: Sequence[Sequence[Any]], grid: Shape) -> IndexFn:
+    def index_fn_from_points(self, columns: Sequence[Sequence[Any]], grid: Shape) -> IndexFn[Any]:
         return self.np.index_fn_from_points(columns, grid)
 
-    def index_fn_constant(self, ix: Sequence[Any]) -> IndexFn:
+    def index_fn_constant(self, ix: Sequence[Any]) -> IndexFn[Any]:
         return self.np.index_fn_constant(ix)
 
 

@@ -472,15 +472,15 @@ class SympyAlgebra(Algebra[Array]):
         picked = index_array(array, [self._index(i, "index") for i in ix])
         return _fill_zeros(np.asarray(picked), array)
 
-    def gather(self, outer: Shape, a: Array, fn: IndexFn) -> Array:
+    def gather(self, outer: Shape, a: Array, fn: IndexFn[Array]) -> Array:
         array = np.asarray(a)
-        if not fn:
+        if not fn.components:
             return np.broadcast_to(array, (*outer, *array.shape))
-        return _fill_zeros(np.asarray(index_array(array, fn)), array)
+        return _fill_zeros(np.asarray(index_array(array, fn.components)), array)
 
-    def scatter(self, outer: Shape, a: Array, fn: IndexFn, n_vars: int) -> Array:
+    def scatter(self, outer: Shape, a: Array, fn: IndexFn[Array], n_vars: int) -> Array:
         array = np.asarray(a)
-        return _fill_zeros(scatter_add(array, fn, tuple(outer), n_vars), array)
+        return _fill_zeros(scatter_add(array, fn.components, tuple(outer), n_vars), array)
 
     def sum_outer(self, a: Array) -> Array:
         sp = _sympy()
@@ -550,15 +550,17 @@ class SympyAlgebra(Algebra[Array]):
     def index_grid(self, shape: Shape) -> list[Array] | None:
         return self.concrete.index_grid(shape)
 
-    def index_fn_from_bulk(self, components: Sequence[Array], grid: Shape) -> IndexFn:
+    def index_fn_from_bulk(self, components: Sequence[Array], grid: Shape) -> IndexFn[Array]:
         known = [self._index(c, "index function") for c in components]
         return self.concrete.index_fn_from_bulk(known, grid)
 
-    def index_fn_from_points(self, columns: Sequence[Sequence[Array]], grid: Shape) -> IndexFn:
+    def index_fn_from_points(
+        self, columns: Sequence[Sequence[Array]], grid: Shape
+    ) -> IndexFn[Array]:
         known = [[self._index(v, "index function") for v in column] for column in columns]
         return self.concrete.index_fn_from_points(known, grid)
 
-    def index_fn_constant(self, ix: Sequence[Array]) -> IndexFn:
+    def index_fn_constant(self, ix: Sequence[Array]) -> IndexFn[Array]:
         return self.concrete.index_fn_constant([self._index(i, "index") for i in ix])
 
 

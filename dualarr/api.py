@@ -1037,7 +1037,7 @@ def jit(f: Callable[..., Any], *, backend: str | None = None) -> Callable[..., A
         code, several = entry
         if quick is not None:
             with np.errstate(all="ignore"):
-                raw = code.function(np, HELPERS, *args)
+                raw = code.function(np, HELPERS, code.constants, *args)
             values = tuple(
                 np.asarray(v).astype(dt, copy=False)
                 for v, dt in zip(raw, code.output_dtypes, strict=True)

@@ -160,7 +160,9 @@ class CompiledGradient:
         if backend is not None and backend.name != "numpy":
             return self._run_on(backend, values, cotangent)
         with np.errstate(all="ignore"):
-            value, *grads = self.compiled.function(np, HELPERS, *values, cotangent)
+            value, *grads = self.compiled.function(
+                np, HELPERS, self.compiled.constants, *values, cotangent
+            )
         results = tuple(
             _fresh(g, *self._types[k], values) for k, g in zip(self.positions, grads, strict=True)
         )
@@ -170,7 +172,10 @@ class CompiledGradient:
         self, backend: Backend, values: Sequence[Any], cotangent: Any
     ) -> tuple[Any, tuple[Any, ...]]:
         xp = backend.xp
-        value, *grads = self.compiled.function(xp, helpers_for(backend), *values, cotangent)
+        constants = self.compiled.constants_on(backend)
+        value, *grads = self.compiled.function(
+            xp, helpers_for(backend), constants, *values, cotangent
+        )
 
         def fresh(array: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
             array = xp.asarray(array)
@@ -278,6 +283,12 @@ class Pipeline:
     def python(self) -> str:
         """The generated Python source of the gradient program (§7.5)."""
         return self.compiled.source
+
+    @property
+    def constants(self) -> tuple[np.ndarray, ...]:
+        """The array constants the generated source reads as ``constants[k]`` (its
+        ``k<k+1>`` names): arrays are data passed at call time, not literals."""
+        return self.compiled.compiled.constants
 
     def __call__(self, *arrays: Any, cotangent: Any = 1.0) -> tuple[Any, tuple[Any, ...]]:
         """``(value, grads)`` from the compiled gradient program, one per float input."""

@@ -50,21 +50,22 @@ def assert_same(got: np.ndarray, want: np.ndarray, dtype: DType) -> None:
 def test_fig18_source_is_readable_python_and_reimports(tmp_path: Path) -> None:
     x = np.arange(1.0, 11.0)
     program, _ = vectorise_program(dualarr.trace(fig18, x))
-    source = generate(program.inputs, program.outputs)
+    code = generate(program.inputs, program.outputs)
+    source = code.source
     ast.parse(source)
-    assert source.startswith("def program(xp, helpers, x):")
+    assert source.startswith("def program(xp, helpers, constants, x):")
     assert "t1 = x[9::-1]" in source  # the reversing gather is a strided view
     assert 'helpers.contract(xp, "a,a->", x, t1)' in source
     body = [line.strip() for line in source.splitlines()[2:]]
-    code = [line for line in body if not line.startswith("#")]
-    assert len(code) == 2  # the view, the return
+    statements = [line for line in body if not line.startswith("#")]
+    assert len(statements) == 2  # the view, the return
     path = tmp_path / "fig18_generated.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("fig18_generated", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    (got,) = module.program(np, HELPERS, x)
+    (got,) = module.program(np, HELPERS, code.constants, x)
     want = evaluate_many(program.outputs, {program.inputs[0]: x})[0]
     assert_same(np.asarray(got), want, DType.FLOAT64)
     assert float(got) == float(np.sum(x * x[::-1]))
@@ -77,7 +78,7 @@ def test_a_gather_with_data_dependent_indices_runs_on_an_index_grid() -> None:
         return dualarr.gather((5,), x, lambda i: ((j[i] * 2 + i) % 11,))
 
     program, _ = vectorise_program(dualarr.trace(f, x, idx))
-    source = generate(program.inputs, program.outputs)
+    source = generate(program.inputs, program.outputs).source
     assert "= helpers.grid((5,))" in source and "helpers.gather(x, [" in source
     (got,) = compile_program(program.inputs, program.outputs)(x, idx)
     np.testing.assert_array_equal(got, [6.0, 1.0, 4.0, 1.0, 0.0])
@@ -108,7 +109,7 @@ def test_lets_and_shared_nodes_get_one_line_each() -> None:
     y = fresh_var(supply, "y", (4,), DType.FLOAT64)
     s = Op("sin", (x,))
     term = Let(y, Op("mul", (s, s)), Op("add", (y, Op("exp", (y,)))))
-    source = generate([x], [term])
+    source = generate([x], [term]).source
     assert "t1 = xp.sin(x)" in source
     assert "y = t1 * t1" in source
     assert "return (y + xp.exp(y),)" in source
@@ -245,3 +246,24 @@ def test_contract_agrees_with_einsum_on_every_shape(spec: str, dims: list[int]) 
     want = np.einsum(spec, a, b)
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_array_constants_are_data_not_source() -> None:
+    """A captured array reaches the generated function as an entry of its constant table
+    (named once, its shape in a comment), never as a literal; the source stays small."""
+    big = np.random.default_rng(0).normal(size=(200, 300))
+    small = np.array([1.0, 2.0, 3.0])
+
+    def f(x: Any) -> Any:
+        return dualarr.sum(dualarr.matmul(big, x)) + dualarr.sum(x[:3] * small)
+
+    x = np.linspace(0.0, 1.0, 300)
+    program, _ = vectorise_program(dualarr.trace(f, x))
+    code = generate(program.inputs, program.outputs)
+    assert len(code.source) < 2_000
+    assert "k1 = constants[0]  # float64[200,300]" in code.source
+    assert "float64[3]: [1. 2. 3.]" in code.source
+    assert any(c.shape == big.shape and np.array_equal(c, big) for c in code.constants)
+    compiled = compile_program(program.inputs, program.outputs)
+    (got,) = compiled(x)
+    np.testing.assert_allclose(got, np.sum(big @ x) + np.sum(x[:3] * small))

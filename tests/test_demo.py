@@ -19,7 +19,7 @@ def test_python_m_dualarr_demo_prints_the_fig18_source_term() -> None:
     )
     assert "gradient = [10.0, 8.0, 6.0, 4.0, 2.0]" in result.stdout
     assert "let v1 = gather [5] x (\\[i]. [4 - i]) in" in result.stdout
-    assert "def grad_fig18(xp, helpers, x, dt):" in result.stdout
+    assert "def grad_fig18(xp, helpers, constants, x, dt):" in result.stdout
     assert "compiled: value = 35.0, gradient = [10.0, 8.0, 6.0, 4.0, 2.0]" in result.stdout
 
 

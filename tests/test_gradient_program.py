@@ -183,7 +183,7 @@ def test_compiled_gradient_equals_concrete_and_finite_differences(
     module = import_source(p.python, tmp_path_factory.mktemp("gen"), f"gen{COUNTER[0]}")
     function = getattr(module, p.gradient.name)
     with np.errstate(all="ignore"):
-        imported = function(np, HELPERS, *arrays, c)
+        imported = function(np, HELPERS, p.constants, *arrays, c)
     compiled_value, grads = p(*arrays, cotangent=c)
     np.testing.assert_allclose(compiled_value, value, rtol=1e-9, atol=1e-9, equal_nan=True)
     np.testing.assert_allclose(

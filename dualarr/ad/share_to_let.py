@@ -95,8 +95,8 @@ def share_to_let(shared: SharedGradient) -> LetProgram:
     ``let`` inside that lambda."""
     extracted = shared.extracted
     program = extracted.program
-    fv = FreeVars()
     top_vars = {*program.inputs, shared.cotangent, *(v for v, _ in extracted.bindings)}
+    lambda_vars = FreeVars(ignore=top_vars)  # the variables of enclosing lambdas only
     roots = list(shared.gradients)
     new: dict[int, Term] = {}
     share_bindings: dict[int, tuple[Var, Term]] = {}
@@ -105,7 +105,7 @@ def share_to_let(shared: SharedGradient) -> LetProgram:
             new[id(node)] = rebuild(node, tuple(new[id(k)] for k in children(node)))
             continue
         inner = new[id(node.array)]
-        if fv(node) <= top_vars:  # a global binding c<k>
+        if not lambda_vars(node):  # a global binding c<k>
             found = share_bindings.get(node.id)
             if found is None:
                 var = fresh_var(program.supply, f"c{node.id}", inner.shape, inner.dtype)
@@ -139,28 +139,36 @@ def _identifier(name: str) -> str:
 
 def check_let_program(program: LetProgram) -> None:
     """No ``share`` is left, every variable is bound before it is used, and every
-    variable is bound once."""
-    fv = FreeVars()
+    variable is bound once.  Linear: each node is checked once, at its first binding
+    (a later binding sees a larger scope), with the lambda-bound variables apart."""
+    top = {*program.inputs, *(v for v, _ in program.bindings)}
+    lambda_free = FreeVars(ignore=top)
     scope: set[Var] = set(program.inputs)
-    bound_once: set[Var] = set(program.inputs)
+    seen: set[int] = set()
     for var, term in program.bindings:
-        _check_term(term, scope, fv, f"the binding of {var.hint}")
-        if var in bound_once:
+        _check_term(term, scope, top, lambda_free, seen, f"the binding of {var.hint}")
+        if var in scope:
             raise DualarrError(f"{var.hint} is bound twice", op="let conversion")
         scope.add(var)
-        bound_once.add(var)
     for k, out in enumerate(program.outputs):
-        _check_term(out, scope, fv, f"output {k}")
+        _check_term(out, scope, top, lambda_free, seen, f"output {k}")
 
 
-def _check_term(term: Term, scope: set[Var], fv: FreeVars, where: str) -> None:
-    free = fv(term) - scope
+def _check_term(
+    term: Term, scope: set[Var], top: set[Var], lambda_free: FreeVars, seen: set[int], where: str
+) -> None:
+    free = set(lambda_free(term))  # bound by no lambda around its use, and not top-level
+    for node in postorder([term], lambda n: () if id(n) in seen else children(n)):
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Share):
+            raise DualarrError(f"{where} still contains share{node.id}", op="let conversion")
+        if isinstance(node, Var) and node in top and node not in scope:
+            free.add(node)
     if free:
         names = ", ".join(sorted(f"{v.hint}#{v.id}" for v in free))
         raise DualarrError(f"{where} uses {names} before it is bound", op="let conversion")
-    for node in postorder([term]):
-        if isinstance(node, Share):
-            raise DualarrError(f"{where} still contains share{node.id}", op="let conversion")
 
 
 def simplify_let_program(program: LetProgram) -> LetProgram:

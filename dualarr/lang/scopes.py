@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .terms import FreeVars, Let, Term, Var, bound_vars, children
+from .terms import Let, Term, Var, bound_vars, children
 
 
 def collect_binders(nodes: Iterable[Term]) -> tuple[dict[Var, Term], set[Var]]:
@@ -47,46 +47,71 @@ def nesting(order: Sequence[Term], roots: Iterable[Term], *, lets: bool) -> dict
 
 class Scopes:
     """Where each node of a DAG lives: :meth:`home` is the innermost binder whose
-    variables the node mentions (``None``: the top level)."""
+    variables the node mentions (``None``: the top level).
+
+    One pass over ``order`` (children, and let-bound terms, before their users) finds,
+    for each node, the variables it mentions freely *that are bound by some scope*:
+    inputs and top-level lets (home ``None``) are left out, so each set holds at most
+    the variables of the binders around the node, and the pass is linear in the DAG
+    for any number of top-level bindings."""
 
     def __init__(
         self,
         order: Sequence[Term],
         roots: Iterable[Term],
         binder: dict[Var, Term],
-        free_vars: FreeVars,
         *,
         lets_are_scopes: bool,
     ) -> None:
         self.binder = binder
-        self.free_vars = free_vars
         self.lets_are_scopes = lets_are_scopes
         self.nesting = nesting(order, roots, lets=lets_are_scopes)
         self._home: dict[int, Term | None] = {}
-        for node in order:  # children (and let-bound terms) before their users
-            self._home[id(node)] = self._innermost(node)
+        self._scoped: dict[int, frozenset[Var]] = {}
+        self._scope: dict[Var, Term | None] = {}
+        none: frozenset[Var] = frozenset()
+        for node in order:
+            if isinstance(node, Var):
+                scope = self._scope_of(node)
+                scoped = none if scope is None else frozenset((node,))
+            else:
+                kids = children(node)
+                if not kids:
+                    scoped = none
+                elif len(kids) == 1:
+                    scoped = self._scoped[id(kids[0])]
+                else:
+                    scoped = frozenset().union(*(self._scoped[id(k)] for k in kids))
+                own = bound_vars(node)[0]
+                if own and not scoped.isdisjoint(own):
+                    scoped = scoped.difference(own)
+            self._scoped[id(node)] = scoped
+            home: Term | None = None
+            for var in scoped:
+                candidate = self._scope[var]
+                if self.depth(candidate) > self.depth(home):
+                    home = candidate
+            self._home[id(node)] = home
 
     def depth(self, scope: Term | None) -> int:
         """How deeply ``scope`` (a binder, or ``None`` for the top level) is nested."""
         return 0 if scope is None else self.nesting.get(id(scope), 0) + 1
 
-    def scope_of(self, var: Var) -> Term | None:
+    def _scope_of(self, var: Var) -> Term | None:
         """The scope a variable is visible from: its binder, or the home of a let's
         bound term when lets are aliases; ``None`` for an input."""
-        binder = self.binder.get(var)
-        if isinstance(binder, Let) and not self.lets_are_scopes:
-            return self.home(binder.bound)
-        return binder
+        if var not in self._scope:
+            binder = self.binder.get(var)
+            if isinstance(binder, Let) and not self.lets_are_scopes:
+                self._scope[var] = self._home[id(binder.bound)]
+            else:
+                self._scope[var] = binder
+        return self._scope[var]
 
     def home(self, node: Term) -> Term | None:
-        if id(node) in self._home:
-            return self._home[id(node)]
-        return self._innermost(node)
+        return self._home[id(node)]
 
-    def _innermost(self, node: Term) -> Term | None:
-        home: Term | None = None
-        for var in self.free_vars(node):
-            scope = self.scope_of(var)
-            if self.depth(scope) > self.depth(home):
-                home = scope
-        return home
+    def scoped_free_vars(self, node: Term) -> frozenset[Var]:
+        """The variables ``node`` mentions that a binder of the DAG binds outside it
+        (a root's are the variables used outside their scope: none in a closed term)."""
+        return self._scoped[id(node)]

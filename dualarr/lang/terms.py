@@ -852,11 +852,15 @@ _EMPTY: frozenset[Var] = frozenset()
 
 
 class FreeVars:
-    """Memoised free variables of the nodes of a DAG (linear in the DAG's size)."""
+    """Memoised free variables of the nodes of a DAG: each node once, its set the union
+    of its children's less what it binds.  Variables in ``ignore`` (a program's inputs
+    and top-level bindings) count as constants, so each set holds only the variables of
+    the binders around its node and the memo stays linear in the DAG's size."""
 
-    def __init__(self) -> None:
+    def __init__(self, ignore: Iterable[Var] = ()) -> None:
         self._memo: dict[int, frozenset[Var]] = {}
         self._keep: list[Term] = []  # keeps ids stable while memoised
+        self._ignore = frozenset(ignore)
 
     def __call__(self, term: Term) -> frozenset[Var]:
         memo = self._memo
@@ -884,7 +888,7 @@ class FreeVars:
 
     def _compute(self, node: Term, kids: tuple[Term, ...]) -> frozenset[Var]:
         if isinstance(node, Var):
-            return frozenset((node,))
+            return _EMPTY if node in self._ignore else frozenset((node,))
         if not kids:
             return _EMPTY
         binders, scoped = bound_vars(node)

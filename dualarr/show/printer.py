@@ -222,7 +222,7 @@ class Printer:
                 uses[id(kid)] = uses.get(id(kid), 0) + 1
         binder, rebound = collect_binders(self.order)
         fv = FreeVars()
-        scopes = Scopes(self.order, self.roots, binder, fv, lets_are_scopes=True)
+        scopes = Scopes(self.order, self.roots, binder, lets_are_scopes=True)
         self.indent = nesting(self.order, self.roots, lets=False)  # a let's body: no indent
         self.shared: set[int] = set()
         self.scope_lets: dict[int | None, list[Term]] = {}

@@ -247,13 +247,6 @@ class Rewriter:
     def fresh_index_var(self) -> Var:
         return fresh_var(self.supply, self.hint, (), DType.INT64)
 
-    def fresh_let(self, var: Var, bound: Term, body: Term) -> Term:
-        """``let var = bound in body`` with a fresh variable: a rewritten ``let`` must not
-        bind a variable that the original ``let`` (still elsewhere in the DAG) binds."""
-        renamed = fresh_var(self.supply, var.hint, var.shape, var.dtype)
-        (new_body,) = substitute_free([body], {var: renamed}, self.fv, self.supply)
-        return Let(renamed, bound, new_body)
-
     def _keep(self, *terms: Term) -> None:
         self._alive.extend(terms)
 
@@ -536,10 +529,10 @@ class Vectoriser(Rewriter):
         """``B[let x = e1 in e2] = let x' = B[e1] in B[e2[x := x'[i]]]`` (Fig. 9)."""
         new_var = self.bind_let(x, bound)
         if new_var is x:  # the bound value does not mention i: the let stays outside B
-            return Rewrite(rule, "Fig. 9", (body,), lambda rs: self.fresh_let(x, bound, rs[0]))
+            return Rewrite(rule, "Fig. 9", (body,), lambda rs: Let(x, bound, rs[0]))
         return Rewrite(
             rule, "Fig. 9", (Vec(bound), body),
-            lambda rs: self.fresh_let(new_var, rs[0], rs[1]),
+            lambda rs: Let(new_var, rs[0], rs[1]),
         )
 
     # -- Fig. 10 and 11: push index down, or gather --------------------------------------
@@ -657,7 +650,7 @@ class IndexPusher(Rewriter):
             case Let(var=x, bound=bound, body=body):
                 return Rewrite(
                     "index-let", "Fig. 10", (Push(body, ix),),
-                    lambda rs: self.fresh_let(x, bound, rs[0]),
+                    lambda rs: Let(x, bound, rs[0]),
                 )
             case Cond(cond=c, if_true=p, if_false=q):
                 return Rewrite(

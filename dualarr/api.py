@@ -565,9 +565,7 @@ def _instantiate(
     env: dict[Var, Term] = dict(zip(inputs, terms, strict=True))
     env[dt] = cotangent
     interpreter = Interpreter(TermAlgebra(current_context(op).supply))
-    for var, term in gradient.bindings:
-        env[var] = interpreter.run([term], env)[0]
-    return interpreter.run(list(gradient.outputs), env)
+    return interpreter.run(list(gradient.outputs), env, gradient.bindings)
 
 
 def _traced_value_and_grad(

@@ -263,10 +263,19 @@ class Interpreter(Generic[A]):
         self.free_vars = FreeVars()
         self._bulk_ok: dict[int, bool] = {}
 
-    def run(self, roots: Sequence[Term], inputs: Mapping[Var, A]) -> list[A]:
+    def run(
+        self,
+        roots: Sequence[Term],
+        inputs: Mapping[Var, A],
+        bindings: Sequence[tuple[Var, Term]] = (),
+    ) -> list[A]:
+        """``roots`` on ``inputs``, after the top-level ``bindings`` of a let-program
+        (Fig. 21), each evaluated once in order into one environment."""
         env: Env = {var: (value, 0) for var, value in inputs.items()}
         memos: list[dict[int, Any]] = [{}]
         with np.errstate(all="ignore"):
+            for var, term in bindings:
+                env[var] = (self._eval(term, env, memos), 0)
             return [self._eval(root, env, memos) for root in roots]
 
     # -- core loop -----------------------------------------------------------------
@@ -463,16 +472,22 @@ class Evaluator(Interpreter[Array]):
         super().__init__(NumpyAlgebra() if backend is None else algebra_for(backend))
         self.backend = backend
 
-    def run(self, roots: Sequence[Term], inputs: Mapping[Var, Any]) -> list[Array]:
+    def run(
+        self,
+        roots: Sequence[Term],
+        inputs: Mapping[Var, Any],
+        bindings: Sequence[tuple[Var, Term]] = (),
+    ) -> list[Array]:
         from .backends import backend_of
 
         backend = self.backend or backend_of(list(inputs.values()))
         if backend.name != "numpy":
             evaluator = Interpreter(algebra_for(backend))
-            values = evaluator.run(roots, {v: backend.xp.asarray(x) for v, x in inputs.items()})
+            arrays = {v: backend.xp.asarray(x) for v, x in inputs.items()}
+            values = evaluator.run(roots, arrays, bindings)
             return [backend.xp.asarray(v) for v in values]
         with np.errstate(all="ignore"):
-            values = super().run(roots, {v: np.asarray(x) for v, x in inputs.items()})
+            values = super().run(roots, {v: np.asarray(x) for v, x in inputs.items()}, bindings)
         return [np.asarray(v) for v in values]
 
 

@@ -1,0 +1,203 @@
+"""The compile pipeline is linear in the program's size (the paper's claim, §7).
+
+Work is counted, never timed: every Python function call a stage makes (a profiler's
+call count, deterministic on one machine) and the peak memory it allocates, for a program
+of ``n`` operations and for one of ``2n``.  Doubling the program may at most double each
+stage's calls, with 10% slack for what does not scale (``≤ 2.2×``), and its memory (``≤
+2.5×``); a quadratic stage would show ``≈ 4×``.  The programs are
+those that were quadratic: a long chain of elementwise operations, a chain that reuses
+its input at every step, let chains inside a ``build1`` in both positions (each let the
+next one's bound, or the previous one's body), ``grad`` of ``grad``, and a program
+closing over an array.  The deepest let chains also compile without a RecursionError and
+agree with the interpreted path.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import pstats
+import sys
+import tracemalloc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dualarr as da
+from dualarr.ad.compile_time import extract, forward_pass, symbolic_reverse
+from dualarr.ad.share_to_let import share_to_let, simplify_let_program
+from dualarr.codegen.generate import CompiledProgram
+from dualarr.lang.program import trace
+from dualarr.lang.terms import count_nodes
+from dualarr.lang.trampoline import collector_paused
+from dualarr.pipeline import vectorise_program
+
+Program = Callable[[int], tuple[Callable[..., Any], tuple[np.ndarray, ...]]]
+
+
+def elementwise_loop(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
+    def f(x: Any) -> Any:
+        y = x
+        for k in range(n):
+            y = da.sin(y) if k % 3 == 0 else (y * 1.0001 if k % 3 == 1 else y + 0.5)
+        return da.sum(y)
+
+    return f, (np.linspace(0.0, 1.0, 10),)
+
+
+def chain_reusing_input(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
+    def f(x: Any) -> Any:
+        y = x
+        for _ in range(n):
+            y = da.sin(y) * x
+        return da.sum(y)
+
+    return f, (np.linspace(0.0, 1.0, 10),)
+
+
+def let_chain_in_value_position(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
+    """Each let is the bound of the next: ``let t2 = (let t1 = … in sin t1) in …``."""
+
+    def f(x: Any) -> Any:
+        def row(i: Any) -> Any:
+            y = x[i]
+            for _ in range(n):
+                y = da.let(y, lambda t: da.sin(t) * 0.99)
+            return y
+
+        return da.sum(da.build1(x.shape[0], row))
+
+    return f, (np.linspace(0.0, 1.0, 20),)
+
+
+def let_chain_in_body_position(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
+    """Each let is in the previous one's body: ``let t1 = … in let t2 = … in …``."""
+
+    def f(x: Any) -> Any:
+        def row(i: Any) -> Any:
+            def rest(t: Any, left: int) -> Any:
+                if left == 0:
+                    return t
+                return da.let(da.sin(t) * 0.99, lambda u: rest(u, left - 1))
+
+            return rest(x[i], n)
+
+        return da.sum(da.build1(x.shape[0], row))
+
+    return f, (np.linspace(0.0, 1.0, 20),)
+
+
+def grad_of_grad(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
+    def f(x: Any) -> Any:
+        y = x
+        for _ in range(n):
+            y = da.sin(y) * 0.99
+        return y
+
+    inner = da.grad(f)
+    return (lambda x: inner(x)), (np.asarray(0.3),)
+
+
+def closing_over_arrays(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
+    weights = [np.full(8, 1.0 + k / n) for k in range(n // 10 + 1)]
+
+    def f(x: Any) -> Any:
+        y = x
+        for k in range(n):
+            y = da.sin(y) * weights[k % len(weights)]
+        return da.sum(y)
+
+    return f, (np.linspace(0.0, 1.0, 8),)
+
+
+PROGRAMS: dict[str, Program] = {
+    "elementwise loop": elementwise_loop,
+    "chain reusing its input": chain_reusing_input,
+    "let chain, value position": let_chain_in_value_position,
+    "let chain, body position": let_chain_in_body_position,
+    "grad of grad": grad_of_grad,
+    "closing over arrays": closing_over_arrays,
+}
+
+STAGES = ("trace", "vectorise", "forward+extract", "reverse", "share->let", "simplify", "codegen")
+
+
+@contextmanager
+def counting(work: dict[str, tuple[int, int]], stage: str) -> Iterator[None]:
+    """Record the stage's function calls and the peak of memory it allocated."""
+    profile = cProfile.Profile()
+    tracemalloc.start()
+    profile.enable()
+    try:
+        yield
+    finally:
+        profile.disable()
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        stats = pstats.Stats(profile)
+        calls = sum(entry[1] for entry in stats.stats.values())  # type: ignore[attr-defined]
+        work[stage] = (calls, peak)
+
+
+def work_per_stage(program: Program, n: int) -> tuple[dict[str, tuple[int, int]], int]:
+    """Function calls made and peak memory allocated by each stage of the compile
+    pipeline, and the traced program's size."""
+    f, args = program(n)
+    calls: dict[str, tuple[int, int]] = {}
+    with collector_paused():
+        with counting(calls, "trace"):
+            source = trace(f, *args)
+        with counting(calls, "vectorise"):
+            vectorised, _ = vectorise_program(source)
+        with counting(calls, "forward+extract"):
+            extracted = extract(forward_pass(vectorised))
+        with counting(calls, "reverse"):
+            shared = symbolic_reverse(extracted)
+        with counting(calls, "share->let"):
+            lets = share_to_let(shared)
+        with counting(calls, "simplify"):
+            gradient = simplify_let_program(lets)
+        with counting(calls, "codegen"):
+            CompiledProgram(gradient.inputs, gradient.outputs, gradient.name, gradient.bindings)
+    return calls, count_nodes(source.outputs)
+
+
+@pytest.fixture(autouse=True)
+def deep_user_code() -> Iterator[None]:
+    """The user's own code nests one lambda per let of a body-position chain."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 15_000))
+    yield
+    sys.setrecursionlimit(limit)
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_doubling_the_program_at_most_doubles_every_stage(name: str) -> None:
+    program = PROGRAMS[name]
+    small, small_nodes = work_per_stage(program, 300)
+    large, large_nodes = work_per_stage(program, 600)
+    assert large_nodes >= 1.9 * small_nodes  # the program did double
+    calls = {stage: large[stage][0] / max(small[stage][0], 1) for stage in STAGES}
+    slow = {stage: round(r, 2) for stage, r in calls.items() if r > 2.2}
+    assert not slow, f"{name}: superlinear work in {slow} ({small} -> {large})"
+    # memory: a stage's peak allocation (sets of free variables, copies of the DAG)
+    # grows at most linearly too, with slack for the allocator's granularity
+    memory = {stage: large[stage][1] / max(small[stage][1], 64 * 1024) for stage in STAGES}
+    hungry = {stage: round(r, 2) for stage, r in memory.items() if r > 2.5}
+    assert not hungry, f"{name}: superlinear memory in {hungry} ({small} -> {large})"
+
+
+@pytest.mark.parametrize(
+    "program", [let_chain_in_value_position, let_chain_in_body_position], ids=["value", "body"]
+)
+def test_a_3500_deep_let_chain_in_a_1000_element_build_compiles_and_agrees(
+    program: Program,
+) -> None:
+    f, _ = program(3500)
+    x = np.linspace(0.0, 1.0, 1000)
+    compiled = da.grad(f)(x)
+    interpreted = da.grad(f, mode="interpret")(x)
+    np.testing.assert_allclose(compiled, interpreted, rtol=1e-12, atol=1e-300)
+    assert np.all(np.isfinite(compiled)) and np.any(compiled != 0)

@@ -1,12 +1,18 @@
-"""Time of the whole compile-time pipeline against program size (goal: linear).
+"""Time and memory of the whole compile-time pipeline against program size (goal: linear).
 
-For the block programs of ``bench_bot.py`` (about 100, 1,000 and 10,000 nodes), every
-stage down to code generation: trace, bot + simplify (``vectorised``), the symbolic
+Table 1: the block programs of ``bench_bot.py`` (about 100, 1,000 and 10,000 nodes),
+every stage down to code generation: trace, bot + simplify (``vectorised``), the symbolic
 forward pass and Eq. 6 extraction (``forward``, ``delta``), the symbolic reverse pass
-(``shared``), share → let and gradient simplification (``gradient``), and generating
-and compiling the Python source (``python``).  Each size is timed ``--repeat`` times;
-the table shows the fastest run per stage and the ratio of the totals between sizes.
-Usage: ``python benchmarks/bench_pipeline.py [--repeat N]``.
+(``shared``), share → let and gradient simplification (``gradient``), and generating and
+compiling the Python source (``python``).  Each size is timed ``--repeat`` times; the
+table shows the fastest run per stage and the ratio of the totals between sizes.
+
+Table 2: the programs of ``pipeline_programs.py`` that used to be quadratic, at
+``--sizes`` operations (let chains at most 3,500 deep, in a 1,000-element build): the
+seconds and the peak memory (``tracemalloc``, MB, a second run) of each stage; then
+``da.grad``'s first call (compile and run) against ``mode="interpret"``, in seconds and
+peak MB, and the ratios of time and memory between successive sizes.
+Usage: ``python benchmarks/bench_pipeline.py [--repeat N] [--blocks B …] [--sizes N …]``.
 """
 
 from __future__ import annotations
@@ -15,13 +21,17 @@ import argparse
 import datetime
 import os
 import platform
+import sys
 import time
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from bench_bot import N, blocks_program
+from pipeline_programs import PROGRAMS
 
+import dualarr as da
 from dualarr.ad.compile_time import extract, forward_pass, symbolic_reverse
 from dualarr.ad.share_to_let import share_to_let, simplify_let_program
 from dualarr.codegen.generate import CompiledProgram
@@ -34,13 +44,21 @@ STAGES = ("trace", "vectorised", "forward+delta", "shared", "gradient", "python"
 
 
 def stage_times(
-    f: Callable[..., Any], args: tuple[np.ndarray, ...]
+    f: Callable[..., Any], args: tuple[np.ndarray, ...], memory: bool = False
 ) -> tuple[dict[str, float], int]:
+    """Seconds per stage, or with ``memory`` the peak MB each stage allocates."""
     times: dict[str, float] = {}
     clock = time.perf_counter()
+    if memory:
+        tracemalloc.start()
 
     def lap(name: str) -> None:
         nonlocal clock
+        if memory:
+            times[name] = tracemalloc.get_traced_memory()[1] / 1e6
+            tracemalloc.reset_peak()
+            tracemalloc.clear_traces()
+            return
         now = time.perf_counter()
         times[name] = now - clock
         clock = now
@@ -58,7 +76,53 @@ def stage_times(
         lap("gradient")
         CompiledProgram(gradient.inputs, gradient.outputs, gradient.name, gradient.bindings)
         lap("python")
+    if memory:
+        tracemalloc.stop()
     return times, count_nodes(source.outputs)
+
+
+def end_to_end(
+    f: Callable[..., Any], args: tuple[np.ndarray, ...], mode: str
+) -> tuple[float, float]:
+    """``da.grad(f, mode=mode)``'s first call: seconds, then peak MB (a second run)."""
+    da.clear_caches()
+    start = time.perf_counter()
+    da.grad(f, mode=mode)(*args)
+    seconds = time.perf_counter() - start
+    da.clear_caches()
+    tracemalloc.start()
+    da.grad(f, mode=mode)(*args)
+    peak = tracemalloc.get_traced_memory()[1] / 1e6
+    tracemalloc.stop()
+    return seconds, peak
+
+
+def programs_table(sizes: list[int]) -> None:
+    print()
+    print("# programs that used to be quadratic: seconds | peak MB per stage; da.grad's first "
+          "call, compiled and interpreted; ratios to the previous size")
+    print(f"{'program':<28}{'n':>6}{'nodes':>7}" + "".join(f"{s:>15}" for s in STAGES)
+          + f"{'grad':>15}{'interpret':>15}{'time x':>8}{'mem x':>7}")
+    for name, make in PROGRAMS.items():
+        previous: tuple[float, float] | None = None
+        for size in sizes:
+            if name.startswith("let chain"):  # 3,500 deep at most, in a 1,000-element build
+                n = min(size, 3500)
+                f, args = make(n, rows=1000)
+            else:
+                n = size
+                f, args = make(n)
+            times, nodes = stage_times(f, args)
+            peaks, _ = stage_times(f, args, memory=True)
+            grad_s, grad_mb = end_to_end(f, args, "compiled")
+            interp_s, interp_mb = end_to_end(f, args, "interpret")
+            cells = "".join(f"{times[s]:>7.2f}|{peaks[s]:<7.1f}" for s in STAGES)
+            ratios = ""
+            if previous is not None:
+                ratios = f"{grad_s / previous[0]:>8.1f}{grad_mb / previous[1]:>7.1f}"
+            print(f"{name:<28}{n:>6}{nodes:>7}{cells}{grad_s:>7.2f}|{grad_mb:<7.1f}"
+                  f"{interp_s:>7.2f}|{interp_mb:<7.1f}{ratios}", flush=True)
+            previous = (grad_s, grad_mb)
 
 
 def cores() -> int:
@@ -72,7 +136,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--blocks", type=int, nargs="+", default=[3, 30, 300])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[100, 1000, 10000])
     args = parser.parse_args()
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 15_000))  # body-position let chains
     x, y = np.linspace(-1, 1, N), np.linspace(0, 2, N)
     print(f"# bench_pipeline.py  ({datetime.date.today().isoformat()}, {cores()} cores, "
           f"{platform.processor() or platform.machine()})")
@@ -90,6 +156,8 @@ def main() -> None:
         print(f"{blocks:>7}{nodes:>8}" + "".join(f"{best[s]:>14.4f}" for s in STAGES)
               + f"{total:>10.4f}{ratio}", flush=True)
         previous = (total, nodes)
+    if args.sizes:
+        programs_table(args.sizes)
 
 
 if __name__ == "__main__":

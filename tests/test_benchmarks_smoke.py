@@ -53,12 +53,15 @@ def test_bench_sharing_small() -> None:
 
 
 def test_bench_pipeline_small() -> None:
-    result = run("bench_pipeline.py", "--blocks", "1", "3", "--repeat", "1")
+    result = run("bench_pipeline.py", "--blocks", "1", "3", "--repeat", "1", "--sizes", "10", "20")
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("# bench_pipeline.py  (")
     assert lines[2].split()[:3] == ["blocks", "nodes", "trace"]
-    assert [line.split()[0] for line in lines[3:]] == ["1", "3"]
+    assert [line.split()[0] for line in lines[3:5]] == ["1", "3"]
+    rows = [line for line in lines[8:] if line.strip()]
+    assert len(rows) == 2 * 8  # every program at both sizes
+    assert all(line.count("|") == 8 for line in rows)  # 6 stages, grad, interpret
 
 
 def test_bench_gpu_runs_or_says_why_not() -> None:

@@ -18,12 +18,17 @@ import cProfile
 import pstats
 import sys
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import numpy as np
 import pytest
+from pipeline_programs import (
+    PROGRAMS,
+    Program,
+    let_chain_in_body_position,
+    let_chain_in_value_position,
+)
 
 import dualarr as da
 from dualarr.ad.compile_time import extract, forward_pass, symbolic_reverse
@@ -34,92 +39,8 @@ from dualarr.lang.terms import count_nodes
 from dualarr.lang.trampoline import collector_paused
 from dualarr.pipeline import vectorise_program
 
-Program = Callable[[int], tuple[Callable[..., Any], tuple[np.ndarray, ...]]]
-
-
-def elementwise_loop(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
-    def f(x: Any) -> Any:
-        y = x
-        for k in range(n):
-            y = da.sin(y) if k % 3 == 0 else (y * 1.0001 if k % 3 == 1 else y + 0.5)
-        return da.sum(y)
-
-    return f, (np.linspace(0.0, 1.0, 10),)
-
-
-def chain_reusing_input(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
-    def f(x: Any) -> Any:
-        y = x
-        for _ in range(n):
-            y = da.sin(y) * x
-        return da.sum(y)
-
-    return f, (np.linspace(0.0, 1.0, 10),)
-
-
-def let_chain_in_value_position(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
-    """Each let is the bound of the next: ``let t2 = (let t1 = … in sin t1) in …``."""
-
-    def f(x: Any) -> Any:
-        def row(i: Any) -> Any:
-            y = x[i]
-            for _ in range(n):
-                y = da.let(y, lambda t: da.sin(t) * 0.99)
-            return y
-
-        return da.sum(da.build1(x.shape[0], row))
-
-    return f, (np.linspace(0.0, 1.0, 20),)
-
-
-def let_chain_in_body_position(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
-    """Each let is in the previous one's body: ``let t1 = … in let t2 = … in …``."""
-
-    def f(x: Any) -> Any:
-        def row(i: Any) -> Any:
-            def rest(t: Any, left: int) -> Any:
-                if left == 0:
-                    return t
-                return da.let(da.sin(t) * 0.99, lambda u: rest(u, left - 1))
-
-            return rest(x[i], n)
-
-        return da.sum(da.build1(x.shape[0], row))
-
-    return f, (np.linspace(0.0, 1.0, 20),)
-
-
-def grad_of_grad(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
-    def f(x: Any) -> Any:
-        y = x
-        for _ in range(n):
-            y = da.sin(y) * 0.99
-        return y
-
-    inner = da.grad(f)
-    return (lambda x: inner(x)), (np.asarray(0.3),)
-
-
-def closing_over_arrays(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
-    weights = [np.full(8, 1.0 + k / n) for k in range(n // 10 + 1)]
-
-    def f(x: Any) -> Any:
-        y = x
-        for k in range(n):
-            y = da.sin(y) * weights[k % len(weights)]
-        return da.sum(y)
-
-    return f, (np.linspace(0.0, 1.0, 8),)
-
-
-PROGRAMS: dict[str, Program] = {
-    "elementwise loop": elementwise_loop,
-    "chain reusing its input": chain_reusing_input,
-    "let chain, value position": let_chain_in_value_position,
-    "let chain, body position": let_chain_in_body_position,
-    "grad of grad": grad_of_grad,
-    "closing over arrays": closing_over_arrays,
-}
+SIZES = {"grad of grad": 150, "vmap of grad": 100, "jacobian of grad": 60}
+"""Smaller ``n`` where one operation compiles into several (higher order)."""
 
 STAGES = ("trace", "vectorise", "forward+extract", "reverse", "share->let", "simplify", "codegen")
 
@@ -173,19 +94,32 @@ def deep_user_code() -> Iterator[None]:
     sys.setrecursionlimit(limit)
 
 
+def _ratios(
+    small: dict[str, tuple[int, int]], large: dict[str, tuple[int, int]], measure: int, floor: int
+) -> dict[str, float]:
+    return {s: large[s][measure] / max(small[s][measure], floor) for s in STAGES}
+
+
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_doubling_the_program_at_most_doubles_every_stage(name: str) -> None:
     program = PROGRAMS[name]
-    small, small_nodes = work_per_stage(program, 300)
-    large, large_nodes = work_per_stage(program, 600)
+    n = SIZES.get(name, 300)
+    small, small_nodes = work_per_stage(program, n)
+    large, large_nodes = work_per_stage(program, 2 * n)
     assert large_nodes >= 1.9 * small_nodes  # the program did double
-    calls = {stage: large[stage][0] / max(small[stage][0], 1) for stage in STAGES}
-    slow = {stage: round(r, 2) for stage, r in calls.items() if r > 2.2}
+    slow = {s: round(r, 2) for s, r in _ratios(small, large, 0, 1).items() if r > 2.2}
     assert not slow, f"{name}: superlinear work in {slow} ({small} -> {large})"
-    # memory: a stage's peak allocation (sets of free variables, copies of the DAG)
-    # grows at most linearly too, with slack for the allocator's granularity
-    memory = {stage: large[stage][1] / max(small[stage][1], 64 * 1024) for stage in STAGES}
-    hungry = {stage: round(r, 2) for stage, r in memory.items() if r > 2.5}
+    # memory: a stage's peak allocation (sets of free variables, copies of the DAG) grows
+    # at most linearly too, with slack for the allocator; what the interpreter allocates
+    # once (a first use of some machinery) can land in either run, so a ratio over the
+    # bound is measured again and the smaller peaks kept
+    if any(r > 2.5 for r in _ratios(small, large, 1, 64 * 1024).values()):
+        again_small, _ = work_per_stage(program, n)
+        again_large, _ = work_per_stage(program, 2 * n)
+        small = {s: min(small[s], again_small[s], key=lambda w: w[1]) for s in STAGES}
+        large = {s: min(large[s], again_large[s], key=lambda w: w[1]) for s in STAGES}
+    memory = _ratios(small, large, 1, 64 * 1024)
+    hungry = {s: round(r, 2) for s, r in memory.items() if r > 2.5}
     assert not hungry, f"{name}: superlinear memory in {hungry} ({small} -> {large})"
 
 

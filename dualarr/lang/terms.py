@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -765,24 +766,42 @@ _STRUCTURE: dict[type, tuple[tuple[tuple[str, bool], ...], tuple[str, ...]]] = {
 }
 
 
+def _children_reader(cls: type) -> Callable[[Term], tuple[Term, ...]]:
+    """The fastest reader of a constructor's subterms (``children`` is the hottest
+    function of every pass): an ``attrgetter`` where the fields allow one."""
+    fields, _ = _STRUCTURE[cls]
+    names = tuple(name for name, _ in fields)
+    if not fields:
+        return lambda term: ()
+    if len(fields) == 1:
+        (name, many), = fields
+        read = operator.attrgetter(name)
+        return read if many else lambda term: (read(term),)
+    if not any(many for _, many in fields):
+        return operator.attrgetter(*names)
+
+    def spliced(term: Term) -> tuple[Term, ...]:
+        kids: list[Term] = []
+        for name, many in fields:
+            value = getattr(term, name)
+            if many:
+                kids.extend(value)
+            else:
+                kids.append(value)
+        return tuple(kids)
+
+    return spliced
+
+
+_CHILDREN_OF: dict[type, Callable[[Term], tuple[Term, ...]]] = {
+    cls: _children_reader(cls) for cls in TERM_TYPES
+}
+
+
 def children(term: Term) -> tuple[Term, ...]:
     """The immediate subterms, in evaluation order (binders' bodies included): the
     constructor's ``Term`` fields in declaration order, a tuple of terms spliced in."""
-    fields, _ = _STRUCTURE[type(term)]
-    if not fields:
-        return ()
-    if len(fields) == 1:
-        name, many = fields[0]
-        value = getattr(term, name)
-        return value if many else (value,)
-    kids: list[Term] = []
-    for name, many in fields:
-        value = getattr(term, name)
-        if many:
-            kids.extend(value)
-        else:
-            kids.append(value)
-    return tuple(kids)
+    return _CHILDREN_OF[type(term)](term)
 
 
 def with_children(term: Term, kids: Sequence[Term]) -> Term:

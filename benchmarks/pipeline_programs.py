@@ -6,8 +6,10 @@ operations, a chain reusing its input at every step, let chains inside a ``build
 each let in the next one's bound (value position) or in the previous one's body,
 ``grad`` of ``grad``, ``vmap`` of ``grad``, ``jacobian`` of ``grad``, and a loop reading
 captured arrays.  Each maker returns the
-function and its arguments.  The body-position chain nests one Python lambda per let:
-raise ``sys.setrecursionlimit`` for thousands.
+function and its arguments; the benchmark and the test then differentiate that function,
+so the higher-order rows are one order higher still (``grad`` of ``sum ∘ vmap(grad f)``).
+The body-position chain nests one Python lambda per let: raise
+``sys.setrecursionlimit`` for thousands.
 """
 
 from __future__ import annotations
@@ -78,40 +80,33 @@ def let_chain_in_body_position(
     return f, (np.linspace(0.0, 1.0, rows),)
 
 
-def grad_of_grad(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
+def _sine_chain(n: int) -> Callable[[Any], Any]:
+    """``sum(y)`` after ``y = sin(y) * 0.99`` ``n`` times: the function higher-order
+    transformations differentiate."""
+
     def f(x: Any) -> Any:
         y = x
         for _ in range(n):
             y = da.sin(y) * 0.99
-        return y
+        return da.sum(y)
 
-    inner = da.grad(f)
+    return f
+
+
+def grad_of_grad(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
+    inner = da.grad(_sine_chain(n))
     return (lambda x: inner(x)), (np.asarray(0.3),)
 
 
 def vmap_of_grad(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
     """Per-example gradients of an ``n``-step chain, as one bulk program."""
-
-    def f(x: Any) -> Any:
-        y = x
-        for _ in range(n):
-            y = da.sin(y) * 0.99
-        return da.sum(y)
-
-    per_example = da.vmap(da.grad(f))
+    per_example = da.vmap(da.grad(_sine_chain(n)))
     return (lambda xs: da.sum(per_example(xs))), (np.linspace(0.0, 1.0, 15).reshape(5, 3),)
 
 
 def jacobian_of_grad(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
     """The Hessian of an ``n``-step chain (``jacobian`` of ``grad``), summed."""
-
-    def f(x: Any) -> Any:
-        y = x
-        for _ in range(n):
-            y = da.sin(y) * 0.99
-        return da.sum(y)
-
-    hessian = da.jacobian(da.grad(f))
+    hessian = da.jacobian(da.grad(_sine_chain(n)))
     return (lambda x: da.sum(hessian(x))), (np.linspace(0.0, 1.0, 3),)
 
 

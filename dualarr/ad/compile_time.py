@@ -158,9 +158,10 @@ def _lambda_vars(delta: dl.Delta) -> set[Var]:
     return found
 
 
-def _closed_parts(roots: Sequence[Term], top: set[Var], fv: FreeVars) -> Iterator[Term]:
-    """The maximal subterms of ``roots`` that mention only the variables ``top`` (none
-    of a lambda's): the primal values an index function computes."""
+def _closed_parts(roots: Sequence[Term], local: FreeVars) -> Iterator[Term]:
+    """The maximal subterms of ``roots`` that mention no variable but the program's
+    top-level ones (``local`` ignores those; none of a lambda's): the primal values an
+    index function computes."""
     seen: set[int] = set()
     stack = list(roots)
     while stack:
@@ -168,7 +169,7 @@ def _closed_parts(roots: Sequence[Term], top: set[Var], fv: FreeVars) -> Iterato
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if fv(node) <= top:
+        if not local(node):
             yield node
         else:
             stack.extend(children(node))
@@ -178,8 +179,8 @@ def extract(forward: ForwardPass, hint: str = "v") -> ExtractedDelta:
     """Let-bind the primal values the Delta mentions (and every primal node used twice)
     so that the Delta refers to them through variables only (§7.1, Eq. 6)."""
     program = forward.program
-    fv = FreeVars()
     inputs = set(program.inputs)
+    local = FreeVars(ignore=inputs)  # lambda variables only: sets stay small
     # what must become a variable: the value, every factor, every closed part of an
     # index function; plus primal nodes used more than once (global sharing as lets)
     wanted: list[Term] = [forward.value]
@@ -188,7 +189,7 @@ def extract(forward: ForwardPass, hint: str = "v") -> ExtractedDelta:
         values = dl.primal_values(d)
         mentioned.extend(values)
         if isinstance(d, dl.Gather | dl.Scatter | dl.Index):
-            wanted.extend(_closed_parts(values, inputs, fv))
+            wanted.extend(_closed_parts(values, local))
         else:
             wanted.extend(values)
     marked = {id(t) for t in wanted if not _atomic(t)}
@@ -198,13 +199,13 @@ def extract(forward: ForwardPass, hint: str = "v") -> ExtractedDelta:
         for kid in children(node):
             uses[id(kid)] = uses.get(id(kid), 0) + 1
     for node in order:
-        if uses.get(id(node), 0) > 1 and not _atomic(node) and fv(node) <= inputs:
+        if uses.get(id(node), 0) > 1 and not _atomic(node) and not local(node):
             marked.add(id(node))
     new: dict[int, Term] = {}
     bindings: list[tuple[Var, Term]] = []
     for node in order:
         rebuilt = rebuild(node, tuple(new[id(k)] for k in children(node)))
-        if id(node) in marked and fv(node) <= inputs:
+        if id(node) in marked and not local(node):
             var = fresh_var(program.supply, f"{hint}{len(bindings) + 1}", node.shape, node.dtype)
             bindings.append((var, rebuilt))
             new[id(node)] = var
@@ -220,14 +221,35 @@ def extract(forward: ForwardPass, hint: str = "v") -> ExtractedDelta:
     return result
 
 
+def unbound_top_level(term: Term, scope: set[Var], top: set[Var], seen: set[int]) -> set[Var]:
+    """The top-level variables ``term`` mentions outside ``scope``, visiting only nodes
+    not ``seen`` before (a node checked at an earlier binding saw a smaller scope): one
+    walk per program for a sequence of bindings, however many variables each mentions."""
+    unbound: set[Var] = set()
+    stack = [term]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Var):
+            if node in top and node not in scope:
+                unbound.add(node)
+            continue
+        stack.extend(children(node))
+    return unbound
+
+
 def check_extracted(extracted: ExtractedDelta) -> None:
     """Raise :class:`DualarrError` unless ``extracted`` has the form of Eq. 6: each binding
     mentions only inputs and earlier bindings, the value is atomic, and the Delta's primal
     values are variables or constants, or scalar index arithmetic inside a lambda."""
-    fv = FreeVars()
+    top = {*extracted.inputs, *(v for v, _ in extracted.bindings)}
+    local = FreeVars(ignore=top)  # lambda variables only: sets stay small
     scope = set(extracted.inputs)
+    seen: set[int] = set()
     for var, term in extracted.bindings:
-        free = fv(term) - scope
+        free = set(local(term)) | unbound_top_level(term, scope, top, seen)
         if free:
             names = ", ".join(sorted(v.hint for v in free))
             raise DualarrError(f"binding {var.hint} mentions unbound {names}", op="Eq. 6")
@@ -245,13 +267,13 @@ def check_extracted(extracted: ExtractedDelta) -> None:
                     op="Eq. 6",
                     shapes=[value.shape],
                 )
-            for part in _closed_parts([value], scope, fv):
+            for part in _closed_parts([value], local):
                 if not _atomic(part) and not isinstance(part, Const):
                     raise DualarrError(
                         f"the Delta computes a primal value: {str(part)[:80]}",
                         op="Eq. 6",
                     )
-            free = fv(value) - scope - lambda_vars
+            free = set(local(value) - lambda_vars)
             if free:
                 names = ", ".join(sorted(v.hint for v in free))
                 raise DualarrError(f"the Delta mentions unbound {names}", op="Eq. 6")

@@ -42,7 +42,7 @@ from ..lang.terms import (
 )
 from ..lang.trampoline import collector_paused
 from ..vectorise.simplify import simplify
-from .compile_time import SharedGradient
+from .compile_time import SharedGradient, unbound_top_level
 
 __all__ = ["LetProgram", "check_let_program", "share_to_let", "simplify_let_program"]
 
@@ -157,20 +157,11 @@ def check_let_program(program: LetProgram) -> None:
 def _check_term(
     term: Term, scope: set[Var], top: set[Var], lambda_free: FreeVars, seen: set[int], where: str
 ) -> None:
-    free = set(lambda_free(term))  # bound by no lambda around its use, and not top-level
-    stack = [term]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, Share):
+    for node in postorder([term], lambda n: () if id(n) in seen else children(n)):
+        if isinstance(node, Share) and id(node) not in seen:
             raise DualarrError(f"{where} still contains share{node.id}", op="let conversion")
-        if isinstance(node, Var):
-            if node in top and node not in scope:
-                free.add(node)
-            continue
-        stack.extend(children(node))
+    # free: bound by no lambda around its use and not top-level, or top-level and unbound
+    free = set(lambda_free(term)) | unbound_top_level(term, scope, top, seen)
     if free:
         names = ", ".join(sorted(f"{v.hint}#{v.id}" for v in free))
         raise DualarrError(f"{where} uses {names} before it is bound", op="let conversion")

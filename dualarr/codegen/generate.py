@@ -37,6 +37,7 @@ from ..interp.arrays import (
 from ..interp.evaluate import index_array, scatter_add
 from ..lang.errors import DualarrError
 from ..lang.indexing import affine_form, is_scalar_index_work
+from ..lang.names import Namer
 from ..lang.primitives import REGISTRY, NamespaceCall
 from ..lang.scopes import Scopes, collect_binders
 from ..lang.terms import (
@@ -144,33 +145,6 @@ def helpers_for(backend: Backend) -> SimpleNamespace:
 # --------------------------------------------------------------------------------------
 
 _RESERVED = {"xp", "helpers", "constants", "float", "True", "False", "None"}
-
-
-class _Namer:
-    """Valid, unique Python identifiers from variable hints."""
-
-    def __init__(self) -> None:
-        self.used: set[str] = set(_RESERVED)
-        self.counters: dict[str, int] = {}
-
-    def fresh(self, hint: str, *, numbered: bool = False) -> str:
-        base = re.sub(r"\W", "_", hint) or "v"
-        if base[0].isdigit():
-            base = "v" + base
-        if keyword.iskeyword(base) or keyword.issoftkeyword(base):
-            base += "_"
-        if not numbered and base not in self.used:
-            self.used.add(base)
-            return base
-        n = self.counters.get(base, 0)
-        while True:
-            n += 1
-            name = f"{base}{n}"
-            if name not in self.used:
-                break
-        self.counters[base] = n
-        self.used.add(name)
-        return name
 
 
 def _scalar(value: object) -> str:
@@ -357,7 +331,7 @@ class _Generator:
         # top-level bindings (a let-program, Fig. 21) act as lets around the body
         self.top_lets = {var: Let(var, term, var) for var, term in bindings}
         self.names: dict[int, str] = {}
-        self.namer = _Namer()
+        self.namer = Namer(_RESERVED, identifiers=True)
         # arrays are data, not source: each array constant is one entry of a table
         # passed at call time, named once at the top of the function
         self.constants: list[np.ndarray] = []

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..lang.errors import format_shape
+from ..lang.names import Namer
 from ..lang.scopes import Scopes, collect_binders, nesting
 from ..lang.terms import (
     OPS,
@@ -94,30 +95,9 @@ def _trivial(node: Term) -> bool:
     return isinstance(node, Var | Iota) or (isinstance(node, Const) and node.value.ndim == 0)
 
 
-class _Namer:
-    def __init__(self, reserved: Sequence[str]) -> None:
-        self.used: set[str] = set(reserved)
-        self.counters: dict[str, int] = {}
-
-    def fresh(self, hint: str, *, numbered: bool = False) -> str:
-        hint = hint or "v"
-        if not numbered and hint not in self.used:
-            self.used.add(hint)
-            return hint
-        n = self.counters.get(hint, 0)
-        while True:
-            n += 1
-            name = f"{hint}{n}"
-            if name not in self.used:
-                break
-        self.counters[hint] = n
-        self.used.add(name)
-        return name
-
-
 def input_names(inputs: Sequence[Var]) -> list[str]:
     """The printed names of a program's inputs (their hints, made unique)."""
-    namer = _Namer([])
+    namer = Namer()
     return [namer.fresh(v.hint) for v in inputs]
 
 
@@ -199,7 +179,7 @@ class Printer:
         self.roots = list(roots)
         self.order = postorder(self.roots)
         self.names: dict[int, str] = {}
-        namer = _Namer([])
+        namer = Namer()
         for var in inputs:
             self.names[var.id] = namer.fresh(var.hint)
         # an open term (a bot step's subterm): its free variables keep their plain names,
@@ -235,7 +215,7 @@ class Printer:
             scope = scopes.home(node)
             self.scope_lets.setdefault(None if scope is None else id(scope), []).append(node)
 
-    def _name(self, namer: _Namer) -> None:
+    def _name(self, namer: Namer) -> None:
         """Assign names in pre-order (outer binders first)."""
         seen: set[int] = set()
         stack: list[Term] = list(reversed(self.roots))

@@ -1,4 +1,5 @@
-"""The programs that made the compile pipeline quadratic, by size (``n`` operations).
+"""The programs that made the compile pipeline quadratic, by size (``n`` operations: a
+chain step ``sin`` then ``*`` counts two; a let chain's ``n`` is its depth).
 
 Shared by ``bench_pipeline.py`` (time and memory per stage) and
 ``tests/test_linear_pipeline.py`` (work counted per stage): a Python loop of elementwise
@@ -37,7 +38,7 @@ def elementwise_loop(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]
 def chain_reusing_input(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
     def f(x: Any) -> Any:
         y = x
-        for _ in range(n):
+        for _ in range(n // 2):
             y = da.sin(y) * x
         return da.sum(y)
 
@@ -81,12 +82,12 @@ def let_chain_in_body_position(
 
 
 def _sine_chain(n: int) -> Callable[[Any], Any]:
-    """``sum(y)`` after ``y = sin(y) * 0.99`` ``n`` times: the function higher-order
-    transformations differentiate."""
+    """``sum(y)`` after ``y = sin(y) * 0.99`` ``n / 2`` times (``n`` operations): the
+    function higher-order transformations differentiate."""
 
     def f(x: Any) -> Any:
         y = x
-        for _ in range(n):
+        for _ in range(n // 2):
             y = da.sin(y) * 0.99
         return da.sum(y)
 
@@ -115,7 +116,7 @@ def closing_over_arrays(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, .
 
     def f(x: Any) -> Any:
         y = x
-        for k in range(n):
+        for k in range(n // 2):
             y = da.sin(y) * weights[k % len(weights)]
         return da.sum(y)
 

@@ -7,11 +7,14 @@ differentiates, transposes and compiles it.  ``import dualarr as da``.
 
 from typing import Any
 
+from . import numpy  # noqa: F401  (NumPy's functions on traced values dispatch to it)
 from .api import clear_caches, grad, jacobian, jit, jvp, value_and_grad, vjp, vmap
 from .lang import functions
+from .lang.config import config
 from .lang.errors import (
     DtypeError,
     DualarrError,
+    IndexOutOfRangeError,
     ShapeError,
     TracingError,
     UnsupportedDtypeError,
@@ -21,7 +24,7 @@ from .lang.functions import *  # noqa: F403  (every array function: ``functions.
 from .lang.program import Program, ShapeSpec, trace
 from .lang.terms import DType, Term
 from .pipeline import Pipeline, pipeline
-from .show import drawing, printer  # noqa: F401  (they install how terms print and draw)
+from .show import drawing, numpy_source, printer  # noqa: F401  (they install how terms print and draw)
 from .teach.check import GradCheckReport, check_grad
 from .teach.sympy_gradient import SympyGradient, sympy_gradient
 from .vectorise.bot import NotBotNormal, is_bot_normal
@@ -33,6 +36,7 @@ __all__ = [
     "DtypeError",
     "DualarrError",
     "GradCheckReport",
+    "IndexOutOfRangeError",
     "NotBotNormal",
     "Pipeline",
     "Program",
@@ -46,6 +50,7 @@ __all__ = [
     "__version__",
     "check_grad",
     "clear_caches",
+    "config",
     "grad",
     "is_bot_normal",
     "jacobian",

@@ -40,6 +40,7 @@ from .ad.share_to_let import LetProgram, share_to_let, simplify_let_program
 from .codegen.generate import HELPERS, CompiledProgram, helpers_for
 from .interp.arrays import Backend
 from .interp.backends import backend_of
+from .lang.config import config
 from .lang.errors import DualarrError, ShapeError
 from .lang.program import Program, trace
 from .lang.terms import Const, substitute, type_name
@@ -53,7 +54,8 @@ def vectorise_program(program: Program, *, record: bool = False) -> tuple[Progra
     """The bot and the simplifier on a traced program: no ``build1`` is left."""
     result = vectorise(program.outputs, program.supply, record=record)
     terms = simplify(list(result.terms), program.supply)
-    check_bot_normal(terms)
+    if config.check_stages:
+        check_bot_normal(terms)
     vectorised = Program(
         program.name, program.inputs, tuple(terms), program.tuple_output, program.supply
     )
@@ -227,7 +229,14 @@ class Pipeline:
     """All stages of the pipeline for ``f`` traced on ``args`` (arrays or ShapeSpecs)."""
 
     STAGES = (
-        "source", "bot_steps", "vectorised", "forward", "delta", "shared", "gradient", "python"
+        "source",
+        "bot_steps",
+        "vectorised",
+        "forward",
+        "delta",
+        "shared",
+        "gradient",
+        "python",
     )
 
     def __init__(self, f: Callable[..., Any], *args: Any) -> None:

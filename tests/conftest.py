@@ -22,6 +22,7 @@ import dualarr as da
 settings.register_profile("ci", derandomize=True, deadline=None)
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+da.config.update("check_stages", True)  # every stage checks its output's invariant
 
 MODES = ("compiled", "interpret", "explorer")
 

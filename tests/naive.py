@@ -31,6 +31,7 @@ import numpy as np
 from dualarr.lang.terms import (
     ArgMax,
     ArgMin,
+    ArgSort,
     Build1,
     Cond,
     Const,
@@ -304,6 +305,14 @@ def _eval(term: Term, env: dict[Var, Array]) -> Array:
             for idx in np.ndindex(*shape):
                 column = [source[(k, *idx)] for k in range(source.shape[0])]
                 out[idx] = _extreme(column, better)
+            return out
+        case ArgSort(array=array):
+            source = _eval(array, env)
+            out = _zeros(shape, dtype)
+            for idx in np.ndindex(*shape[1:]):
+                column = [source[(k, *idx)] for k in range(shape[0])]
+                for rank, k in enumerate(sorted(range(shape[0]), key=lambda k: column[k])):
+                    out[(rank, *idx)] = k  # stable: ties keep their order
             return out
         case _:
             raise TypeError(f"naive_eval: unknown term {type(term).__name__}")

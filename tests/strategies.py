@@ -26,18 +26,18 @@ What the generated terms cover (all of :data:`dualarr.lang.terms.Term` and all o
   non-scalar arrays); ``Build1`` nested up to 3 deep (parameter);
 * ``Index`` with index arithmetic (``+ - * // %``, ``minimum``/``maximum``, constants that
   are negative or too large), data-dependent indices (an int input array, ``Floor`` of
-  float data, ``ArgMin``/``ArgMax``); ``Gather`` / ``Scatter`` with affine and modular
+  float data, ``ArgMin``/``ArgMax``/``ArgSort``); ``Gather`` / ``Scatter`` with affine and modular
   index functions (``[2*i + j - 1, i % 3]``) over inputs or subterms, including index
   functions that contain array computations;
 * ``SumOuter``, ``Replicate``, ``Transpose`` (random permutations), ``Reshape`` (random
   refactorisations), ``FromList``, ``Iota`` (as int, and cast with ``FromIntegral``),
-  ``FromIntegral``, ``Floor``, ``ArgMin``/``ArgMax``;
+  ``FromIntegral``, ``Floor``, ``ArgMin``/``ArgMax``/``ArgSort``;
 * DAG sharing: with ``sharing=True`` a previously drawn subterm whose free variables are
   in scope is reused (the same node twice), besides the explicit ``Let``.
 
 Numerical hygiene, so that a reference evaluator and an element-by-element oracle agree to
 1e-9: input floats lie in [-2, 2] (no subnormals), risky functions get safe arguments,
-and every float that feeds a *discontinuous* use (``Floor``, ``ArgMin``/``ArgMax``,
+and every float that feeds a *discontinuous* use (``Floor``, ``ArgMin``/``ArgMax``/``ArgSort``,
 comparisons, ``sign``, ``atan2``, an unguarded ``div``) is drawn in "exact" mode: built
 only from inputs, constants and IEEE-exact operations (``+ - * /``, ``abs``, ``max``/
 ``min``, data movement), never through a reduction (``SumOuter``/``Scatter``) whose
@@ -64,6 +64,7 @@ from dualarr.lang.tensor import Tensor, new_var
 from dualarr.lang.terms import (
     ArgMax,
     ArgMin,
+    ArgSort,
     Build1,
     Cond,
     Const,
@@ -500,6 +501,8 @@ class TermGen:
             k = self._int(1, 4)
             src_dtype = self._pick((F64, I64))
             src = self.gen_term((k,), src_dtype, env, depth - 1, exact=True)
+            if self._flip():  # one position of the sorting permutation
+                return Index(ArgSort(src), (_const(self._int(0, k - 1), I64),))
             return ArgMin(src) if self._flip() else ArgMax(src)
         if choice == "data":
             ints = [b for b in env.bindings if b.var.dtype is I64 and b.var.shape != ()]
@@ -639,6 +642,8 @@ class TermGen:
     def _g_arg(self, shape: Shape, dtype: DType, env: Env, depth: int, exact: bool) -> Term:
         room = self._limit(env, shape) // max(1, _prod(shape))
         k = self._int(1, max(1, min(4, room)))
+        if shape and self._flip():  # the sorting permutation of a source of this shape
+            return ArgSort(self.gen_term(shape, self._pick((F64, I64)), env, depth, exact=True))
         src = self.gen_term((k, *shape), self._pick((F64, I64)), env, depth, exact=True)
         return ArgMin(src) if self._flip() else ArgMax(src)
 

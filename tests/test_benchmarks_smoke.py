@@ -76,3 +76,14 @@ def test_bench_overhead_quick() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     for row in ("da.grad(f)(x, y)", "captured w changed", "da.jit(da.grad(f))", "NumPy by hand"):
         assert row in result.stdout
+
+
+def test_bench_numpy_quick() -> None:
+    result = run("bench_numpy.py", "--quick", "--repeat", "3")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("# bench_numpy.py --quick  (")
+    rows = [s.split() for s in lines[2:4]]
+    assert [r[0] for r in rows] == ["attention", "conv1d"]
+    assert all(float(r[5]) > 0 for r in rows)  # the ratio of da.jit to NumPy by hand
+    assert lines[-1] == "# every gradient agreed with the hand-written one (rtol 1e-8)"

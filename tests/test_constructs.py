@@ -215,8 +215,13 @@ def test_nested_build_with_index_arithmetic() -> None:
 def test_index_out_of_range_reads_zero_including_negative() -> None:
     got = run(lambda v: da.build1(8, lambda i: v[i - 2]), V)
     np.testing.assert_allclose(got, [0, 0, *V[:5], 0][:8])
-    assert run(lambda v: v[-1], V) == 0.0  # negative indices are out of range (paper §5.2)
-    np.testing.assert_allclose(run(lambda x: x[7], X), np.zeros(4))  # partial index, zeros
+    # the core index is total: negative indices are out of range (paper §5.2) ...
+    assert run(lambda v: da.index(v, (-1,)), V) == 0.0
+    np.testing.assert_allclose(run(lambda x: da.index(x, (7,)), X), np.zeros(4))  # partial
+    # ... while a static Python index follows NumPy: it wraps, or is a trace-time error
+    assert run(lambda v: v[-1], V) == V[-1]
+    with pytest.raises(da.IndexOutOfRangeError, match="index 7 is out of bounds for axis 0"):
+        run(lambda x: x[7], X)
     assert Index in kinds(lambda x: x[1], X)
 
 

@@ -153,7 +153,7 @@ SHAPES_AND_AXES: list[Any] = [
     ),
     pytest.param(
         lambda: T(lambda x: x.max(axis="rows"), X),
-        da.ShapeError, "max", ["'rows'"], id="max-str-axis",
+        da.ShapeError, "numpy.max", ["'rows'"], id="max-str-axis",
     ),
     pytest.param(
         lambda: T(lambda x: da.argmax(x, axis=(0, 1)), X),  # type: ignore[arg-type]
@@ -256,11 +256,11 @@ DIVISION: list[Any] = [
     ),
     pytest.param(
         lambda: T(lambda x: np.floor_divide(x, V), X),
-        da.ShapeError, "quot", ["[3,4]"], id="ufunc-floor_divide",
+        da.ShapeError, "numpy.floor_divide", ["[3,4]"], id="ufunc-floor_divide",
     ),
     pytest.param(
         lambda: T(lambda x: np.remainder(V, x), X),
-        da.ShapeError, "rem", ["[5]"], id="ufunc-remainder",
+        da.ShapeError, "numpy.remainder", ["[5]"], id="ufunc-remainder",
     ),
     pytest.param(
         lambda: T(lambda x: x // "s", X),

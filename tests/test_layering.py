@@ -86,8 +86,11 @@ def test_no_module_imports_itself_back() -> None:
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
-LAYERS = ("lang", "interp", "vectorise", "ad", "codegen", "show", "top", "teach", "main")
-"""The pipeline's layers, bottom first: the language and tracing; its interpretations
+LAYERS = (
+    "lang", "numpy", "interp", "vectorise", "ad", "codegen", "show", "top", "teach", "main"
+)
+"""The pipeline's layers, bottom first: the language and tracing; NumPy's interface
+lowered to it (``dualarr.numpy``); its interpretations
 (algebras); the bot; differentiation; code generation; printing and drawing; the
 transformations (``api``, ``pipeline``); the teaching and cross-checking tools; the
 demo.  A subpackage is a layer; the top-level modules are ``top`` and ``main``."""

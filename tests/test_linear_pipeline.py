@@ -39,8 +39,15 @@ from dualarr.lang.terms import count_nodes
 from dualarr.lang.trampoline import collector_paused
 from dualarr.pipeline import vectorise_program
 
-SIZES = {"grad of grad": 150, "vmap of grad": 100, "jacobian of grad": 60}
-"""Smaller ``n`` where one operation compiles into several (higher order)."""
+SIZES = {
+    "chain reusing its input": 600,
+    "closing over arrays": 600,
+    "grad of grad": 300,
+    "vmap of grad": 200,
+    "jacobian of grad": 120,
+}
+"""``n`` (operations) where it is not 300: smaller where one operation compiles into
+several (higher order)."""
 
 STAGES = ("trace", "vectorise", "forward+extract", "reverse", "share->let", "simplify", "codegen")
 

@@ -191,6 +191,9 @@ class DualAlgebra(Algebra[Any]):
     def argmax(self, a: Any) -> Any:
         return self.p.argmax(self.prim(a))
 
+    def argsort(self, a: Any) -> Any:
+        return self.p.argsort(self.prim(a))
+
     def build1(self, rows: Sequence[Any], shape: Shape, dtype: DType) -> Any:
         """Element by element (dual arrays without the bot, §4.2): a FromList of rows."""
         y = self.p.build1([self.prim(r) for r in rows], shape, dtype)

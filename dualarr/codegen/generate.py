@@ -43,6 +43,7 @@ from ..lang.scopes import Scopes, collect_binders
 from ..lang.terms import (
     ArgMax,
     ArgMin,
+    ArgSort,
     Build1,
     Cond,
     Const,
@@ -552,6 +553,8 @@ class _Generator:
                 return f"xp.argmin({ref(a, 0)}, axis=0)", _ATOM
             case ArgMax(array=a):
                 return f"xp.argmax({ref(a, 0)}, axis=0)", _ATOM
+            case ArgSort(array=a):
+                return f"xp.argsort({ref(a, 0)}, axis=0, stable=True)", _ATOM
             case Contract(spec=spec, left=a, right=b):
                 return f'helpers.contract(xp, "{spec}", {ref(a, 0)}, {ref(b, 0)})', _ATOM
             case Share():

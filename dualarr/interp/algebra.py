@@ -145,6 +145,11 @@ class Algebra(ABC, Generic[A]):
         raise NotImplementedError
 
     @abstractmethod
+    def argsort(self, a: A) -> A:
+        """The stable ascending sort permutation along the outermost dimension."""
+        raise NotImplementedError
+
+    @abstractmethod
     def contract(self, spec: str, a: A, b: A) -> A:
         """A tensor contraction in einsum notation (see :class:`dualarr.lang.terms.Contract`)."""
         raise NotImplementedError

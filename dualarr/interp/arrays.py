@@ -335,6 +335,9 @@ class ArrayAlgebra(Algebra[Array]):
     def argmax(self, a: Array) -> Array:
         return self.xp.astype(self.xp.argmax(a, axis=0), self.xp.int64)
 
+    def argsort(self, a: Array) -> Array:
+        return self.xp.astype(self.xp.argsort(a, axis=0, stable=True), self.xp.int64)
+
     def contract(self, spec: str, a: Array, b: Array) -> Array:
         return contract(self.xp, spec, a, b)
 

@@ -24,6 +24,7 @@ from ..lang.indexing import is_scalar_index_work
 from ..lang.terms import (
     ArgMax,
     ArgMin,
+    ArgSort,
     Build1,
     Cond,
     Const,
@@ -211,6 +212,9 @@ class NumpyAlgebra(Algebra[Array]):
     def argmax(self, a: Array) -> Array:
         return np.asarray(np.argmax(a, axis=0), dtype=np.int64)
 
+    def argsort(self, a: Array) -> Array:
+        return np.asarray(np.argsort(a, axis=0, kind="stable"), dtype=np.int64)
+
     def contract(self, spec: str, a: Array, b: Array) -> Array:
         return np.asarray(contract(np, spec, a, b))
 
@@ -396,6 +400,8 @@ class Interpreter(Generic[A]):
                 return alg.argmin(get(a))
             case ArgMax(array=a):
                 return alg.argmax(get(a))
+            case ArgSort(array=a):
+                return alg.argsort(get(a))
             case Contract(spec=spec, left=a, right=b):
                 return alg.contract(spec, get(a), get(b))
             case Share(array=a):

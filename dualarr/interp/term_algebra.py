@@ -17,6 +17,7 @@ import numpy as np
 from ..lang.terms import (
     ArgMax,
     ArgMin,
+    ArgSort,
     Cond,
     Const,
     Contract,
@@ -132,6 +133,9 @@ class TermAlgebra(Algebra[Term]):
 
     def argmax(self, a: Term) -> Term:
         return ArgMax(a)
+
+    def argsort(self, a: Term) -> Term:
+        return ArgSort(a)
 
     def contract(self, spec: str, a: Term, b: Term) -> Term:
         return Contract(spec, a, b)

@@ -67,6 +67,32 @@ class ShapeError(DualarrError):
     """Shapes (or ranks) that do not fit the operation, found at trace time."""
 
 
+class IndexOutOfRangeError(ShapeError):
+    """A static index outside its axis (NumPy's rule, found at trace time; a traced
+    index out of range reads 0 instead, paper §5.2).  ``index``, ``axis`` and
+    ``array_shape`` say which."""
+
+    def __init__(
+        self,
+        index: int,
+        axis: int,
+        array_shape: Sequence[int],
+        *,
+        op: str = "index",
+        location: str | None = None,
+    ) -> None:
+        self.index = index
+        self.axis = axis
+        self.array_shape = tuple(array_shape)
+        super().__init__(
+            f"index {index} is out of bounds for axis {axis} with size {array_shape[axis]} "
+            f"(array shape {format_shape(array_shape)})",
+            op=op,
+            shapes=[array_shape],
+            location=location,
+        )
+
+
 class DtypeError(DualarrError):
     """Element types that do not fit the operation (e.g. a float used as an index)."""
 

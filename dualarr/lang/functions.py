@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from types import EllipsisType
+from typing import Any, assert_never
 
 import numpy as np
 
@@ -20,6 +23,7 @@ from . import indexing as ix_
 from .errors import (
     DtypeError,
     DualarrError,
+    IndexOutOfRangeError,
     ShapeError,
     TracingError,
     UnsupportedError,
@@ -65,6 +69,7 @@ from .terms import (
     SumOuter,
     Term,
     Transpose,
+    Var,
     int_const,
     type_name,
 )
@@ -320,19 +325,8 @@ def where(cond: Operand, a: Operand, b: Operand) -> Tensor:
         )
     if c.shape == ():
         ta, tb = promote("where", OpKind.SELECT, [a, b])
-        if ta.shape != tb.shape:
-            if ta.shape == ():
-                ta = _lift(ta, tb.shape)
-            elif tb.shape == ():
-                tb = _lift(tb, ta.shape)
-            else:
-                raise ShapeError(
-                    f"branches have different shapes {format_shape(ta.shape)} and "
-                    f"{format_shape(tb.shape)}",
-                    op="where",
-                    shapes=[ta.shape, tb.shape],
-                )
-        return Tensor(Cond(c.term, ta, tb))
+        shape = common_shape("where", [ta.shape, tb.shape])  # the branches broadcast
+        return Tensor(Cond(c.term, lift_shape(ta, shape), lift_shape(tb, shape)))
     return elementwise("select", c, a, b)
 
 
@@ -513,51 +507,6 @@ def scatter(shape: Sequence[int] | int, x: Operand, f: IndexFn) -> Tensor:
     return Tensor(Scatter(outer, t.term, variables, components))
 
 
-def getitem(t: Tensor, item: Any) -> Tensor:
-    """``x[...]``: int and traced-int components index (out of range reads 0, so a
-    negative index reads 0 too, as in the paper); slices are static and follow Python;
-    one int array component gathers (``x[idx]``).
-    """
-    items = list(item) if isinstance(item, tuple) else [item]
-    if builtins.sum(1 for it in items if it is Ellipsis) > 1:
-        raise ShapeError("at most one `...` in an index", op="index", shapes=[t.shape])
-    if Ellipsis in [it if it is Ellipsis else None for it in items]:
-        at = next(k for k, it in enumerate(items) if it is Ellipsis)
-        fill = len(t.shape) - (len(items) - 1)
-        items[at : at + 1] = [slice(None)] * builtins.max(fill, 0)
-    if len(items) > len(t.shape):
-        raise ShapeError(
-            f"too many index components ({len(items)}) for shape {format_shape(t.shape)}",
-            op="index",
-            shapes=[t.shape],
-        )
-    for it in items:
-        if it is None:
-            raise UnsupportedError(
-                "`None`/np.newaxis in an index is not supported; use da.reshape", op="index"
-            )
-    scalars_then_full = True
-    seen_slice = False
-    for k, it in enumerate(items):
-        if isinstance(it, slice):
-            seen_slice = True
-            if it.indices(t.shape[k]) != (0, t.shape[k], 1):
-                scalars_then_full = False
-        elif seen_slice or _is_array_index(it):
-            scalars_then_full = False
-    if scalars_then_full:
-        scalar_items = [it for it in items if not isinstance(it, slice)]
-        components = tuple(_index_term(v, "index", k) for k, v in enumerate(scalar_items))
-        return Tensor(Index(t.term, components))
-    return _gather_index(t, items)
-
-
-def _is_array_index(value: Any) -> bool:
-    if isinstance(value, Tensor):
-        return value.shape != ()
-    return isinstance(value, list | np.ndarray)
-
-
 def _affine(v: Term, start: int, step: int) -> Term:
     """``start + step * v`` as a readable index term (``v + 1``, ``4 - v``, ``2 * v``)."""
     scaled = ix_.mul(int_const(builtins.abs(step)), v)
@@ -566,49 +515,350 @@ def _affine(v: Term, start: int, step: int) -> Term:
     return ix_.add(scaled, int_const(start))
 
 
-def _gather_index(t: Tensor, items: list[Any]) -> Tensor:
-    """Slices and an int-array component become one gather."""
-    outer: list[int] = []
-    hints: list[str] = []
-    plan: list[tuple[str, Any]] = []
-    arrays = 0
-    for k, it in enumerate(items):
-        if isinstance(it, slice):
-            start, stop, step = it.indices(t.shape[k])
-            length = len(range(start, stop, step))
-            plan.append(("slice", (start, step, len(outer))))
-            outer.append(length)
-            hints.append("i")
-        elif _is_array_index(it):
-            arrays += 1
-            if arrays > 1:
-                raise UnsupportedError(
-                    "at most one int-array component per index; use da.gather", op="index"
-                )
-            arr = ensure_tensor(np.asarray(it) if not isinstance(it, Tensor) else it, "index")
-            if arr.term.dtype is not DType.INT64:
-                raise DtypeError(
-                    f"array index must hold ints, got {arr.term.dtype}",
+
+# --------------------------------------------------------------------------------------
+# x[...]: NumPy's rules for static indices, the paper's total rules for traced ones
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Slice:
+    """A slice over one axis: result position ``k`` reads ``start + step * k``."""
+
+    start: int
+    step: int
+    length: int
+    full: bool
+
+
+@dataclass(frozen=True)
+class _NewAxis:
+    """``None`` / ``np.newaxis``: a size-1 result axis that no index component reads."""
+
+
+@dataclass(frozen=True)
+class _Int:
+    """A rank-0 int component: a static int (already wrapped) or a traced int."""
+
+    term: Term
+
+
+@dataclass(frozen=True, eq=False)
+class _StaticArray:
+    """A constant int array component (a list, an array or one axis of a mask) over
+    ``axis`` of size ``size``; its entries are checked and wrapped once broadcast."""
+
+    value: np.ndarray
+    axis: int
+    size: int
+
+
+@dataclass(frozen=True)
+class _TracedArray:
+    """A traced int array component (total: out of range reads 0)."""
+
+    term: Term
+
+
+_Part = _Slice | _NewAxis | _Int | _StaticArray | _TracedArray
+_Item = None | EllipsisType | slice | int | Tensor | np.ndarray  # one index component, checked
+_VALID = (
+    "only ints, slices, `...`, None (np.newaxis), int arrays, constant bool masks and "
+    "traced ints are valid indices"
+)
+
+
+def getitem(t: Tensor, item: Any) -> Tensor:
+    """``x[...]``, lowered to one ``index`` or one ``gather`` (a ``reshape`` adds new axes
+    to a plain ``index``).  Two rules, side by side:
+
+    - **static** components (Python/NumPy ints, slices, ``None``/``np.newaxis``, ``...``,
+      int arrays or lists, constant bool masks) follow NumPy exactly: negative ints
+      wrap; int arrays broadcast together and their dimensions go in place when the
+      advanced components (ints too, once an array is present) are adjacent, else
+      first; a mask is its ``np.nonzero``.  Out of range: :class:`IndexOutOfRangeError`
+      while tracing.
+    - **traced** components (rank-0 ints, int arrays) follow the paper (§5.2): no
+      wrapping.  Out of range (negative included): the read gives 0.
+
+    Scalar bools (``x[True]``) and traced masks (data-dependent shapes) are unsupported.
+    """
+    shape = t.shape
+    given = item if isinstance(item, tuple) else (item,)
+    items = [_index_item(v, k) for k, v in enumerate(given)]
+    if builtins.sum(1 for v in items if isinstance(v, EllipsisType)) > 1:
+        raise ShapeError("an index can hold at most one `...`", op="index", shapes=[shape])
+    used = builtins.sum(_axes_used(v) for v in items)
+    if used > len(shape):
+        raise ShapeError(
+            f"too many indices for an array of shape {format_shape(shape)}: it has "
+            f"{len(shape)} dimension{'' if len(shape) == 1 else 's'}, but {used} were indexed",
+            op="index",
+            shapes=[shape],
+        )
+    parts: list[tuple[int, _Part]] = []  # (position in the index, part), in axis order
+    axis = 0
+    for position, v in enumerate(items):
+        if v is None:
+            parts.append((position, _NewAxis()))
+            continue
+        if isinstance(v, EllipsisType):
+            for _ in range(len(shape) - used):
+                parts.append((position, _Slice(0, 1, shape[axis], True)))
+                axis += 1
+            continue
+        if isinstance(v, np.ndarray) and v.dtype == np.bool_:
+            covered = shape[axis : axis + v.ndim]
+            # as in NumPy, a mask dimension of size 0 matches any size (it selects nothing)
+            if any(m not in (0, n) for m, n in zip(v.shape, covered, strict=True)):
+                raise ShapeError(
+                    f"bool mask of shape {format_shape(v.shape)} does not match the "
+                    f"indexed dimensions {format_shape(covered)} (axes {axis}.."
+                    f"{axis + v.ndim - 1}) of shape {format_shape(shape)}",
                     op="index",
-                    shapes=[arr.shape],
+                    shapes=[shape, v.shape],
                 )
-            plan.append(("array", (arr.term, len(outer), len(arr.shape))))
-            outer.extend(arr.shape)
-            hints.extend(["i"] * len(arr.shape))
-        else:
-            plan.append(("scalar", _index_term(it, "index", k)))
-    variables = tuple(new_var("index", h, (), DType.INT64) for h in hints)
+            for positions in np.nonzero(v):
+                part = _StaticArray(positions.astype(np.int64), axis, shape[axis])
+                parts.append((position, part))
+                axis += 1
+            continue
+        parts.append((position, _part(v, axis, shape)))
+        axis += 1
+    while axis < len(shape):
+        parts.append((len(items), _Slice(0, 1, shape[axis], True)))
+        axis += 1
+    return _lower(t, parts)
+
+
+def _index_item(value: Any, position: int) -> _Item:
+    """One component of an index, checked and normalised (arrays to int64 or bool)."""
+    if value is None or isinstance(value, EllipsisType):
+        return value
+    if isinstance(value, bool | np.bool_):
+        raise UnsupportedError(
+            f"index component {position} is the bool {value!r}: a scalar bool index is "
+            "not supported (use None for a new axis, or da.where to select)",
+            op="index",
+        )
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, slice):
+        return slice(*(_slice_bound(b, position) for b in (value.start, value.stop, value.step)))
+    if isinstance(value, Tensor):
+        term = as_term(value, "index")
+        if term.dtype is DType.INT64:
+            return value
+        if term.dtype is DType.BOOL:
+            raise UnsupportedError(
+                f"index component {position} is a traced bool mask: its result shape "
+                "would depend on the data; use da.where(mask, x, 0) instead",
+                op="index",
+                shapes=[term.shape],
+            )
+        raise DtypeError(
+            f"index component {position} must be an int, got "
+            f"{type_name(term.shape, term.dtype)} (use da.floor to turn floats into ints)",
+            op="index",
+            shapes=[term.shape],
+        )
+    if isinstance(value, list | tuple | np.ndarray):
+        array = constant_array(value, "index", f"index component {position}")
+        if array.dtype == np.bool_:
+            if array.ndim == 0:
+                raise UnsupportedError(
+                    f"index component {position} is a rank-0 bool array: a scalar bool "
+                    "index is not supported",
+                    op="index",
+                )
+            return array
+        if array.dtype.kind in "iu" or (array.size == 0 and not isinstance(value, np.ndarray)):
+            return int(array) if array.ndim == 0 else array.astype(np.int64)
+        raise DtypeError(
+            f"index component {position} is an array of {array.dtype}: arrays used as "
+            "indices must hold ints (or bools, as a mask)",
+            op="index",
+            shapes=[array.shape],
+        )
+    if hasattr(type(value), "__index__"):
+        return operator.index(value)
+    raise DtypeError(
+        f"{_VALID}; index component {position} is a {type(value).__name__}", op="index"
+    )
+
+
+def _slice_bound(bound: Any, position: int) -> int | None:
+    """A slice's start, stop or step: None or a static int."""
+    if bound is None:
+        return None
+    if isinstance(bound, Tensor):
+        raise TracingError(
+            f"the slice in index component {position} has a traced bound: slice bounds "
+            "are static ints (shapes are static); use da.gather for a traced offset, "
+            "e.g. da.gather((n,), x, lambda k: (start + k,))",
+            op="index",
+        )
+    if isinstance(bound, int | np.integer) or hasattr(type(bound), "__index__"):
+        return operator.index(bound)
+    raise DtypeError(
+        f"the slice in index component {position} has a bound of type "
+        f"{type(bound).__name__}: slice bounds must be ints or None",
+        op="index",
+    )
+
+
+def _axes_used(item: _Item) -> int:
+    """How many axes of the array an index component consumes."""
+    if item is None or isinstance(item, EllipsisType):
+        return 0
+    if isinstance(item, np.ndarray) and item.dtype == np.bool_:
+        return item.ndim
+    return 1
+
+
+def _part(item: _Item, axis: int, shape: tuple[int, ...]) -> _Part:
+    """The part for one component over ``axis`` (not None, ``...`` or a mask)."""
+    size = shape[axis]
+    if isinstance(item, slice):
+        if item.step == 0:
+            raise ShapeError("slice step cannot be zero", op="index", shapes=[shape])
+        start, stop, step = item.indices(size)
+        length = len(range(start, stop, step))
+        return _Slice(start, step, length, (start, stop, step) == (0, size, 1))
+    if isinstance(item, int):
+        if not -size <= item < size:
+            raise IndexOutOfRangeError(item, axis, shape)
+        return _Int(int_const(item + size if item < 0 else item))
+    if isinstance(item, Tensor):
+        return _Int(item.term) if item.shape == () else _TracedArray(item.term)
+    assert isinstance(item, np.ndarray)
+    return _StaticArray(item, axis, size)
+
+
+def _lower(t: Tensor, parts: list[tuple[int, _Part]]) -> Tensor:
+    """The core term of an index whose parts are resolved against ``t``'s shape."""
+    fancy = any(isinstance(p, _StaticArray | _TracedArray) for _, p in parts)
+    while parts and isinstance(parts[-1][1], _Slice) and parts[-1][1].full:
+        parts = parts[:-1]  # trailing whole axes: the tail of the index or gather
+    consumed = builtins.sum(1 for _, p in parts if not isinstance(p, _NewAxis))
+    tail = t.shape[consumed:]
+    if not fancy and _is_plain(parts):
+        ints = tuple(p.term for _, p in parts if isinstance(p, _Int))
+        term = Index(t.term, ints) if ints else t.term
+        dims = tuple(
+            p.length if isinstance(p, _Slice) else 1
+            for _, p in parts
+            if isinstance(p, _NewAxis | _Slice)
+        )
+        new_shape = (*dims, *tail)
+        return Tensor(term if term.shape == new_shape else Reshape(new_shape, term))
+    advanced = [
+        (k, p) for k, p in parts if fancy and isinstance(p, _Int | _StaticArray | _TracedArray)
+    ]
+    broadcast = _broadcast(t.shape, [a for _, a in advanced])
+    if math.prod(broadcast) > 0:  # NumPy checks array entries only when it reads some
+        for _, a in advanced:
+            if isinstance(a, _StaticArray):
+                _check_entries(a, t.shape)
+    places = sorted({k for k, _ in advanced})
+    adjacent = not places or places == list(range(places[0], places[-1] + 1))
+    outer: list[int] = []
+    variables: list[Var] = []
+
+    def fresh(size: int) -> Var:
+        outer.append(size)
+        variables.append(new_var("index", "i", (), DType.INT64))
+        return variables[-1]
+
+    joint: list[Var] = [] if adjacent else [fresh(n) for n in broadcast]
+    placed = not adjacent
     components: list[Term] = []
-    for kind, info in plan:
-        if kind == "slice":
-            start, step, at = info
-            components.append(_affine(variables[at], start, step))
-        elif kind == "array":
-            arr_term, at, rank = info
-            components.append(Index(arr_term, tuple(variables[at : at + rank])))
-        else:
-            components.append(info)
-    return Tensor(Gather(tuple(outer), t.term, variables, tuple(components)))
+    for _, p in parts:
+        match p:
+            case _NewAxis():
+                fresh(1)
+            case _Slice(start=start, step=step, length=length):
+                components.append(_affine(fresh(length), start, step))
+            case _Int() | _StaticArray() | _TracedArray() if fancy:
+                if not placed:  # adjacent: the broadcast dimensions go in place
+                    joint, placed = [fresh(n) for n in broadcast], True
+                components.append(_advanced_term(p, joint, broadcast))
+            case _Int(term=term):
+                components.append(term)
+            case _StaticArray() | _TracedArray():
+                raise AssertionError("array components make the index fancy")
+            case _:
+                assert_never(p)
+    return Tensor(Gather(tuple(outer), t.term, tuple(variables), tuple(components)))
+
+
+def _is_plain(parts: list[tuple[int, _Part]]) -> bool:
+    """Ints on leading axes, whole slices, new axes: an ``index`` (and a ``reshape``)."""
+    sliced = False
+    for _, p in parts:
+        if isinstance(p, _Slice):
+            if not p.full:
+                return False
+            sliced = True
+        elif isinstance(p, _Int) and sliced:
+            return False
+    return True
+
+
+def _component_shape(part: _Part) -> tuple[int, ...]:
+    match part:
+        case _StaticArray(value=value):
+            return tuple(value.shape)
+        case _TracedArray(term=term) | _Int(term=term):
+            return term.shape
+        case _Slice() | _NewAxis():
+            return ()
+        case _:
+            assert_never(part)
+
+
+def _broadcast(shape: tuple[int, ...], parts: list[_Part]) -> tuple[int, ...]:
+    """NumPy's broadcast of the advanced components' shapes (ints are rank 0)."""
+    shapes = [_component_shape(p) for p in parts]
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ShapeError(
+            "shape mismatch: the index arrays cannot be broadcast together; their shapes "
+            "are " + " ".join(format_shape(s) for s in shapes),
+            op="index",
+            shapes=[shape, *shapes],
+        ) from None
+
+
+def _check_entries(part: _StaticArray, shape: tuple[int, ...]) -> None:
+    """NumPy's bounds check of a static int array over its axis."""
+    bad = (part.value < -part.size) | (part.value >= part.size)
+    if bad.any():
+        raise IndexOutOfRangeError(int(part.value[bad].flat[0]), part.axis, shape)
+
+
+def _advanced_term(part: _Part, joint: list[Var], broadcast: tuple[int, ...]) -> Term:
+    """The index component of an advanced part, read at the broadcast position ``joint``
+    (its dimensions align with the trailing ones of ``broadcast``; size-1 ones read 0)."""
+    own = _component_shape(part)
+    offset = len(broadcast) - len(own)
+    at = tuple(
+        joint[offset + d] if n == broadcast[offset + d] else int_const(0)
+        for d, n in enumerate(own)
+    )
+    match part:
+        case _Int(term=term):
+            return term
+        case _StaticArray(value=value, size=size):
+            wrapped = np.where(value < 0, value + size, value)
+            return Index(Const(wrapped), at)
+        case _TracedArray(term=term):
+            return Index(term, at)
+        case _Slice() | _NewAxis():
+            raise AssertionError("a basic part has no advanced term")
+        case _:
+            assert_never(part)
 
 
 # --------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import numpy as np
 
 from .errors import DtypeError, DualarrError, ShapeError, TracingError, UnsupportedError
 from .tensor import (
+    NumpyCall,
     Tensor,
     TraceContext,
     as_term,
@@ -92,6 +93,8 @@ class Program:
     outputs: tuple[Term, ...]
     tuple_output: bool
     supply: IdSupply
+    numpy_calls: tuple[NumpyCall, ...] = ()
+    """The ``dualarr.numpy`` calls that wrote it (the source as the user wrote it)."""
 
     @property
     def term(self) -> Term:
@@ -122,6 +125,12 @@ class Program:
 
     def __str__(self) -> str:
         return str(view("print_program")(self.inputs, self.outputs, tuple_output=self.tuple_output))
+
+    def numpy_source(self) -> str:
+        """The program as the user wrote it with ``dualarr.numpy``: one ``let`` per NumPy
+        call, its lowering to the core language on the right of ``=`` and the call as
+        written after ``#`` (the plain term when no ``dnp`` function was called)."""
+        return str(view("print_numpy_program")(self))
 
     def __repr__(self) -> str:
         return f"<Program {self.name} {self.signature()}, {self.size} nodes>"
@@ -244,7 +253,8 @@ def trace(f: Callable[..., Any], *args: Any, captures: bool = False) -> Program:
         for k, (hint, a) in enumerate(zip(hints, args, strict=True))
     )
     name = getattr(f, "__name__", "program")
-    token = enter_trace(TraceContext(supply))
+    context = TraceContext(supply)
+    token = enter_trace(context)
     try:
         result = f(*[Tensor(v) for v in inputs])
         tuple_output = isinstance(result, tuple | list)
@@ -254,8 +264,9 @@ def trace(f: Callable[..., Any], *args: Any, captures: bool = False) -> Program:
         outputs = tuple(as_term(item, "trace") for item in items)
     finally:
         exit_trace(token)
+    calls = tuple(context.numpy_calls)
     if captures:
-        return Program(name, inputs, outputs, tuple_output, supply)
+        return Program(name, inputs, outputs, tuple_output, supply, calls)
     free = FreeVars()
     allowed = set(inputs)
     for out in outputs:
@@ -266,4 +277,4 @@ def trace(f: Callable[..., Any], *args: Any, captures: bool = False) -> Program:
                 f"({', '.join(v.hint for v in leaked)}): pass it as an argument",
                 op="trace",
             )
-    return Program(name, inputs, outputs, tuple_output, supply)
+    return Program(name, inputs, outputs, tuple_output, supply, calls)

@@ -8,16 +8,18 @@ static; Python control flow on traced values is an error that points to ``da.whe
 Lifting rules (as NumPy/JAX users expect, within the core language's rules):
 Python scalars take the element type of the other operand; int and float operands
 promote to float; bool operands in arithmetic count as 0/1; rank-0 values lift to the
-other operand's shape with ``replicate``; other shapes must be equal (no broadcasting).
+other operand's shape with ``replicate``; shapes broadcast by NumPy's rules, lowered to
+``reshape``, ``replicate`` and ``tr`` (:func:`lift_shape`).
 """
 
 from __future__ import annotations
 
 import contextvars
+import difflib
 import inspect
 import reprlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,20 +42,37 @@ from .terms import (
     Op,
     OpKind,
     Replicate,
+    Reshape,
     Term,
+    Transpose,
     Var,
     fresh_var,
     type_name,
 )
 
 
+@dataclass(frozen=True, eq=False)
+class NumpyCall:
+    """One ``dualarr.numpy`` call as the user wrote it while tracing: the function's
+    name, its arguments (traced values as their terms) and the terms it returned, which
+    are its lowering to the core language."""
+
+    name: str
+    args: tuple[Any, ...]
+    kwargs: tuple[tuple[str, Any], ...]
+    results: tuple[Term, ...]
+
+
 @dataclass(eq=False)
 class TraceContext:
-    """State of one trace: the id supply for the variables it creates, and whether the
-    trace is still running (a traced value used after its trace ended is an error)."""
+    """State of one trace: the id supply for the variables it creates, whether the
+    trace is still running (a traced value used after its trace ended is an error), and
+    the ``dualarr.numpy`` calls the user made (outermost ones, in order)."""
 
     supply: IdSupply
     active: bool = True
+    numpy_calls: list[NumpyCall] = field(default_factory=list)
+    numpy_depth: int = 0
 
 
 _CURRENT: contextvars.ContextVar[TraceContext | None] = contextvars.ContextVar(
@@ -255,14 +274,48 @@ def cast_to(term: Term, dtype: DType, op: str) -> Term:
 
 
 def lift_shape(term: Term, shape: tuple[int, ...]) -> Term:
-    """Lift a rank-0 term to ``shape`` with nested ``replicate``."""
+    """Broadcast ``term`` to ``shape`` by NumPy's rules, in core terms (§3, Fig. 7): drop
+    the size-1 dimensions that stretch (``reshape``), add each new or stretched dimension
+    with ``replicate`` (outermost), then put the dimensions in place (``tr``)."""
     if term.shape == shape:
         return term
-    if term.shape != ():
-        raise AssertionError("only rank-0 terms lift")
-    for extent in reversed(shape):
-        term = Replicate(extent, term)
+    source = term.shape
+    offset = len(shape) - len(source)
+    if offset < 0 or any(
+        n != shape[offset + k] and n != 1 for k, n in enumerate(source)
+    ):
+        raise AssertionError(f"{source} does not broadcast to {shape}")
+    kept = [d for d in range(len(shape)) if d >= offset and source[d - offset] == shape[d]]
+    stretched = [d for d in range(len(shape)) if d not in kept]
+    kept_shape = tuple(shape[d] for d in kept)
+    if kept_shape != source:
+        term = Reshape(kept_shape, term)
+    for d in reversed(stretched):
+        term = Replicate(shape[d], term)
+    layout = stretched + kept  # the dimension of ``shape`` each current one holds
+    if layout != sorted(layout):
+        term = Transpose(tuple(layout.index(d) for d in range(len(shape))), term)
     return term
+
+
+def broadcast_shapes(op: str, shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """NumPy's broadcast of ``shapes`` (right-aligned; a dimension of 1 stretches), or a
+    :class:`ShapeError` naming ``op`` and the shapes."""
+    rank = max((len(s) for s in shapes), default=0)
+    result: list[int] = []
+    for k in range(rank):
+        extents = {s[len(s) - rank + k] for s in shapes if len(s) - rank + k >= 0}
+        extents.discard(1)
+        if len(extents) > 1:
+            raise ShapeError(
+                "operands could not be broadcast together with shapes "
+                + " and ".join(format_shape(x) for x in shapes)
+                + f" (dimension {k - rank} has extents {sorted(extents)})",
+                op=op,
+                shapes=shapes,
+            )
+        result.append(extents.pop() if extents else 1)
+    return tuple(result)
 
 
 def join_dtypes(op: str, dtypes: Sequence[DType]) -> DType:
@@ -354,20 +407,8 @@ def _target_dtype(
 
 
 def common_shape(op: str, shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
-    """The shape elementwise ``op`` works at: the one shape of rank > 0 (rank 0 lifts)."""
-    big = [s for s in shapes if s != ()]
-    if not big:
-        return ()
-    for s in big[1:]:
-        if s != big[0]:
-            raise ShapeError(
-                "elementwise arguments must have equal shapes (only rank-0 values lift), got "
-                + " and ".join(format_shape(x) for x in shapes)
-                + "; use da.replicate / da.transpose to align them",
-                op=op,
-                shapes=shapes,
-            )
-    return big[0]
+    """The shape elementwise ``op`` works at: the operands' shapes broadcast together."""
+    return broadcast_shapes(op, shapes)
 
 
 # --------------------------------------------------------------------------------------
@@ -380,6 +421,33 @@ def _primitive_of_ufunc(name: str) -> str | None:
         if name in primitive.ufuncs:
             return primitive.name
     return None
+
+
+_NUMPY_FUNCTIONS: dict[str, Callable[..., Any]] = {}
+"""``dualarr.numpy`` by name: what NumPy's functions and ufuncs mean on traced values.
+:mod:`dualarr.numpy`, the layer above, installs it (:func:`install_numpy_functions`)."""
+
+
+def install_numpy_functions(functions: dict[str, Callable[..., Any]]) -> None:
+    """Make ``functions`` (NumPy names) what NumPy calls on traced values dispatch to."""
+    _NUMPY_FUNCTIONS.update(functions)
+
+
+def unsupported_numpy(spelled: str, name: str, reason: str) -> UnsupportedError:
+    """The error for a NumPy function with no lowering: it names the function and the
+    nearest ``dualarr.numpy`` spelling."""
+    near = difflib.get_close_matches(name, list(_NUMPY_FUNCTIONS), n=3, cutoff=0.6)
+    hint = (
+        f"; the nearest dualarr.numpy functions are {', '.join(f'dnp.{n}' for n in near)}"
+        if near
+        else "; write it with dualarr.numpy (import dualarr.numpy as dnp) or da.build"
+    )
+    why = f" (called {reason})" if reason else ""
+    return UnsupportedError(
+        f"this NumPy function{why} has no lowering to the core language on traced "
+        f"values{hint}",
+        op=spelled,
+    )
 
 
 _ARRAY_METHODS: dict[str, Callable[..., Tensor]] = {}
@@ -504,25 +572,30 @@ class Tensor:
         )
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NumPy's ufuncs on traced values (``np.exp(t)``, ``W @ t``): the ``dualarr.numpy``
+        function of the same name, else the registry primitive naming that ufunc."""
         name = getattr(ufunc, "__name__", str(ufunc))
-        op = _primitive_of_ufunc(name)
-        if method != "__call__" or op is None or kwargs:
-            raise UnsupportedError(
-                f"NumPy's {name}.{method} cannot run on traced values; use the dualarr "
-                "function of the same meaning (da.exp, da.maximum, …)",
-                op=f"numpy.{name}",
-            )
-        if op in ("quot", "rem"):  # ints total, floats as NumPy
-            return array_method("floor_divide" if op == "quot" else "remainder")(*inputs)
-        return elementwise(op, *inputs)
+        if method == "__call__" and not kwargs:
+            function = _NUMPY_FUNCTIONS.get(name)
+            if function is not None:
+                return function(*inputs)
+            op = _primitive_of_ufunc(name)
+            if op is not None and op not in ("quot", "rem"):
+                return elementwise(op, *inputs)
+        spelled = f"numpy.{name}" if method == "__call__" else f"numpy.{name}.{method}"
+        reason = f"with {', '.join(sorted(kwargs))}" if method == "__call__" and kwargs else ""
+        raise unsupported_numpy(spelled, name, reason)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """NumPy's functions on traced values (``np.sum(t)``, ``np.stack([t, u])``): the
+        ``dualarr.numpy`` function of the same name."""
         name = getattr(func, "__name__", str(func))
-        raise UnsupportedError(
-            f"NumPy's {name} cannot run on traced values; use the dualarr function of the "
-            "same meaning (da.sum, da.matmul, da.where, …) or write it with da.build",
-            op=f"numpy.{name}",
-        )
+        module = getattr(func, "__module__", "") or ""
+        qualified = name if module in ("numpy", "") else f"{module.removeprefix('numpy.')}.{name}"
+        function = _NUMPY_FUNCTIONS.get(qualified)
+        if function is None:
+            raise unsupported_numpy(f"numpy.{qualified}", qualified, "")
+        return function(*args, **kwargs)
 
     # -- arithmetic ----------------------------------------------------------------------
 
@@ -633,17 +706,91 @@ class Tensor:
     def T(self) -> Tensor:
         return array_method("transpose")(self)
 
-    def sum(self, axis: int | Sequence[int] | None = None) -> Tensor:
-        return array_method("sum")(self, axis)
+    # NumPy's array methods: the ``dualarr.numpy`` function of the same name
 
-    def mean(self, axis: int | Sequence[int] | None = None) -> Tensor:
-        return array_method("mean")(self, axis)
+    def _numpy(self, name: str) -> Callable[..., Any]:
+        function = _NUMPY_FUNCTIONS.get(name)
+        if function is None:
+            raise UnsupportedError(
+                f"the array method {name} needs dualarr.numpy (import dualarr)", op=name
+            )
+        return function
 
-    def max(self, axis: int | Sequence[int] | None = None) -> Tensor:
-        return array_method("max")(self, axis)
+    def sum(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Tensor:
+        return self._numpy("sum")(self, axis=axis, dtype=dtype, keepdims=keepdims)  # type: ignore[no-any-return]
 
-    def min(self, axis: int | Sequence[int] | None = None) -> Tensor:
-        return array_method("min")(self, axis)
+    def mean(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Tensor:
+        return self._numpy("mean")(self, axis=axis, dtype=dtype, keepdims=keepdims)  # type: ignore[no-any-return]
+
+    def prod(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Tensor:
+        return self._numpy("prod")(self, axis=axis, dtype=dtype, keepdims=keepdims)  # type: ignore[no-any-return]
+
+    def var(
+        self, axis: Any = None, dtype: Any = None, ddof: int = 0, keepdims: bool = False
+    ) -> Tensor:
+        return self._numpy("var")(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)  # type: ignore[no-any-return]
+
+    def std(
+        self, axis: Any = None, dtype: Any = None, ddof: int = 0, keepdims: bool = False
+    ) -> Tensor:
+        return self._numpy("std")(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)  # type: ignore[no-any-return]
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return self._numpy("max")(self, axis=axis, keepdims=keepdims)  # type: ignore[no-any-return]
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return self._numpy("min")(self, axis=axis, keepdims=keepdims)  # type: ignore[no-any-return]
+
+    def argmax(self, axis: Any = None) -> Tensor:
+        return self._numpy("argmax")(self, axis)  # type: ignore[no-any-return]
+
+    def argmin(self, axis: Any = None) -> Tensor:
+        return self._numpy("argmin")(self, axis)  # type: ignore[no-any-return]
+
+    def cumsum(self, axis: Any = None) -> Tensor:
+        return self._numpy("cumsum")(self, axis)  # type: ignore[no-any-return]
+
+    def cumprod(self, axis: Any = None) -> Tensor:
+        return self._numpy("cumprod")(self, axis)  # type: ignore[no-any-return]
+
+    def all(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return self._numpy("all")(self, axis=axis, keepdims=keepdims)  # type: ignore[no-any-return]
+
+    def any(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return self._numpy("any")(self, axis=axis, keepdims=keepdims)  # type: ignore[no-any-return]
+
+    def clip(self, min: Any = None, max: Any = None) -> Tensor:
+        return self._numpy("clip")(self, min, max)  # type: ignore[no-any-return]
+
+    def astype(self, dtype: Any) -> Tensor:
+        return self._numpy("astype")(self, dtype)  # type: ignore[no-any-return]
+
+    def ravel(self) -> Tensor:
+        return self._numpy("ravel")(self)  # type: ignore[no-any-return]
+
+    def flatten(self) -> Tensor:
+        return self._numpy("ravel")(self)  # type: ignore[no-any-return]
+
+    def squeeze(self, axis: Any = None) -> Tensor:
+        return self._numpy("squeeze")(self, axis)  # type: ignore[no-any-return]
+
+    def swapaxes(self, axis1: int, axis2: int) -> Tensor:
+        return self._numpy("swapaxes")(self, axis1, axis2)  # type: ignore[no-any-return]
+
+    def dot(self, b: Any) -> Tensor:
+        return self._numpy("dot")(self, b)  # type: ignore[no-any-return]
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+        return self._numpy("diagonal")(self, offset, axis1, axis2)  # type: ignore[no-any-return]
+
+    def repeat(self, repeats: Any, axis: Any = None) -> Tensor:
+        return self._numpy("repeat")(self, repeats, axis)  # type: ignore[no-any-return]
+
+    def sort(self, axis: int = -1) -> Tensor:
+        return self._numpy("sort")(self, axis)  # type: ignore[no-any-return]
+
+    def argsort(self, axis: int = -1) -> Tensor:
+        return self._numpy("argsort")(self, axis)  # type: ignore[no-any-return]
 
     def reshape(self, *shape: Any) -> Tensor:
         target = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape

@@ -283,18 +283,26 @@ class Op(TermBase):
         if spec is None:
             raise UnsupportedError(f"unknown elementwise operation {self.op!r}", op=self.op)
         if len(self.args) != spec.arity:
-            raise ShapeError(
-                f"takes {spec.arity} arguments, got {len(self.args)}", op=self.op
-            )
-        shapes = [a.shape for a in self.args]
-        if any(s != shapes[0] for s in shapes):
+            raise ShapeError(f"takes {spec.arity} arguments, got {len(self.args)}", op=self.op)
+        shape = self.args[0].shape
+        if any(a.shape != shape for a in self.args):
+            shapes = [a.shape for a in self.args]
             raise ShapeError(
                 "elementwise arguments must have equal shapes, got "
                 + " and ".join(format_shape(s) for s in shapes),
                 op=self.op,
                 shapes=shapes,
             )
-        _set(self, shape=shapes[0], dtype=_op_result_dtype(spec, [a.dtype for a in self.args]))
+        dtypes = tuple(a.dtype for a in self.args)
+        dtype = _RESULT_DTYPES.get((spec.kind, dtypes))
+        if dtype is None:
+            dtype = _RESULT_DTYPES[spec.kind, dtypes] = _op_result_dtype(spec, dtypes)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "dtype", dtype)
+
+
+_RESULT_DTYPES: dict[tuple[OpKind, tuple[DType, ...]], DType] = {}
+"""The result types :func:`_op_result_dtype` accepted, by kind and argument types."""
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -613,6 +621,27 @@ class ArgMax(TermBase):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class ArgSort(TermBase):
+    """``argsort e``: for each position of ``e``'s inner shape, the outer indices that put
+    ``e`` in ascending order along its outermost dimension (stable: ties keep their order).
+
+    An int result of ``e``'s shape, never differentiated; ``sort`` is ``e`` gathered at
+    it, so its gradient is a gather (its transpose a scatter) through the permutation.
+    """
+
+    array: Term
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not self.array.shape:
+            raise ShapeError("needs an array of rank >= 1, got rank 0", op="argsort")
+        if not self.array.dtype.is_numeric:
+            raise DtypeError(f"needs numbers, got {self.array.dtype}", op="argsort")
+        _set(self, shape=self.array.shape, dtype=DType.INT64)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class Contract(TermBase):
     """``contract s a b``: a sum of products of two float arrays (a tensor contraction).
 
@@ -724,6 +753,7 @@ Term: TypeAlias = (
     | Floor
     | ArgMin
     | ArgMax
+    | ArgSort
     | Contract
     | Share
 )
@@ -774,7 +804,7 @@ def _children_reader(cls: type) -> Callable[[Term], tuple[Term, ...]]:
     if not fields:
         return lambda term: ()
     if len(fields) == 1:
-        (name, many), = fields
+        ((name, many),) = fields
         read = operator.attrgetter(name)
         return read if many else lambda term: (read(term),)
     if not any(many for _, many in fields):
@@ -1064,7 +1094,6 @@ def _rebuild_binding(node: Term, kids: tuple[Term, ...], mapping: dict[Var, Term
             return Scatter(sh, kids[0], tuple(renamed(v) for v in vs), tuple(kids[1:]))
         case _:
             return rebuild(node, kids)
-
 
 
 def constant(value: object, dtype: DType | None = None) -> Const:

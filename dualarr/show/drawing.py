@@ -22,6 +22,7 @@ from ..lang.errors import format_shape
 from ..lang.terms import (
     ArgMax,
     ArgMin,
+    ArgSort,
     Build1,
     Cond,
     Const,
@@ -129,6 +130,8 @@ def _term_head(node: Term) -> str:
             return "argmin"
         case ArgMax():
             return "argmax"
+        case ArgSort():
+            return "argsort"
         case Contract(spec=spec):
             return render_contraction(spec, "·", "·").split(" ")[0]
         case Share(id=i):

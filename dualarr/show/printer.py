@@ -23,6 +23,7 @@ from ..lang.terms import (
     OPS,
     ArgMax,
     ArgMin,
+    ArgSort,
     Build1,
     Cond,
     Const,
@@ -315,6 +316,8 @@ class Printer:
                 return f"argmin {ref(a, ATOM)}", APP
             case ArgMax(array=a):
                 return f"argmax {ref(a, ATOM)}", APP
+            case ArgSort(array=a):
+                return f"argsort {ref(a, ATOM)}", APP
             case Contract(spec=spec, left=a, right=b):
                 return render_contraction(spec, ref(a, ATOM), ref(b, ATOM)), APP
             case Share(id=i, array=a):

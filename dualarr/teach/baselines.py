@@ -213,6 +213,9 @@ class ScalarDualAlgebra(Algebra[Any]):
     def argmax(self, a: Any) -> Any:
         return self.np.argmax(self.primal(a))
 
+    def argsort(self, a: Any) -> Any:
+        return self.np.argsort(self.primal(a))
+
     def contract(self, spec: str, a: Any, b: Any) -> Any:
         raise UnsupportedError(
             f"contract ({spec}) is not part of the scalar dual-numbers baseline (§2): it "

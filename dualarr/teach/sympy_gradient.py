@@ -516,11 +516,14 @@ class SympyAlgebra(Algebra[Array]):
         if known is None:
             raise UnsupportedError(
                 f"{which} of symbolic values has no closed form (which element is "
-                f"extreme depends on the inputs): SymPy cannot evaluate this program; "
+                f"{'where' if which == 'argsort' else 'extreme'} depends on the inputs): "
+                "SymPy cannot evaluate this program; "
                 "check its gradient with finite differences instead",
                 op=which,
                 shapes=[array.shape],
             )
+        if which == "argsort":
+            return np.asarray(np.argsort(known, axis=0, kind="stable"), dtype=np.int64)
         pick = np.argmin if which == "argmin" else np.argmax
         return np.asarray(pick(known, axis=0), dtype=np.int64)
 
@@ -529,6 +532,9 @@ class SympyAlgebra(Algebra[Array]):
 
     def argmax(self, a: Array) -> Array:
         return self._arg(a, "argmax")
+
+    def argsort(self, a: Array) -> Array:
+        return self._arg(a, "argsort")
 
     def contract(self, spec: str, a: Array, b: Array) -> Array:
         left, right = _symbolic(a), _symbolic(b)

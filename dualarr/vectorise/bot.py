@@ -26,6 +26,7 @@ from ..lang.errors import DualarrError
 from ..lang.terms import (
     ArgMax,
     ArgMin,
+    ArgSort,
     Build1,
     Cond,
     Const,
@@ -385,7 +386,8 @@ class Vectoriser(Rewriter):
                 continue
             fv = self.fv(node)
             heavy = (node.shape != () and not isinstance(node, Var)) or isinstance(
-                node, SumOuter | ArgMin | ArgMax | Gather | Scatter | Reshape | Transpose
+                node,
+                SumOuter | ArgMin | ArgMax | ArgSort | Gather | Scatter | Reshape | Transpose,
             )
             if heavy and fv.isdisjoint(bound):
                 var = fresh_var(self.supply, "c", (self.k, *node.shape), node.dtype)
@@ -509,6 +511,14 @@ class Vectoriser(Rewriter):
                     "build1-argmax", "Fig. 9", (Vec(a),),
                     lambda rs: ArgMax(Transpose(_swap01(len(rs[0].shape)), rs[0])),
                 )
+            case ArgSort(array=a):  # sort along the element's outer dimension, batch inside
+                return Rewrite(
+                    "build1-argsort", "Fig. 9", (Vec(a),),
+                    lambda rs: Transpose(
+                        _swap01(len(rs[0].shape)),
+                        ArgSort(Transpose(_swap01(len(rs[0].shape)), rs[0])),
+                    ),
+                )
             case Contract(spec=spec, left=a, right=b):
                 left, right, out = parse_contraction(spec)
                 z = next(c for c in _SPEC_LETTERS if c not in spec)
@@ -603,7 +613,10 @@ class Vectoriser(Rewriter):
                 return Rewrite(
                     "index-floor", "Fig. 10", (VecIndex(b, ix),), lambda rs: Floor(rs[0])
                 )
-            case Var() | FromList() | Scatter() | Contract() | Share() | ArgMin() | ArgMax():
+            case (
+                Var() | FromList() | Scatter() | Contract() | Share() | ArgMin() | ArgMax()
+                | ArgSort()
+            ):
                 # a normal form that mentions i: vectorise it and take the diagonal (rule D)
                 new_i = self.fresh_index_var()
                 return self.with_index_function(
@@ -640,7 +653,7 @@ class IndexPusher(Rewriter):
         match a:
             case (
                 Var() | Const() | FromList() | Scatter() | Contract() | Share() | ArgMin()
-                | ArgMax()
+                | ArgMax() | ArgSort()
             ):
                 return Rewrite("", "Theorem 5.1", (), lambda _: Index(a, ix))  # normal form
             case Index(array=b, index=ix1):
@@ -841,7 +854,9 @@ class NotBotNormal(DualarrError):
         self.subterm = subterm
 
 
-INDEX_NORMAL_FORMS = (Var, Const, FromList, Scatter, Contract, Share, ArgMin, ArgMax)
+INDEX_NORMAL_FORMS = (
+    Var, Const, FromList, Scatter, Contract, Share, ArgMin, ArgMax, ArgSort
+)
 """What ``index`` may be applied to in the normal form of Theorem 5.1 (and after)."""
 
 
@@ -849,7 +864,8 @@ def check_bot_normal(roots: Sequence[Term]) -> None:
     """Raise :class:`NotBotNormal` naming the offending subterm unless Theorem 5.1 holds:
     no ``build1``, and every ``index`` is of a variable, a constant, a ``fromList`` or a
     ``scatter`` (or a ``contract``/``share``, which only simplification introduces, or an
-    ``argmin``/``argmax``: integer reductions, computed in bulk once, then indexed)."""
+    ``argmin``/``argmax``/``argsort``: integer results, computed in bulk once, then
+    indexed)."""
     for node in postorder(roots):
         if isinstance(node, Build1):
             raise NotBotNormal(f"build1 remains: {_short(node)}", node)

@@ -34,8 +34,10 @@ import numpy as np
 from ..interp.evaluate import ELEMENTWISE, index_array
 from ..lang import indexing as ix_
 from ..lang.terms import (
+    TERM_TYPES,
     ArgMax,
     ArgMin,
+    ArgSort,
     Build1,
     Cond,
     Const,
@@ -94,13 +96,26 @@ class Simplifier:
         self.supply = supply
         self.fv = FreeVars()
         self.table: dict[Hashable, Term] = {}  # structure -> the one node (hash-consing)
+        # id(node) -> its simple form, across runs: a simple node maps to itself, so a
+        # second run (after let inlining, say) visits only the nodes it has not seen
+        self.done: dict[int, Term] = {}
+        self._alive: list[Term] = []  # keeps the ids in ``done`` unique
 
     def run(self, roots: Sequence[Term]) -> list[Term]:
-        new: dict[int, Term] = {}
-        for node in postorder(roots):
-            kids = tuple(new[id(k)] for k in children(node))
-            new[id(node)] = self.canonical(self.mk(rebuild(node, kids)))
-        return [new[id(r)] for r in roots]
+        done = self.done
+        for node in postorder(roots, lambda n: () if id(n) in done else children(n)):
+            if id(node) in done:
+                continue
+            self.rebuild(node, tuple(done[id(k)] for k in children(node)))
+        return [done[id(r)] for r in roots]
+
+    def rebuild(self, node: Term, kids: tuple[Term, ...]) -> Term:
+        """``node`` over simple ``kids``, simplified (and remembered)."""
+        simple = self.canonical(self.mk(rebuild(node, kids)))
+        self.done[id(node)] = simple
+        self.done.setdefault(id(simple), simple)
+        self._alive += (node, simple)
+        return simple
 
     def canonical(self, t: Term) -> Term:
         """Common subexpressions become one node: equal structure over the same
@@ -174,7 +189,7 @@ class Simplifier:
                 if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
                     return Const(np.floor(a.value).astype(np.int64))
                 return t
-            case ArgMin() | ArgMax():
+            case ArgMin() | ArgMax() | ArgSort():
                 return t
             case _:
                 assert_never(t)
@@ -257,9 +272,7 @@ class Simplifier:
         used = set().union(*(self.fv(c) for c in ix)) if ix else set()
         for q, v in enumerate(vs):
             if v not in used:  # the result does not depend on this variable: replicate
-                inner = self.mk(
-                    Gather(sh[:q] + sh[q + 1 :], a, vs[:q] + vs[q + 1 :], ix)
-                )
+                inner = self.mk(Gather(sh[:q] + sh[q + 1 :], a, vs[:q] + vs[q + 1 :], ix))
                 rank = len(t.shape)
                 replicated: Term = Replicate(sh[q], inner)
                 if q:
@@ -343,9 +356,7 @@ class Simplifier:
         if len(f) < n2:
             extra = tuple(fresh_var(self.supply, v.hint, (), DType.INT64) for v in vs2[len(f) :])
         args = (*f[:n2], *extra)
-        comps = list(
-            substitute_free(f2, dict(zip(vs2, args, strict=True)), self.fv, self.supply)
-        )
+        comps = list(substitute_free(f2, dict(zip(vs2, args, strict=True)), self.fv, self.supply))
         comps += list(f[n2:])
         if not comps:
             return None
@@ -514,7 +525,12 @@ def _structure(t: Term) -> Hashable | None:
         if any(c is None for c in components):
             return None
         return (type(t), t.outer_shape, id(t.array), len(t.vars), components)
-    return (type(t), *(_field_key(getattr(t, f.name)) for f in fields(t) if f.init))
+    return (type(t), *(_field_key(getattr(t, name)) for name in _INIT_FIELDS[type(t)]))
+
+
+_INIT_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in fields(cls) if f.init) for cls in TERM_TYPES
+}
 
 
 def _alpha_key(term: Term, position: dict[Var, int], budget: int = 64) -> Hashable | None:

@@ -775,7 +775,9 @@ def cb11(r: da.Tensor) -> da.Tensor:
 
 
 def cb12(r: da.Tensor) -> da.Tensor:
-    return da.replicate(1, r)[-1]
+    # the core ``index`` with -1, out of range (horde-ad's semantics); ``x[-1]`` would
+    # wrap, as in NumPy
+    return da.index(da.replicate(1, r), (-1,))
 
 
 def cb13(r: da.Tensor) -> da.Tensor:

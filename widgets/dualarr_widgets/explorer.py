@@ -1,6 +1,7 @@
 """``PipelineExplorer``: every stage of one program, one tab each (README, "Layout").
 
-Tabs: source, vectorised (with the :class:`BotStepper`), forward Delta (drawn), the
+Tabs: source (and, for NumPy code, each ``dualarr.numpy`` call beside its lowering),
+vectorised (with the :class:`BotStepper`), forward Delta (drawn), the
 extracted symbolic Delta (Eq. 6), the shared gradient, the let-converted program, the
 generated Python and a check (``da.check_grad``).  The program's Python source is in a
 text area: editing it and pressing *run* re-traces and updates every tab.  Any exception
@@ -251,6 +252,9 @@ class PipelineExplorer(widgets.VBox):  # type: ignore[misc]
                 continue
             stage = shown[name]
             out.append_stdout(str(stage).rstrip("\n") + "\n")
+            if name == "source" and stage.numpy_calls:  # NumPy code: each call's lowering
+                listing = stage.numpy_source()
+                out.append_stdout(f"\nas written with dualarr.numpy:\n{listing}\n")
             out.append_display_data(stage.graph())
         self.bot_box.children = (self.outputs["vectorised"], BotStepper(stages=p))
         if "python" in shown:

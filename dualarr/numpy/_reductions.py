@@ -1,0 +1,499 @@
+"""NumPy's reductions and scans over the core language.
+
+Sums are ``sumOuter`` after a ``tr``/``reshape`` (``da.sum``); ``min``/``max`` gather at
+an ``argmin``/``argmax`` (their gradient goes to one element); ``prod`` is a pairwise
+product tree (``reshape``, ``tr``, ``index``, ``mul``: log-depth, and no division, so
+zeros differentiate correctly); ``cumsum``/``cumprod`` are a work-efficient associative
+scan (strided ``gather``s, a recursive combine of adjacent pairs, an interleave by
+``fromList``/``reshape``): O(n) work and O(log n) terms.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..lang import functions as da
+from ..lang import indexing as ix_
+from ..lang.errors import DtypeError, ShapeError, UnsupportedError
+from ..lang.tensor import Tensor, elementwise, lift_shape
+from ..lang.terms import DType, Index, int_const
+from ._core import normalize_axes, normalize_axis, to_tensor
+from ._ufuncs import convert, is_bool, numpy_api, static_dtype, truthy
+
+__all__ = [
+    "all",
+    "amax",
+    "amin",
+    "any",
+    "argmax",
+    "argmin",
+    "average",
+    "count_nonzero",
+    "cumprod",
+    "cumsum",
+    "diff",
+    "max",
+    "mean",
+    "min",
+    "prod",
+    "ptp",
+    "std",
+    "sum",
+    "var",
+]
+
+Axis = int | Sequence[int] | None
+
+
+# --------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------
+
+
+def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    return math.prod(shape[a] for a in axes)
+
+
+def _keep(result: Tensor, shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> Tensor:
+    """``result`` (the reduced axes gone) with extent-1 dimensions in their place."""
+    if not keepdims:
+        return result
+    return da.reshape(result, tuple(1 if d in axes else n for d, n in enumerate(shape)))
+
+
+def _front(t: Tensor, axes: tuple[int, ...]) -> Tensor:
+    """The reduced ``axes`` moved to the front and joined into one (``tr``, ``reshape``)."""
+    rest = [d for d in range(len(t.shape)) if d not in axes]
+    moved = da.transpose(t, [*axes, *rest])
+    joined = (_count(t.shape, axes), *(t.shape[d] for d in rest))
+    return da.reshape(moved, joined)
+
+
+def _accumulator(t: Tensor, dtype: Any, op: str) -> Tensor:
+    """``t`` in the type a sum or product accumulates in: ``dtype`` when given (None and
+    float types are supported), else bools and ints as int64 and floats as themselves."""
+    if dtype is None:
+        return convert(t, DType.INT64, op) if is_bool(t) else t
+    target = static_dtype(dtype, op)
+    if target is DType.BOOL:
+        raise UnsupportedError("a bool accumulator is not supported", op=op)
+    if target is DType.INT64 and t.term.dtype.is_float:
+        raise UnsupportedError(
+            "accumulating floats in an integer type is not supported", op=op
+        )
+    return convert(t, target, op)
+
+
+def _floating(t: Tensor, dtype: Any, op: str) -> Tensor:
+    """``t`` as the float type a mean or variance is computed in (ints: float64)."""
+    if dtype is not None:
+        target = static_dtype(dtype, op)
+        if not target.is_float:
+            raise UnsupportedError(f"dtype must be a float type here, got {target}", op=op)
+        return convert(t, target, op)
+    return t if t.term.dtype.is_float else convert(t, DType.FLOAT64, op)
+
+
+def _ones(shape: tuple[int, ...], dtype: np.dtype[Any]) -> Tensor:
+    return Tensor(lift_shape(da.constant(np.ones((), dtype)).term, shape))
+
+
+def _strided(t: Tensor, start: int, step: int, count: int) -> Tensor:
+    """``t[start : start + step * count : step]`` along the outer dimension, a ``gather``
+    (a read past the end gives 0)."""
+    if start == 0 and step == 1 and count == t.shape[0]:
+        return t
+
+    def index(i: Tensor) -> Tensor:
+        return Tensor(ix_.add(ix_.mul(int_const(step), i.term), int_const(start)))
+
+    return da.gather((count,), t, index)
+
+
+# --------------------------------------------------------------------------------------
+# Sums and means
+# --------------------------------------------------------------------------------------
+
+
+@numpy_api
+def sum(a: Any, axis: Axis = None, dtype: Any = None, keepdims: bool = False) -> Tensor:
+    """Sum over ``axis`` (every axis by default): ``sumOuter`` after ``tr``/``reshape``.
+    Bools and ints sum as int64."""
+    op = "numpy.sum"
+    t = to_tensor(a, op)
+    axes = normalize_axes(axis, t.ndim, op)
+    return da.sum(_accumulator(t, dtype, op), axes, keepdims)
+
+
+def _mean(t: Tensor, axes: tuple[int, ...], keepdims: bool) -> Tensor:
+    count = _count(t.shape, axes)
+    total = da.sum(t, axes, keepdims)
+    return total / float(count) if count else total * math.nan
+
+
+@numpy_api
+def mean(a: Any, axis: Axis = None, dtype: Any = None, keepdims: bool = False) -> Tensor:
+    """Arithmetic mean over ``axis``: the sum divided by the count (ints give float64;
+    nan over no elements)."""
+    op = "numpy.mean"
+    t = to_tensor(a, op)
+    axes = normalize_axes(axis, t.ndim, op)
+    return _mean(_floating(t, dtype, op), axes, keepdims)
+
+
+def _variance(t: Tensor, axes: tuple[int, ...], ddof: float, keepdims: bool) -> Tensor:
+    centred = t - _mean(t, axes, True)
+    squares = da.sum(centred * centred, axes, keepdims)
+    return squares / float(np.maximum(_count(t.shape, axes) - ddof, 0))
+
+
+@numpy_api
+def var(
+    a: Any, axis: Axis = None, dtype: Any = None, ddof: float = 0, keepdims: bool = False
+) -> Tensor:
+    """Variance over ``axis``: ``sum((a - mean)²) / (N - ddof)`` (ints give float64)."""
+    op = "numpy.var"
+    t = to_tensor(a, op)
+    axes = normalize_axes(axis, t.ndim, op)
+    return _variance(_floating(t, dtype, op), axes, ddof, keepdims)
+
+
+@numpy_api
+def std(
+    a: Any, axis: Axis = None, dtype: Any = None, ddof: float = 0, keepdims: bool = False
+) -> Tensor:
+    """Standard deviation over ``axis``: ``sqrt`` of :func:`var`, with derivative 0
+    where the variance is 0 (not ``0 * inf``)."""
+    op = "numpy.std"
+    t = to_tensor(a, op)
+    axes = normalize_axes(axis, t.ndim, op)
+    v = _variance(_floating(t, dtype, op), axes, ddof, keepdims)
+    positive = v > 0
+    root = da.sqrt(elementwise("select", positive, v, 1.0))
+    return elementwise("select", positive, root, v * 0.0)
+
+
+@numpy_api
+def average(
+    a: Any,
+    axis: Axis = None,
+    weights: Any = None,
+    returned: bool = False,
+    *,
+    keepdims: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
+    """Weighted mean over ``axis``: ``sum(a * w) / sum(w)`` (the mean without weights).
+    1-D ``weights`` run along the one ``axis``; ``returned`` adds the sum of weights."""
+    op = "numpy.average"
+    t = to_tensor(a, op)
+    axes = normalize_axes(axis, t.ndim, op)
+    if weights is None:
+        avg = _mean(_floating(t, None, op), axes, keepdims)
+        scale = da.constant(np.asarray(_count(t.shape, axes), avg.dtype))
+    else:
+        w = to_tensor(weights, op)
+        if w.shape != t.shape:
+            if axis is None:
+                raise ShapeError(
+                    "axis must be specified when shapes of a and weights differ", op=op
+                )
+            if isinstance(axis, tuple | list) or w.ndim != 1:
+                raise ShapeError("1D weights expected when shapes of a and weights differ", op=op)
+            ax = normalize_axis(axis, t.ndim, op)
+            if w.shape[0] != t.shape[ax]:
+                raise ShapeError("length of weights differs from the length of axis", op=op)
+            w = da.reshape(w, tuple(t.shape[ax] if d == ax else 1 for d in range(t.ndim)))
+        if not t.term.dtype.is_float:
+            t = convert(t, DType.FLOAT64, op)
+        spread = Tensor(lift_shape(w.term, t.shape))
+        total = da.sum(t * spread, axes, keepdims)
+        scale = da.sum(spread, axes, keepdims)
+        avg = total / scale
+        scale = convert(scale, avg.term.dtype, op)
+    if not returned:
+        return avg
+    if scale.shape != avg.shape:
+        scale = Tensor(lift_shape(scale.term, avg.shape))
+    return avg, scale
+
+
+# --------------------------------------------------------------------------------------
+# Products and scans
+# --------------------------------------------------------------------------------------
+
+
+def _halve(t: Tensor) -> tuple[Tensor, Tensor]:
+    """An even-length ``t`` as its elements at even and odd outer positions
+    (``reshape`` to pairs, ``tr``, ``index``)."""
+    n, rest = t.shape[0], t.shape[1:]
+    pairs = da.transpose(da.reshape(t, (n // 2, 2, *rest)), (1, 0, *range(2, 2 + len(rest))))
+    return Tensor(Index(pairs.term, (int_const(0),))), Tensor(Index(pairs.term, (int_const(1),)))
+
+
+def _tree_product(t: Tensor) -> Tensor:
+    """The product over the outer dimension as a balanced tree of pairwise ``mul``s
+    (an odd level is padded with a one)."""
+    n, rest = t.shape[0], t.shape[1:]
+    if n == 0:
+        return _ones(rest, t.dtype)
+    while n > 1:
+        if n % 2:
+            t = da.concatenate([t, _ones((1, *rest), t.dtype)])
+            n += 1
+        even, odd = _halve(t)
+        t, n = even * odd, n // 2
+    return Tensor(Index(t.term, (int_const(0),)))
+
+
+@numpy_api
+def prod(a: Any, axis: Axis = None, dtype: Any = None, keepdims: bool = False) -> Tensor:
+    """Product over ``axis``: a log-depth tree of pairwise ``mul``s (never divides, so
+    the gradient is right where elements are 0).  Bools and ints multiply as int64."""
+    op = "numpy.prod"
+    t = to_tensor(a, op)
+    axes = normalize_axes(axis, t.ndim, op)
+    acc = _accumulator(t, dtype, op)
+    result = _tree_product(_front(acc, axes)) if axes else acc
+    return _keep(result, t.shape, axes, keepdims)
+
+
+Combine = Callable[[Tensor, Tensor], Tensor]
+
+
+def _scan(t: Tensor, combine: Combine) -> Tensor:
+    """Inclusive prefix combination along the outer dimension, work-efficient: combine
+    adjacent pairs (``x[2i] ∘ x[2i+1]``), scan those recursively (the odd positions),
+    then the even positions are ``r[i-1] ∘ x[2i]``; interleave with ``fromList`` and
+    ``reshape``.  Each level is a constant number of terms on half the data."""
+    n = t.shape[0]
+    if n < 2:
+        return t
+    pairs, evens = n // 2, (n + 1) // 2
+    r = _scan(combine(_strided(t, 0, 2, pairs), _strided(t, 1, 2, pairs)), combine)
+    first = _strided(t, 0, 1, 1)
+    if evens > 1:
+        tail = combine(_strided(r, 0, 1, evens - 1), _strided(t, 2, 2, evens - 1))
+        e = da.concatenate([first, tail])
+    else:
+        e = first
+    odd = _strided(r, 0, 1, evens)  # padded with a 0 read when n is odd
+    woven = da.reshape(da.stack([e, odd], axis=1), (2 * evens, *t.shape[1:]))
+    return _strided(woven, 0, 1, n)
+
+
+def _cumulative(op: str, a: Any, axis: int | None, dtype: Any, combine: Combine) -> Tensor:
+    t = to_tensor(a, op)
+    if axis is None:
+        t = da.reshape(t, (t.size,))
+        ax = 0
+    else:
+        ax = normalize_axis(axis, t.ndim, op)
+    acc = _accumulator(t, dtype, op)
+    if acc.ndim == 0:
+        return acc
+    perm = [ax, *[d for d in range(acc.ndim) if d != ax]]
+    scanned = _scan(da.transpose(acc, perm), combine)
+    return da.transpose(scanned, [perm.index(d) for d in range(acc.ndim)])
+
+
+@numpy_api
+def cumsum(a: Any, axis: int | None = None, dtype: Any = None) -> Tensor:
+    """Cumulative sum along ``axis`` (flattened when None): a work-efficient
+    associative scan of ``add`` (O(n) work, O(log n) terms)."""
+    return _cumulative("numpy.cumsum", a, axis, dtype, lambda x, y: x + y)
+
+
+@numpy_api
+def cumprod(a: Any, axis: int | None = None, dtype: Any = None) -> Tensor:
+    """Cumulative product along ``axis`` (flattened when None): a work-efficient
+    associative scan of ``mul`` (no division, so zeros differentiate correctly)."""
+    return _cumulative("numpy.cumprod", a, axis, dtype, lambda x, y: x * y)
+
+
+# --------------------------------------------------------------------------------------
+# Extrema and their positions
+# --------------------------------------------------------------------------------------
+
+
+def _extremum(op: str, which: str, a: Any, axis: Axis, keepdims: bool) -> Tensor:
+    t = to_tensor(a, op)
+    axes = normalize_axes(axis, t.ndim, op)
+    if t.size == 0 and axes and _count(t.shape, axes) == 0:
+        raise ShapeError(
+            "zero-size array to reduction operation which has no identity", op=op
+        )
+    if not axes:
+        return t
+    if t.size == 0:  # no elements to choose from, none to produce either
+        empty = da.sum(t, axes, keepdims)
+        return empty != 0 if is_bool(t) else empty
+    if is_bool(t):  # min is all, max is any
+        count = da.sum(elementwise("not", t) if which == "min" else t, axes, keepdims)
+        return count == 0 if which == "min" else count > 0
+    result = da.min(t, axes) if which == "min" else da.max(t, axes)
+    return _keep(result, t.shape, axes, keepdims)
+
+
+@numpy_api
+def min(a: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """Least element over ``axis``, nan propagating: a gather at ``argmin`` (its
+    gradient goes to one element)."""
+    return _extremum("numpy.min", "min", a, axis, keepdims)
+
+
+@numpy_api
+def max(a: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """Greatest element over ``axis``, nan propagating: a gather at ``argmax``."""
+    return _extremum("numpy.max", "max", a, axis, keepdims)
+
+
+@numpy_api
+def amin(a: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """The same as :func:`min`."""
+    return _extremum("numpy.amin", "min", a, axis, keepdims)
+
+
+@numpy_api
+def amax(a: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """The same as :func:`max`."""
+    return _extremum("numpy.amax", "max", a, axis, keepdims)
+
+
+@numpy_api
+def ptp(a: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """Range (peak to peak) over ``axis``: ``max - min``."""
+    op = "numpy.ptp"
+    t = to_tensor(a, op)
+    if is_bool(t):
+        raise DtypeError("the range of a bool array is not supported (as in NumPy)", op=op)
+    return _extremum(op, "max", t, axis, keepdims) - _extremum(op, "min", t, axis, keepdims)
+
+
+def _arg(op: str, a: Any, axis: int | None, keepdims: bool) -> Tensor:
+    t = to_tensor(a, op)
+    if t.size == 0:
+        raise ShapeError(f"attempt to get {op[6:]} of an empty sequence", op=op)
+    if is_bool(t):
+        t = convert(t, DType.INT64, op)
+    if axis is None:
+        result = da.argmin(t) if op.endswith("argmin") else da.argmax(t)
+        return da.reshape(result, (1,) * t.ndim) if keepdims else result
+    ax = normalize_axis(axis, t.ndim, op)
+    result = da.argmin(t, ax) if op.endswith("argmin") else da.argmax(t, ax)
+    return _keep(result, t.shape, (ax,), keepdims)
+
+
+@numpy_api
+def argmin(a: Any, axis: int | None = None, *, keepdims: bool = False) -> Tensor:
+    """Index of the first least element along ``axis`` (of the flattened array when
+    None): the ``argmin`` construct, an int."""
+    return _arg("numpy.argmin", a, axis, keepdims)
+
+
+@numpy_api
+def argmax(a: Any, axis: int | None = None, *, keepdims: bool = False) -> Tensor:
+    """Index of the first greatest element along ``axis``: the ``argmax`` construct."""
+    return _arg("numpy.argmax", a, axis, keepdims)
+
+
+# --------------------------------------------------------------------------------------
+# Truth tests and differences
+# --------------------------------------------------------------------------------------
+
+
+@numpy_api
+def all(a: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """Whether every element along ``axis`` is nonzero: no zero counted (``sum`` of
+    ``not``), True over no elements."""
+    op = "numpy.all"
+    t = truthy(a, op)
+    axes = normalize_axes(axis, t.ndim, op)
+    return da.sum(elementwise("not", t), axes, keepdims) == 0
+
+
+@numpy_api
+def any(a: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """Whether some element along ``axis`` is nonzero: a positive count (``sum``)."""
+    op = "numpy.any"
+    t = truthy(a, op)
+    axes = normalize_axes(axis, t.ndim, op)
+    return da.sum(t, axes, keepdims) > 0
+
+
+@numpy_api
+def count_nonzero(a: Any, axis: Axis = None, *, keepdims: bool = False) -> Tensor:
+    """The number of nonzero elements along ``axis``, an int: ``sum`` of ``a != 0``."""
+    op = "numpy.count_nonzero"
+    t = truthy(a, op)
+    axes = normalize_axes(axis, t.ndim, op)
+    return da.sum(t, axes, keepdims)
+
+
+def _along(t: Tensor, ax: int, start: int, stop: int) -> Tensor:
+    """``t`` sliced ``start:stop`` along dimension ``ax`` (a ``gather``)."""
+    shape = tuple(stop - start if d == ax else n for d, n in enumerate(t.shape))
+    if shape == t.shape:
+        return t
+
+    def index(*ix: Tensor) -> tuple[Tensor, ...]:
+        return tuple(
+            Tensor(ix_.add(v.term, int_const(start))) if d == ax else v
+            for d, v in enumerate(ix)
+        )
+
+    return da.gather(shape, t, index)
+
+
+def _edge(value: Any, t: Tensor, ax: int, op: str) -> Tensor:
+    """``prepend``/``append``: a scalar stretched to extent 1 along ``ax``, an array
+    broadcast to ``t``'s shape off ``ax``."""
+    v = to_tensor(value, op)  # a Python number is strong here, as in NumPy's diff
+    if v.ndim == 0:
+        shape = tuple(1 if d == ax else n for d, n in enumerate(t.shape))
+        return Tensor(lift_shape(v.term, shape))
+    return v
+
+
+@numpy_api
+def diff(
+    a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None
+) -> Tensor:
+    """The ``n``-th forward difference along ``axis``: ``x[1:] - x[:-1]`` (``gather``s and
+    ``sub``; ``!=`` on bools), ``n`` times, after joining ``prepend``/``append``."""
+    op = "numpy.diff"
+    if isinstance(n, bool) or not isinstance(n, int | np.integer):
+        raise ShapeError(f"order must be an int, got {n!r}", op=op)
+    if n < 0:
+        raise ShapeError(f"order must be non-negative but got {n}", op=op)
+    t = to_tensor(a, op)
+    if t.ndim == 0:
+        raise ShapeError("diff requires input that is at least one dimensional", op=op)
+    ax = normalize_axis(axis, t.ndim, op)
+    if n == 0:
+        return t
+    parts = [t]
+    if prepend is not None:
+        parts.insert(0, _edge(prepend, t, ax, op))
+    if append is not None:
+        parts.append(_edge(append, t, ax, op))
+    if len(parts) > 1:
+        joined = da.concatenate(parts, ax)
+        if _all_bool(parts) and not is_bool(joined):
+            joined = joined != 0
+        t = joined
+    for _ in range(n):
+        length = t.shape[ax]
+        if length == 0:
+            break
+        later, earlier = _along(t, ax, 1, length), _along(t, ax, 0, length - 1)
+        t = elementwise("ne", later, earlier) if is_bool(t) else later - earlier
+    return t
+
+
+def _all_bool(parts: Sequence[Tensor]) -> bool:
+    return not [p for p in parts if not is_bool(p)]
+

@@ -85,5 +85,5 @@ def test_bench_numpy_quick() -> None:
     assert lines[0].startswith("# bench_numpy.py --quick  (")
     rows = [s.split() for s in lines[2:4]]
     assert [r[0] for r in rows] == ["attention", "conv1d"]
-    assert all(float(r[5]) > 0 for r in rows)  # the ratio of da.jit to NumPy by hand
+    assert all(float(r[6]) > 0 for r in rows)  # the ratio of da.jit to NumPy by hand
     assert lines[-1] == "# every gradient agreed with the hand-written one (rtol 1e-8)"

@@ -18,6 +18,7 @@ milliseconds per gradient and the ratios to hand-written NumPy.  Usage:
 from __future__ import annotations
 
 import argparse
+import importlib
 import platform
 import statistics
 import time
@@ -132,17 +133,17 @@ def median_ms(fn: Callable[..., Any], xs: Arrays, repeat: int) -> float:
 
 def jax_gradient(name: str) -> Callable[..., Any] | None:
     try:
-        import jax
-        import jax.numpy as jnp
+        jax: Any = importlib.import_module("jax")
+        jnp: Any = importlib.import_module("jax.numpy")
     except ImportError:
         return None
-    jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call]
+    jax.config.update("jax_enable_x64", True)
     f = PROGRAMS[name][0](jnp)
     argnums = tuple(range(5 if name == "attention" else 2))
     grad = jax.jit(jax.grad(f, argnums=argnums))
 
     def run(*args: Any) -> Any:
-        return jax.block_until_ready(grad(*args))  # type: ignore[no-untyped-call]
+        return jax.block_until_ready(grad(*args))
 
     return run
 

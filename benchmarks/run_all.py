@@ -22,6 +22,7 @@ RUNS: dict[str, list[str]] = {
     "sharing": ["bench_sharing.py"],
     "gradients": ["bench_gradients.py"],
     "overhead": ["bench_overhead.py"],
+    "numpy": ["bench_numpy.py"],
     "timing-claims": ["bench_timing_claims.py"],
     "gradients-malloc-tuned": ["bench_gradients.py", "--malloc-tuned"],
 }

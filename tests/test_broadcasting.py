@@ -46,6 +46,36 @@ def test_binary_operations_broadcast_as_numpy(shapes: Any, name: str, dtype: Any
     conforms(numpy_function(ours), theirs, [a, b])
 
 
+
+@settings(max_examples=25)
+@given(
+    shapes=mutually_broadcastable_shapes(num_shapes=2, min_side=0, max_side=3, max_dims=3),
+    name=st.sampled_from(sorted(BINARY)),
+    dtypes=st.sampled_from(
+        [
+            (np.float32, np.float64),
+            (np.float64, np.float32),
+            (np.float32, np.int64),
+            (np.int64, np.float32),
+        ]
+    ),
+)
+def test_mixed_float_widths_promote_to_float64(shapes: Any, name: str, dtypes: Any) -> None:
+    """float32 with float64, or with an int64 array, computes in float64 (NumPy's
+    ``result_type``); the float32 argument's gradient is float32."""
+    ours, theirs = BINARY[name]
+    a, b = (  # arrays even of rank 0 (a NumPy scalar would not be an argument)
+        np.asarray(_data(shape, seed, np.float64) + shift).astype(dtype)
+        for shape, seed, dtype, shift in zip(
+            shapes.input_shapes, (1, 2), dtypes, (0.0, 0.25), strict=True
+        )
+    )
+    a, b = (x + 2 if x.dtype.kind == "i" else x for x in (a, b))  # ints 2 to 4
+    conforms(numpy_function(ours), theirs, [a, b])
+    program = da.trace(ours, a, b)
+    assert program(a, b).dtype == np.result_type(a, b) == np.float64
+
+
 @settings(max_examples=15)
 @given(shapes=mutually_broadcastable_shapes(num_shapes=3, min_side=1, max_side=3, max_dims=3))
 def test_where_broadcasts_its_condition_and_branches(shapes: Any) -> None:
@@ -100,6 +130,8 @@ def test_shapes_that_do_not_broadcast_name_the_operation_and_shapes(
         (np.array([True, False]), 2, np.int64),
         (np.arange(3), np.arange(3.0), np.float64),
         (np.array([True, False]), np.arange(2), np.int64),
+        (np.arange(3.0, dtype=np.float32), np.float64(2.0), np.float64),  # NumPy scalars
+        (np.arange(3.0), np.float32(2.0), np.float64),  # are strong (NEP 50)
     ],
 )
 def test_element_types_promote_as_numpy(value: Any, scalar: Any, dtype: Any) -> None:

@@ -80,9 +80,17 @@ def test_dtype_errors(f: Callable[..., Any], op: str, fragment: str) -> None:
     assert fragment in str(info.value)
 
 
-def test_mixing_float32_and_float64_is_reported() -> None:
-    err = error_of(lambda a, b: a * b, X.astype(np.float32), X)
-    assert isinstance(err, da.DtypeError) and "float32" in str(err) and "float64" in str(err)
+def test_mixing_float32_and_float64_promotes_to_float64_as_numpy() -> None:
+    x32 = X.astype(np.float32)
+    program = da.trace(lambda a, b: a * b, x32, X)
+    assert "toFloat64 a" in str(program)  # the conversion is a term of the program
+    np.testing.assert_allclose(program(x32, X), x32 * X)
+    assert program(x32, X).dtype == np.float64
+    for mode in ("compiled", "interpret"):
+        g32, g64 = da.grad(lambda a, b: da.sum(a * b), argnums=(0, 1), mode=mode)(x32, X)
+        assert g32.dtype == np.float32 and g64.dtype == np.float64  # each input's own type
+        np.testing.assert_allclose(g32, X.astype(np.float32), rtol=1e-6)
+        np.testing.assert_allclose(g64, x32, rtol=1e-12)
 
 
 @pytest.mark.parametrize(

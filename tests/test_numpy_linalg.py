@@ -187,6 +187,51 @@ def test_kron(data: st.DataObject, dtype: Any) -> None:
     conforms(dnp.kron, np.kron, (a, b))
 
 
+MIXED = (
+    (np.float32, np.float64),
+    (np.float64, np.float32),
+    (np.float32, np.int64),
+    (np.int64, np.float32),
+)
+
+
+@SETTINGS
+@given(data=st.data(), dtypes=st.sampled_from(MIXED))
+def test_mixed_float_widths_promote_to_float64(data: st.DataObject, dtypes: Any) -> None:
+    """float32 with float64 (or with an int64 array) multiplies in float64, as NumPy's
+    products do; each gradient has its own argument's dtype."""
+    first, second = dtypes
+    n, k, m = data.draw(positive), data.draw(sizes), data.draw(positive)
+    a, b = array(data, (n, k), first), array(data, (k, m), second)
+    v, c = array(data, (k,), second), array(data, (n, k), second)
+    assert dnp.dot(a, b).dtype == np.result_type(a, b) == np.float64
+    products: list[tuple[Callable[..., Any], Callable[..., Any], tuple[np.ndarray, ...]]] = [
+        (dnp.dot, np.dot, (a, b)),
+        (dnp.matmul, np.matmul, (a, b)),
+        (dnp.inner, np.inner, (a, v)),
+        (dnp.outer, np.outer, (a, v)),
+        (dnp.vdot, np.vdot, (a, c)),
+        (dnp.kron, np.kron, (a, b)),
+        (lambda x, y: dnp.tensordot(x, y, 1), lambda x, y: np.tensordot(x, y, 1), (a, b)),
+        (
+            lambda x, y, z: dnp.einsum("ij,jk,ij->ik", x, y, z),
+            lambda x, y, z: np.einsum("ij,jk,ij->ik", x, y, z),
+            (a, b, a),
+        ),
+        (
+            lambda x, y: dnp.cross(x, y),
+            lambda x, y: np.cross(x, y),
+            (array(data, (n, 3), first), array(data, (n, 3), second)),
+        ),
+    ]
+    for ours, theirs, args in products:
+        conforms(ours, theirs, args)
+    floats = [x for x in (a, b) if x.dtype.kind == "f"]
+    if len(floats) == 2:
+        grads = da.grad(lambda x, y: da.sum(dnp.matmul(x, y)), argnums=(0, 1))(a, b)
+        assert [g.dtype for g in grads] == [a.dtype, b.dtype]
+
+
 @pytest.mark.filterwarnings("ignore:Arrays of 2-dimensional vectors:DeprecationWarning")
 @SETTINGS
 @given(data=st.data(), dtype=st.sampled_from(DTYPES))
@@ -260,7 +305,6 @@ def test_int_and_bool_products_keep_numpy_dtypes() -> None:
         (lambda: dnp.vdot(np.ones(2), np.ones(3)), "numpy.vdot"),
         (lambda: dnp.cross(np.ones(4), np.ones(3)), "numpy.cross"),
         (lambda: dnp.cross(np.ones(3), np.ones(3), axisa=2), "numpy.cross"),
-        (lambda: dnp.dot(np.ones(3, np.float32), np.ones(3)), "numpy.dot"),
     ],
 )
 def test_errors_name_the_function(call: Callable[[], Any], name: str) -> None:

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, valid_tuple_axes
-from numpy_conformance import conforms
+from numpy_conformance import check_gradients, conforms
 
 import dualarr as da
 import dualarr.numpy as dnp
@@ -130,6 +130,40 @@ def test_integer_and_bool_reductions(data: st.DataObject, shape: tuple[int, ...]
     )
 
 
+
+@settings(max_examples=10)
+@given(data=st.data(), shape=SHAPES)
+def test_dtype_argument_converts_between_float_widths(
+    data: st.DataObject, shape: tuple[int, ...]
+) -> None:
+    """``dtype=float64`` of a float32 array (and float32 of a float64 one) converts
+    first, as NumPy's; gradients come back in the input's dtype."""
+    axis = data.draw(axes(len(shape)), label="axis")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    x64 = rng.uniform(0.5, 1.5, shape) * rng.choice([-1.0, 1.0], shape)
+    x32 = x64.astype(np.float32)
+    f32, f64 = np.float32, np.float64
+    names = ["sum", "prod"] + (["mean", "var", "std"] if reduced(shape, axis) > 0 else [])
+    for name in names:
+        conforms(bound(dnp, name, axis, dtype=f64), bound(np, name, axis, dtype=f64), [x32])
+        conforms(
+            bound(dnp, name, axis, dtype=f32),
+            bound(np, name, axis, dtype=f32),
+            [x64],
+            gradients=False,
+        )
+        assert dnp.sum(x32, axis, dtype=f64).dtype == np.float64
+        if name in ("sum", "mean"):  # NumPy's float32 result spoils finite differences
+            check_gradients(bound(dnp, name, axis, dtype=f32), bound(np, name, axis), [x64])
+    scan = 0 if shape else None
+    for name in ("cumsum", "cumprod"):
+        conforms(bound(dnp, name, scan, f64), bound(np, name, scan, f64), [x32])
+    if math.prod(shape):
+        grad = da.grad(lambda v: da.sum(dnp.sum(v, axis, dtype=f64)))(x32)
+        assert grad.dtype == np.float32
+        np.testing.assert_array_equal(grad, np.ones(shape, np.float32))
+
+
 @settings(max_examples=12)
 @given(shape=SHAPES, seed=st.integers(0, 2**32 - 1), zeros=st.integers(1, 3))
 def test_prod_gradient_with_zeros(shape: tuple[int, ...], seed: int, zeros: int) -> None:
@@ -186,8 +220,7 @@ def test_diff(data: st.DataObject, shape: tuple[int, ...]) -> None:
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
     x = rng.uniform(-2, 2, shape).astype(dtype)
     kwargs: dict[str, Any] = {}
-    if edges == "scalar":  # NumPy's diff makes them float64 arrays
-        x = x.astype(np.float64)
+    if edges == "scalar":  # NumPy's diff makes them float64 arrays: float32 x widens
         kwargs = {"prepend": 0.5, "append": -1.0}
     elif edges == "array":
         side = tuple(2 if d == axis % len(shape) else k for d, k in enumerate(shape))
@@ -229,6 +262,25 @@ def test_average(data: st.DataObject, shape: tuple[int, ...]) -> None:
         lambda v, w: np.average(v, one, w),
         [x, line],
     )
+    other = np.float64 if dtype == np.float32 else np.float32
+    conforms(  # mixed float widths average in float64
+        lambda v, w: dnp.average(v, axis, w, keepdims=keepdims),
+        lambda v, w: np_any.average(v, axis, w, keepdims=keepdims),
+        [x, full.astype(other)],
+    )
+    ints = rng.integers(-3, 4, shape)
+    for weights in (full.astype(np.float32), line.astype(np.float32)):
+        where = axis if weights.shape == shape else one
+        conforms(  # ints with float32 weights: float64 (NumPy's result_type(a, w, f8))
+            lambda w, a=where: dnp.average(ints, a, w),
+            lambda w, a=where: np.average(ints, a, w),
+            [weights],
+        )
+        got = dnp.average(ints, where, weights, returned=True)
+        want = np.average(ints, where, weights, returned=True)
+        for g, e in zip(got, want, strict=True):
+            assert g.shape == e.shape and g.dtype == e.dtype == np.float64
+            np.testing.assert_allclose(g, e, rtol=1e-6)
 
 
 @settings(max_examples=12)

@@ -4,6 +4,7 @@ conformance check of ``numpy_conformance``), their lowerings and their errors.""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import hypothesis.extra.numpy as hnp
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from numpy_conformance import conforms
+from numpy_conformance import check_gradients, conforms
 
 import dualarr as da
 import dualarr.numpy as dnp
@@ -198,6 +199,52 @@ def test_stack_family(data: st.DataObject) -> None:
 
 @EXAMPLES
 @given(st.data())
+def test_joining_mixed_float_widths(data: st.DataObject) -> None:
+    """float32 joined with float64 (or an int64 array) is float64, as in NumPy; an
+    explicit ``dtype`` converts every part, float64 → float32 included."""
+    x = data.draw(arrays(min_dims=1, max_dims=2))
+    x32, x64 = x.astype(np.float32), (x * 2 + 1).astype(np.float64)
+    ints = np.arange(x.size).reshape(x.shape)
+    ax = axis_of(data, x.ndim)
+    joins: list[tuple[Callable[..., Any], Callable[..., Any]]] = [
+        (lambda a, b: dnp.concatenate([a, b, a], ax), lambda a, b: np.concatenate([a, b, a], ax)),
+        (lambda a, b: dnp.stack([a, b], ax), lambda a, b: np.stack([a, b], ax)),
+        (lambda a, b: dnp.vstack([b, a]), lambda a, b: np.vstack([b, a])),
+        (lambda a, b: dnp.hstack([a, b]), lambda a, b: np.hstack([a, b])),
+        (lambda a, b: dnp.column_stack([a, b]), lambda a, b: np.column_stack([a, b])),
+    ]
+    for ours, theirs in joins:
+        conforms(ours, theirs, [x32, x64])
+        conforms(lambda a, f=ours: f(a, ints), lambda a, f=theirs: f(a, ints), [x32])
+        assert np.asarray(ours(x32, x64)).dtype == np.float64
+    if x.ndim == 1:
+        conforms(lambda a, b: dnp.r_[a, b], lambda a, b: np.r_[a, b], [x32, x64])
+        conforms(lambda a, b: dnp.c_[a, b], lambda a, b: np.c_[a, b], [x32, x64])
+    f32 = np.float32
+    # to float32: NumPy's rounding spoils finite differences of its own function, so the
+    # gradient is checked against the float64 join's (the conversion's derivative)
+    conforms(
+        lambda a, b: dnp.concatenate([a, b], ax, dtype=f32),
+        lambda a, b: np.concatenate([a, b], ax, dtype=f32),
+        [x32, x64],
+        gradients=False,
+    )
+    check_gradients(
+        lambda a, b: dnp.concatenate([a, b], ax, dtype=f32),
+        lambda a, b: np.concatenate([a, b], ax),
+        [x32, x64],
+    )
+    conforms(
+        lambda a, b: dnp.stack([a, b], dtype=np.float64),
+        lambda a, b: np.stack([a, b], dtype=np.float64),
+        [x32, x32],
+    )
+    grads = da.grad(lambda a, b: da.sum(dnp.concatenate([a, b], ax)), argnums=(0, 1))(x32, x64)
+    assert [g.dtype for g in grads] == [np.float32, np.float64]
+
+
+@EXAMPLES
+@given(st.data())
 def test_split(data: st.DataObject) -> None:
     x = data.draw(arrays(min_dims=1))
     ax = axis_of(data, x.ndim)
@@ -243,8 +290,9 @@ def test_r_and_c(data: st.DataObject) -> None:
     x = data.draw(arrays(min_dims=1, max_dims=1))
     y = data.draw(hnp.arrays(x.dtype, x.shape, elements=st.floats(-2, 2, width=32)))
     conforms(lambda a: dnp.r_[a, 2.5], lambda a: np.r_[a, 2.5], [x])
-    if x.dtype == np.float64:  # a range is float64 or int64: float32 would widen
-        conforms(lambda a: dnp.r_[a, 2.5, 0:3], lambda a: np.r_[a, 2.5, 0:3], [x])
+    # a range is an int64 (or float64) array: a float32 x widens to float64
+    conforms(lambda a: dnp.r_[a, 2.5, 0:3], lambda a: np.r_[a, 2.5, 0:3], [x])
+    conforms(lambda a: dnp.r_[a, 0:1:3j], lambda a: np.r_[a, 0:1:3j], [x])
     conforms(lambda a, b: dnp.r_[a, b], lambda a, b: np.r_[a, b], [x, y])
     conforms(lambda a, b: dnp.c_[a, b], lambda a, b: np.c_[a, b], [x, y])
     conforms(lambda a, b: dnp.c_[a, b, a], lambda a, b: np.c_[a, b, a], [x, y])
@@ -428,6 +476,12 @@ def test_diagonal_and_trace(data: st.DataObject) -> None:
         lambda a: dnp.diagonal(a, offset, i, j), lambda a: np.diagonal(a, offset, i, j), [x]
     )
     conforms(lambda a: dnp.trace(a, offset, i, j), lambda a: np.trace(a, offset, i, j), [x])
+    f64 = np.float64  # the diagonal converted to dtype, then summed (float32 widens)
+    conforms(
+        lambda a: dnp.trace(a, offset, i, j, f64),
+        lambda a: np.trace(a, offset, i, j, f64),
+        [x.astype(np.float32)],
+    )
 
 
 @EXAMPLES

@@ -49,3 +49,14 @@ def test_a_program_without_numpy_calls_prints_as_itself() -> None:
 def test_the_listing_evaluates_like_the_program() -> None:
     x = np.arange(5.0)
     assert da.trace(_program, x)(x) == np.sum(np.roll(x, 2) ** 2) + np.mean(x)
+
+
+def test_the_drawing_boxes_each_calls_lowering_with_the_call_as_written() -> None:
+    program = da.trace(_program, np.arange(5.0))
+    source = program.numpy_graph().source
+    labels = [line.split('label="', 1)[1].split('"')[0] for line in source.splitlines()
+              if "subgraph cluster" in line or 'label="dnp.' in line if 'label="' in line]
+    assert labels == ["dnp.roll(x, 2)", "dnp.sum(roll * roll)", "dnp.mean(x)"]
+    roll_box = source.split("subgraph cluster_0 {", 1)[1].split("}", 1)[0]
+    assert "gather [5]" in roll_box and "sumOuter" not in roll_box
+    assert source.count("subgraph cluster_") == 3

@@ -99,6 +99,7 @@ def hand_built() -> Iterator[tuple[str, dl.Delta]]:
     yield "transpose-reshape", share(dl.Reshape((6,), share(dl.Transpose((1, 0), x1))))
     yield "from-list", share(dl.FromList((x0, dl.Zero((4,), F64), dl.Scale(a, x0))))
     yield "shared-zero", share(dl.Add(share(dl.Zero((4,), F64)), x0))
+    yield "convert", share(dl.Convert(F64, share(dl.Convert(DType.FLOAT32, dl.Scale(a, x0)))))
     s3 = share(dl.Reshape((4,), share(dl.Transpose((1, 0), share(dl.Reshape((2, 2), x0))))))
     rows_columns = IndexFn((np.array([1, 0, 1, 0]), np.array([0, 1, 2, 3])))
     s4 = share(dl.Add(s3, dl.Scale(a, dl.Gather((4,), x1, rows_columns, (4,)))))

@@ -201,6 +201,20 @@ class Reshape(DeltaBase):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class Convert(DeltaBase):
+    """``convert t d``: ``d`` in the float type ``t`` (the derivative of a float32 <->
+    float64 conversion); its transpose converts back."""
+
+    to: DType
+    delta: Delta
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        _set(self, shape=self.delta.shape, dtype=self.to)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class Contract(DeltaBase):
     """``contract spec d factor``: a contraction (:class:`dualarr.lang.terms.Contract`) linear
     in its first operand, the Delta of either operand of a primal contraction."""
@@ -247,13 +261,23 @@ Delta: TypeAlias = (
     | Replicate
     | Transpose
     | Reshape
+    | Convert
     | FromList
     | Contract
 )
 """A Delta term (paper Fig. 16, for the core language of Fig. 7)."""
 
 UnaryDelta: TypeAlias = (
-    Scale | Index | Gather | Scatter | SumOuter | Replicate | Transpose | Reshape | Contract
+    Scale
+    | Index
+    | Gather
+    | Scatter
+    | SumOuter
+    | Replicate
+    | Transpose
+    | Reshape
+    | Convert
+    | Contract
 )
 """A node that applies one linear operation to one operand Delta (its ``delta``)."""
 
@@ -276,6 +300,7 @@ def delta_children(d: Delta) -> tuple[Delta, ...]:
             | Replicate(delta=x)
             | Transpose(delta=x)
             | Reshape(delta=x)
+            | Convert(delta=x)
             | Contract(delta=x)
         ):
             return (x,)
@@ -310,6 +335,7 @@ def pruned(d: Delta) -> Delta:
             | Replicate(delta=Zero())
             | Transpose(delta=Zero())
             | Reshape(delta=Zero())
+            | Convert(delta=Zero())
             | Contract(delta=Zero())
         ):
             return Zero(d.shape, d.dtype)
@@ -324,6 +350,7 @@ def pruned(d: Delta) -> Delta:
             | Replicate()
             | Transpose()
             | Reshape()
+            | Convert()
             | Contract()
         ):
             return d
@@ -414,6 +441,8 @@ def map_primal_values(roots: list[Delta], f: Callable[[Any], Any]) -> list[Delta
                 out = Transpose(p, kids[0])
             case Reshape(new_shape=sh):
                 out = Reshape(sh, kids[0])
+            case Convert(to=to):
+                out = Convert(to, kids[0])
             case FromList():
                 out = FromList(tuple(kids))
             case _:
@@ -535,6 +564,8 @@ def format_delta(
                 text[id(d)] = f"Tr {list(p)} {ref(x)}".replace(", ", ",")
             case Reshape(new_shape=sh, delta=x):
                 text[id(d)] = f"Reshape {list(sh)} {ref(x)}".replace(", ", ",")
+            case Convert(to=to, delta=x):
+                text[id(d)] = f"Convert {to} {ref(x)}"
             case Contract(spec=spec, delta=x, factor=f):
                 text[id(d)] = f"Contract {spec!r} {ref(x)} {describe(f)}"
             case FromList(deltas=xs):

@@ -120,6 +120,8 @@ class DualAlgebra(Algebra[Any]):
 
     def from_integral(self, a: Any, dtype: DType) -> Any:
         primal = self.p.from_integral(self.prim(a), dtype)
+        if isinstance(a, Dual):  # float32 <-> float64: the tangent converts too
+            return self.dual(primal, dl.Convert(dtype, a.delta))
         return Dual(primal, dl.Zero(self.p.shape(primal), dtype))
 
     def floor(self, a: Any) -> Any:

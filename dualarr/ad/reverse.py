@@ -43,6 +43,7 @@ class CotangentAlgebra(Protocol[C]):
     def replicate(self, count: int, a: C) -> C: ...
     def transpose(self, perm: Sequence[int], a: C) -> C: ...
     def reshape(self, shape: Shape, a: C) -> C: ...
+    def from_integral(self, a: C, dtype: DType) -> C: ...
     def contract(self, spec: str, a: C, b: Any) -> C: ...
     def element(self, a: C, position: int) -> C: ...
 
@@ -110,6 +111,8 @@ def transpose_step(alg: CotangentAlgebra[C], d: dl.UnaryDelta, c: C) -> C:
             return alg.transpose(tuple(p.index(q) for q in range(len(p))), c)
         case dl.Reshape(delta=x):
             return alg.reshape(x.shape, c)
+        case dl.Convert(delta=x):
+            return alg.from_integral(c, x.dtype)  # convert back to the operand's type
         case dl.Contract(spec=spec, factor=f):
             left, right, out = parse_contraction(spec)
             return alg.contract(f"{out},{right}->{left}", c, f)
@@ -149,7 +152,7 @@ def eval_delta(
                         stack.append((alg.element(c, q), x))
             case (
                 dl.Scale() | dl.Index() | dl.Gather() | dl.Scatter() | dl.SumOuter()
-                | dl.Replicate() | dl.Transpose() | dl.Reshape() | dl.Contract()
+                | dl.Replicate() | dl.Transpose() | dl.Reshape() | dl.Convert() | dl.Contract()
             ):
                 if isinstance(d, dl.Index):
                     stats.one_hots += 1
@@ -266,6 +269,8 @@ def _forward_node(
             return alg.transpose(p, v(x))
         case dl.Reshape(new_shape=sh, delta=x):
             return alg.reshape(sh, v(x))
+        case dl.Convert(to=to, delta=x):
+            return alg.from_integral(v(x), to)
         case dl.Contract(spec=spec, delta=x, factor=f):
             return alg.contract(spec, v(x), f)
         case dl.FromList(deltas=xs):

@@ -215,6 +215,14 @@ class CReshape(_ShownLinear):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class CConvert(_ShownLinear):
+    """``Convert (type u) c``: from ``T[Convert t u]``."""
+
+    to: DType
+    arg: Cot
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class CIndex(_ShownLinear):
     """``Index c [q]``: from ``T[FromList [u0 … un]]``, for element ``q``."""
 
@@ -226,7 +234,7 @@ CExpr: TypeAlias = (
     CScale
     | CContract
     | CScatter
-    | CGather | CEmbed | CReplicate | CSumOuter | CTranspose | CReshape | CIndex
+    | CGather | CEmbed | CReplicate | CSumOuter | CTranspose | CReshape | CConvert | CIndex
 )
 """A cotangent expression: the transpose of one structural Delta constructor."""
 
@@ -353,6 +361,9 @@ class RecordingAlgebra:
     def reshape(self, shape: Shape, a: Cot) -> Cot:
         return self._bind(CReshape(tuple(shape), a), shape, a.dtype)
 
+    def from_integral(self, a: Cot, dtype: DType) -> Cot:
+        return self._bind(CConvert(dtype, a), a.shape, dtype)
+
     def contract(self, spec: str, a: Cot, b: Any) -> Cot:
         shape = dl.contraction_shape(spec, a.shape, tuple(b.shape))
         return self._bind(CContract(spec, a, b), shape, a.dtype)
@@ -400,7 +411,8 @@ def transpose_delta(delta: dl.Delta | LetForm, stats: ReverseStats | None = None
     - ``T[Index u ix] = let c = Embed (shape u) ix c in T[u]``
     - ``T[SumOuter u] = let c = Replicate k c in T[u]``, ``T[Replicate k u] = let c =
       SumOuter c in T[u]``, ``T[Tr p u] = let c = Tr p⁻¹ c in T[u]``,
-      ``T[Reshape sh u] = let c = Reshape (shape u) c in T[u]``
+      ``T[Reshape sh u] = let c = Reshape (shape u) c in T[u]``, ``T[Convert t u] =
+      let c = Convert (type u) c in T[u]``
     - ``T[FromList [u0 … un]] = Σq (let c = Index c [q] in T[uq])``
 
     ``let c = e in 0`` is dropped (the rules are linear, so ``T[u] = 0`` makes it dead),
@@ -438,6 +450,8 @@ def _apply(alg: Algebra[Any], e: CExpr, c: Any, dtype: DType) -> Any:
             return alg.transpose(p, c)
         case CReshape(new_shape=sh):
             return alg.reshape(sh, c)
+        case CConvert(to=to):
+            return alg.from_integral(c, to)
         case CIndex(position=q):
             return alg.index(c, [alg.full((), q, DType.INT64)])
         case _:
@@ -580,6 +594,8 @@ def _format_piece(piece: CExpr | Stmt, g: _Gamma) -> str:
             return f"Tr {format_shape(p)} {c}"
         case CReshape(new_shape=sh, arg=c):
             return f"Reshape {format_shape(sh)} {c}"
+        case CConvert(to=to, arg=c):
+            return f"Convert {to} {c}"
         case CIndex(arg=c, position=q):
             return f"Index {c} [{q}]"
         case Bind(target=t, expr=e):
@@ -604,6 +620,7 @@ _RULE_OF: dict[type, str] = {
     CSumOuter: "T[Replicate k u]",
     CTranspose: "T[Tr p u]",
     CReshape: "T[Reshape sh u]",
+    CConvert: "T[Convert t u]",
     CIndex: "T[FromList us]",
 }
 
@@ -639,6 +656,7 @@ def format_program(program: LinearProgram) -> str:
 __all__ = [
     "Bind",
     "CContract",
+    "CConvert",
     "CEmbed",
     "CExpr",
     "CGather",

@@ -132,6 +132,10 @@ class Program:
         written after ``#`` (the plain term when no ``dnp`` function was called)."""
         return str(view("print_numpy_program")(self))
 
+    def numpy_graph(self) -> Any:
+        """The term DAG with each ``dualarr.numpy`` call's lowering in a labelled box."""
+        return view("numpy_graph")(self)
+
     def __repr__(self) -> str:
         return f"<Program {self.name} {self.signature()}, {self.size} nodes>"
 

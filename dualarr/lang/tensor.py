@@ -265,11 +265,8 @@ def cast_to(term: Term, dtype: DType, op: str) -> Term:
         return Op("select", (term, lift_shape(one, term.shape), lift_shape(zero, term.shape)))
     if term.dtype is DType.INT64 and dtype.is_float:
         return FromIntegral(term, dtype)
-    if term.dtype.is_float and dtype.is_float:
-        raise DtypeError(
-            f"mixes {term.dtype} and {dtype}: convert the inputs to one float type",
-            op=op,
-        )
+    if term.dtype.is_float and dtype.is_float:  # float32 <-> float64
+        return FromIntegral(term, dtype)
     raise DtypeError(f"cannot use a {term.dtype} value where {dtype} is needed", op=op)
 
 
@@ -319,13 +316,13 @@ def broadcast_shapes(op: str, shapes: Sequence[tuple[int, ...]]) -> tuple[int, .
 
 
 def join_dtypes(op: str, dtypes: Sequence[DType]) -> DType:
+    """NumPy's promotion of array element types: bool < int64 < float32 < float64, and
+    float32 with int64 is float64 (``np.result_type``)."""
     floats = {d for d in dtypes if d.is_float}
-    if len(floats) > 1:
-        raise DtypeError(
-            "mixes float32 and float64: convert the inputs to one float type", op=op
-        )
     if floats:
-        return floats.pop()
+        if DType.FLOAT64 in floats or DType.INT64 in dtypes:
+            return DType.FLOAT64
+        return DType.FLOAT32
     if DType.INT64 in dtypes:
         return DType.INT64
     return DType.BOOL
@@ -342,8 +339,8 @@ def promote(op: str, kind: OpKind, operands: Sequence[Operand]) -> list[Term]:
 
     Python numbers are "weak": they adopt the other operands' element type.
     """
-    terms: list[Term | None] = [
-        None if isinstance(x, bool | int | float) else _operand_term(x, op) for x in operands
+    terms: list[Term | None] = [  # a NumPy scalar (np.float64 is a float) is strong
+        None if _is_weak(x) else _operand_term(x, op) for x in operands
     ]
     strong = [t.dtype for t in terms if t is not None]
     weak = [_weak_type(x) for x, t in zip(operands, terms, strict=True) if t is None]
@@ -352,6 +349,11 @@ def promote(op: str, kind: OpKind, operands: Sequence[Operand]) -> list[Term]:
         cast_to(t if t is not None else _weak_const(x, target), target, op)
         for x, t in zip(operands, terms, strict=True)
     ]
+
+
+def _is_weak(value: Operand) -> bool:
+    """A Python number: it adopts the other operands' element type (NEP 50)."""
+    return isinstance(value, bool | int | float) and not isinstance(value, np.generic)
 
 
 def _operand_term(value: Operand, op: str) -> Term:

@@ -562,7 +562,9 @@ class Iota(TermBase):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class FromIntegral(TermBase):
-    """``fromIntegral e``: int to float, elementwise."""
+    """``fromIntegral e``: int to float, elementwise; from a float, the conversion
+    between float32 and float64 (NumPy's ``astype``), whose derivative converts the
+    tangent the same way."""
 
     array: Term
     to: DType = DType.FLOAT64
@@ -570,9 +572,10 @@ class FromIntegral(TermBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
-        if self.array.dtype is not DType.INT64 or not self.to.is_float:
+        source = self.array.dtype
+        if not self.to.is_float or not (source is DType.INT64 or source.is_float):
             raise DtypeError(
-                f"converts int to float, got {self.array.dtype} to {self.to}",
+                f"converts an int or a float to a float, got {source} to {self.to}",
                 op="fromIntegral",
             )
         _set(self, shape=self.array.shape, dtype=self.to)

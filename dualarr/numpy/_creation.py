@@ -117,9 +117,8 @@ def result_dtype(values: Sequence[Any], op: str) -> DType:
 
 def astype(t: Tensor, target: DType, op: str) -> Tensor:
     """``t`` converted to ``target`` as NumPy's ``astype`` does: bool → number (0/1),
-    int → float, float → int (truncation toward 0, via ``floor``), number → bool
-    (``!= 0``).  A constant converts in NumPy; a traced float cannot change its float
-    width (the core language has no such conversion)."""
+    int → float and float32 ↔ float64 (``fromIntegral``), float → int (truncation
+    toward 0, via ``floor``), number → bool (``!= 0``).  A constant converts in NumPy."""
     source = t.term.dtype
     if source is target:
         return t
@@ -127,15 +126,9 @@ def astype(t: Tensor, target: DType, op: str) -> Tensor:
         return F.constant(np.asarray(t.term.value).astype(target.numpy()))
     if target is DType.BOOL:
         return t != 0
-    if source is DType.BOOL or (source is DType.INT64 and target.is_float):
-        return Tensor(cast_to(t.term, target, op))
     if source.is_float and target is DType.INT64:
         return F.where(t < 0, -F.floor(-t), F.floor(t))
-    raise UnsupportedError(
-        f"converting a traced {source} array to {target} is not supported (the core "
-        "language has no float-width conversion); convert the input before tracing",
-        op=op,
-    )
+    return Tensor(cast_to(t.term, target, op))
 
 
 def to_array(value: Any, dtype: DTypeLike | None, op: str) -> Tensor:
@@ -393,7 +386,7 @@ def arange(
         length = max(0, math.ceil(ratio))
         natural = DType.FLOAT64
     target = natural if dtype is None else core_dtype(dtype, op)
-    work = target if target.is_float else natural
+    work = natural  # NumPy computes (and returns the step) in it, then converts
     positions = F.iota(length)
     if work.is_float:
         values = F.to_float(positions, work.numpy()) * stride + begin
@@ -423,7 +416,7 @@ def linspace(
         raise ShapeError("endpoint and retstep must be bools", op=op)
     natural = result_dtype([start, stop, float(num)], op)
     target = natural if dtype is None else core_dtype(dtype, op)
-    work = target if target.is_float else natural
+    work = natural  # NumPy computes (and returns the step) in it, then converts
     lo = astype(to_array(start, None, op), work, op)
     hi = astype(to_array(stop, None, op), work, op)
     shape = broadcast_shapes(op, [lo.shape, hi.shape])

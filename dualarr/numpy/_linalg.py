@@ -7,9 +7,11 @@ a bilinear contraction, differentiated as one and transposed into contractions);
 that only one operand has and the result drops is first summed away (``sumOuter``), so
 every contraction is well formed.  Integer and bool operands (``contract`` is for floats)
 are multiplied elementwise with NumPy broadcasting and summed, so ``int`` products stay
-``int`` and ``bool`` ones ``bool``, as in NumPy.  A label repeated on one operand (a
-diagonal, ``einsum("ii->i", a)``) is a ``gather``; a dimension of extent 1 that
-broadcasts against a longer one is reshaped away.
+``int`` and ``bool`` ones ``bool``, as in NumPy.  The operands are first promoted to one
+element type by NumPy's rules (float32 with float64, or with an int64 array, is float64:
+``fromIntegral`` converts them).  A label repeated on one operand (a diagonal,
+``einsum("ii->i", a)``) is a ``gather``; a dimension of extent 1 that broadcasts against
+a longer one is reshaped away.
 """
 
 from __future__ import annotations

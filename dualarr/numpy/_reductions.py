@@ -5,7 +5,8 @@ an ``argmin``/``argmax`` (their gradient goes to one element); ``prod`` is a pai
 product tree (``reshape``, ``tr``, ``index``, ``mul``: log-depth, and no division, so
 zeros differentiate correctly); ``cumsum``/``cumprod`` are a work-efficient associative
 scan (strided ``gather``s, a recursive combine of adjacent pairs, an interleave by
-``fromList``/``reshape``): O(n) work and O(log n) terms.
+``fromList``/``reshape``): O(n) work and O(log n) terms.  A ``dtype`` argument converts
+the input first, float32 ↔ float64 included, as NumPy's does.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from ..lang import functions as da
 from ..lang import indexing as ix_
 from ..lang.errors import DtypeError, ShapeError, UnsupportedError
-from ..lang.tensor import Tensor, elementwise, lift_shape
+from ..lang.tensor import Tensor, elementwise, join_dtypes, lift_shape
 from ..lang.terms import DType, Index, int_const
 from ._core import normalize_axes, normalize_axis, to_tensor
 from ._ufuncs import convert, is_bool, numpy_api, static_dtype, truthy
@@ -75,7 +76,8 @@ def _front(t: Tensor, axes: tuple[int, ...]) -> Tensor:
 
 def _accumulator(t: Tensor, dtype: Any, op: str) -> Tensor:
     """``t`` in the type a sum or product accumulates in: ``dtype`` when given (None and
-    float types are supported), else bools and ints as int64 and floats as themselves."""
+    float types are supported; float32 ↔ float64 converts), else bools and ints as int64
+    and floats as themselves."""
     if dtype is None:
         return convert(t, DType.INT64, op) if is_bool(t) else t
     target = static_dtype(dtype, op)
@@ -88,14 +90,20 @@ def _accumulator(t: Tensor, dtype: Any, op: str) -> Tensor:
     return convert(t, target, op)
 
 
-def _floating(t: Tensor, dtype: Any, op: str) -> Tensor:
-    """``t`` as the float type a mean or variance is computed in (ints: float64)."""
+def _float_type(t: Tensor, dtype: Any, op: str) -> DType:
+    """The float type a mean or variance is computed in: ``dtype`` when given, else ints
+    and bools float64 and floats their own."""
     if dtype is not None:
         target = static_dtype(dtype, op)
         if not target.is_float:
             raise UnsupportedError(f"dtype must be a float type here, got {target}", op=op)
-        return convert(t, target, op)
-    return t if t.term.dtype.is_float else convert(t, DType.FLOAT64, op)
+        return target
+    return t.term.dtype if t.term.dtype.is_float else DType.FLOAT64
+
+
+def _floating(t: Tensor, dtype: Any, op: str) -> Tensor:
+    """``t`` converted to the float type of :func:`_float_type` (float32 ↔ float64 too)."""
+    return convert(t, _float_type(t, dtype, op), op)
 
 
 def _ones(shape: tuple[int, ...], dtype: np.dtype[Any]) -> Tensor:
@@ -145,9 +153,14 @@ def mean(a: Any, axis: Axis = None, dtype: Any = None, keepdims: bool = False) -
     return _mean(_floating(t, dtype, op), axes, keepdims)
 
 
-def _variance(t: Tensor, axes: tuple[int, ...], ddof: float, keepdims: bool) -> Tensor:
-    centred = t - _mean(t, axes, True)
-    squares = da.sum(centred * centred, axes, keepdims)
+def _variance(
+    t: Tensor, target: DType, axes: tuple[int, ...], ddof: float, keepdims: bool, op: str
+) -> Tensor:
+    """NumPy's ``_var``: the mean in ``target``, the deviations in the common type of
+    ``t`` and the mean (float64 for a float64 ``t`` and a float32 ``dtype``), their
+    squares converted to ``target`` and summed."""
+    centred = t - _mean(convert(t, target, op), axes, True)
+    squares = da.sum(convert(centred * centred, target, op), axes, keepdims)
     return squares / float(np.maximum(_count(t.shape, axes) - ddof, 0))
 
 
@@ -159,7 +172,7 @@ def var(
     op = "numpy.var"
     t = to_tensor(a, op)
     axes = normalize_axes(axis, t.ndim, op)
-    return _variance(_floating(t, dtype, op), axes, ddof, keepdims)
+    return _variance(t, _float_type(t, dtype, op), axes, ddof, keepdims, op)
 
 
 @numpy_api
@@ -171,7 +184,7 @@ def std(
     op = "numpy.std"
     t = to_tensor(a, op)
     axes = normalize_axes(axis, t.ndim, op)
-    v = _variance(_floating(t, dtype, op), axes, ddof, keepdims)
+    v = _variance(t, _float_type(t, dtype, op), axes, ddof, keepdims, op)
     positive = v > 0
     root = da.sqrt(elementwise("select", positive, v, 1.0))
     return elementwise("select", positive, root, v * 0.0)
@@ -207,13 +220,16 @@ def average(
             if w.shape[0] != t.shape[ax]:
                 raise ShapeError("length of weights differs from the length of axis", op=op)
             w = da.reshape(w, tuple(t.shape[ax] if d == ax else 1 for d in range(t.ndim)))
+        # NumPy's result type: ``result_type(a, weights)``, at least float64 for int or
+        # bool ``a``; both are converted to it (float32 ↔ float64 too) before summing
+        kind = join_dtypes(op, [t.term.dtype, w.term.dtype])
         if not t.term.dtype.is_float:
-            t = convert(t, DType.FLOAT64, op)
+            kind = DType.FLOAT64
+        t, w = convert(t, kind, op), convert(w, kind, op)
         spread = Tensor(lift_shape(w.term, t.shape))
         total = da.sum(t * spread, axes, keepdims)
         scale = da.sum(spread, axes, keepdims)
         avg = total / scale
-        scale = convert(scale, avg.term.dtype, op)
     if not returned:
         return avg
     if scale.shape != avg.shape:

@@ -135,7 +135,7 @@ def _constant_map(positions: np.ndarray) -> IndexMap:
     return lambda i: F.index(table, (i,))
 
 
-def _as_float_free_common(tensors: list[Tensor], dtype: DTypeLike | None, op: str) -> list[Tensor]:
+def _as_common(tensors: list[Tensor], dtype: DTypeLike | None, op: str) -> list[Tensor]:
     """The arrays converted to NumPy's common element type (or ``dtype``)."""
     target = result_dtype(tensors, op) if dtype is None else core_dtype(dtype, op)
     return [astype(t, target, op) for t in tensors]
@@ -340,7 +340,7 @@ def _join(tensors: list[Tensor], axis: int, dtype: DTypeLike | None, op: str) ->
             op=op,
             shapes=[s.shape for s in tensors],
         )
-    parts = _as_float_free_common(tensors, dtype, op)
+    parts = _as_common(tensors, dtype, op)
     if len(parts) == 1:
         return parts[0]
     if parts[0].term.dtype is DType.BOOL:
@@ -379,7 +379,7 @@ def stack(
             shapes=[t.shape for t in tensors],
         )
     ax = normalize_axis(axis, tensors[0].ndim + 1, op)
-    return F.stack(_as_float_free_common(tensors, dtype, op), ax)
+    return F.stack(_as_common(tensors, dtype, op), ax)
 
 
 @numpy_function
@@ -840,11 +840,15 @@ def trace(
     dtype: DTypeLike | None = None,
 ) -> Tensor:
     """The sum of the ``offset`` diagonal: :func:`diagonal` then ``sumOuter`` (bools
-    count as ints)."""
+    count as ints), in ``dtype`` when given (the diagonal converted first, as NumPy's
+    sum with a ``dtype``: float32 ↔ float64 included)."""
     op = "numpy.trace"
     diag = _diagonal(_tensor(a, op), offset, axis1, axis2, op)
+    target = None if dtype is None else core_dtype(dtype, op)
+    if target is not None and target is not DType.BOOL:
+        diag = astype(diag, target, op)
     total = F.sum(diag, diag.ndim - 1)
-    return total if dtype is None else astype(total, core_dtype(dtype, op), op)
+    return total if target is None else astype(total, target, op)
 
 
 def _diag_matrix(v: Tensor, k: int, op: str) -> Tensor:

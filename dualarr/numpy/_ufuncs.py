@@ -5,8 +5,9 @@ Each function broadcasts and promotes as the core language's elementwise operati
 int/float casts ``floor``/``fromIntegral``; no new term types.  Rounding (``floor``,
 ``ceil``, ``trunc``, ``rint``) returns floats with derivative 0, as NumPy's do;
 ``logaddexp`` and the inverse hyperbolic functions are written in numerically stable
-forms.  ``astype`` between float32 and float64 has no lowering: the core language has no
-float-to-float conversion (an ``UnsupportedError``).
+forms.  ``astype`` between float32 and float64 is ``fromIntegral``'s float conversion
+(its derivative converts the tangent the same way), and mixed float32/float64 operands
+promote to float64, as in NumPy.
 """
 
 from __future__ import annotations
@@ -213,19 +214,13 @@ def static_dtype(dtype: Any, op: str) -> DType:
 
 def convert(t: Tensor, target: DType, op: str) -> Tensor:
     """``t`` converted to ``target`` as NumPy's ``astype``: to bool is ``!= 0``, float to
-    int truncates, int/bool to float is ``fromIntegral``."""
+    int truncates, int/bool to float and float32 ↔ float64 are ``fromIntegral``."""
     source = t.term.dtype
     if source is target:
         return t
     if target is DType.BOOL:
         return elementwise("ne", t, 0)
-    if source.is_float and target.is_float:
-        raise UnsupportedError(
-            f"converting {source} to {target} is not supported: the core language has no "
-            "float-to-float conversion",
-            op=op,
-        )
-    if source.is_float:  # float -> int, towards zero
+    if source.is_float and not target.is_float:  # float -> int, towards zero
         return elementwise(
             "select", t < 0, -da.floor(-t), da.floor(t)
         )
@@ -378,15 +373,11 @@ def power(x1: Any, x2: Any) -> Tensor:
 
 @numpy_api
 def float_power(x1: Any, x2: Any) -> Tensor:
-    """Elementwise ``x1 ** x2`` computed in float64 (the ``pow`` primitive)."""
-    a, b = float_operands("numpy.float_power", x1, x2)
-    if a.term.dtype is not DType.FLOAT64:
-        raise UnsupportedError(
-            "float_power computes in float64, and converting float32 to float64 is not "
-            "supported: pass float64 arrays",
-            op="numpy.float_power",
-        )
-    return elementwise("pow", a, b)
+    """Elementwise ``x1 ** x2`` computed in float64 (the ``pow`` primitive; float32
+    operands are converted to float64 first, as NumPy's)."""
+    op = "numpy.float_power"
+    a, b = float_operands(op, x1, x2)
+    return elementwise("pow", convert(a, DType.FLOAT64, op), convert(b, DType.FLOAT64, op))
 
 
 @numpy_api
@@ -949,9 +940,8 @@ def logical_not(x: Any) -> Tensor:
 @numpy_api
 def astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Tensor:
     """``x`` as ``dtype``: to bool ``x != 0``; float to int rounds towards zero
-    (``floor``); int and bool to float ``fromIntegral``; bool to int ``select``.  Every
-    integer type is the core language's int64; float32 ↔ float64 is not supported (no
-    float-to-float conversion in the core language)."""
+    (``floor``); int and bool to float, and float32 ↔ float64, ``fromIntegral``; bool to
+    int ``select``.  Every integer type is the core language's int64."""
     op = "numpy.astype"
     return convert(to_tensor(x, op), static_dtype(dtype, op), op)
 

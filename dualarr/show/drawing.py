@@ -141,24 +141,35 @@ def _term_head(node: Term) -> str:
 
 
 def term_graph(
-    roots: Sequence[Term], name: str = "term", highlight: Sequence[Term] = ()
+    roots: Sequence[Term],
+    name: str = "term",
+    highlight: Sequence[Term] = (),
+    groups: Sequence[tuple[str, Sequence[Term]]] = (),
 ) -> Drawing:
     """The term DAG of ``roots``: one node per distinct node, operands below; the nodes
-    of ``highlight`` (a rewritten subterm, say) are filled."""
+    of ``highlight`` (a rewritten subterm, say) are filled; each of ``groups`` (a label
+    and its nodes, e.g. the lowering of one NumPy call) is drawn as a labelled box."""
     drawing = _new(name)
     number = {id(n): k for k, n in enumerate(postorder(roots))}
     marked = {id(n) for n in highlight}
+    group_of = {id(n): k for k, (_, nodes) in enumerate(groups) for n in nodes}
+    clusters = [Drawing(name=f"cluster_{k}") for k in range(len(groups))]
+    for cluster, (label, _) in zip(clusters, groups, strict=True):
+        cluster.attr(label=label, style="rounded,dashed", color="gray50", fontname="Courier")
     for node in postorder(roots):
         key = f"n{number[id(node)]}"
         head = _term_head(node)
         look: dict[str, str] = {"shape": "ellipse" if isinstance(node, Var) else "box"}
         if id(node) in marked:
             look |= {"style": "rounded,filled", "fillcolor": "gold"}
-        drawing.node(key, f"{head}\n{type_name(node.shape, node.dtype)}", **look)
+        home = clusters[group_of[id(node)]] if id(node) in group_of else drawing
+        home.node(key, f"{head}\n{type_name(node.shape, node.dtype)}", **look)
         scoped = bound_vars(node)[1] if isinstance(node, Gather | Scatter) else ()
         for position, kid in enumerate(children(node)):
             style = "dashed" if position in scoped else "solid"
             drawing.edge(key, f"n{number[id(kid)]}", style=style)
+    for cluster in clusters:
+        drawing.subgraph(cluster)
     for k, root in enumerate(roots):
         drawing.node(f"out{k}", f"result {k}" if len(roots) > 1 else "result", shape="plain")
         drawing.edge(f"out{k}", f"n{number[id(root)]}")
@@ -202,6 +213,8 @@ def _delta_head(d: dl.Delta) -> str:
             return f"Tr {format_shape(p)}"
         case dl.Reshape(new_shape=sh):
             return f"Reshape {format_shape(sh)}"
+        case dl.Convert(to=to):
+            return f"Convert {to}"
         case dl.FromList(deltas=xs):
             return f"FromList ({len(xs)})"
         case dl.Contract(spec=spec, factor=f):

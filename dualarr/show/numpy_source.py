@@ -15,12 +15,15 @@ so a learner sees what each NumPy function becomes.
 from __future__ import annotations
 
 import reprlib
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..lang.names import Namer
 from ..lang.program import Program
+from ..lang.tensor import NumpyCall
 from ..lang.terms import (
     IdSupply,
     Term,
@@ -35,23 +38,34 @@ from ..lang.terms import (
     view,
 )
 
-__all__ = ["print_numpy_program"]
+__all__ = ["numpy_graph", "print_numpy_program"]
 
 _WIDTH = 48  # the longest argument shown in a call before it is cut
 
 
-def print_numpy_program(program: Program) -> str:
-    """The program's ``dualarr.numpy`` calls as ``let`` bindings (see the module doc);
-    the plain program when it called none."""
-    calls = program.numpy_calls
-    if not calls:
-        return str(program)
+@dataclass(frozen=True)
+class _Listing:
+    """The calls' results as let-bound variables: ``order`` (variable, result, call),
+    ``body`` (each node over earlier results by name), ``written`` (a node, or the
+    variable naming it) and the printed ``names`` of inputs and variables."""
+
+    order: list[tuple[Var, Term, NumpyCall]]
+    body: dict[int, Term]
+    written: dict[int, Term]
+    names: dict[int, str]
+
+    def call(self, var: Var) -> str:
+        """The call that made ``var``, as written."""
+        call = next(c for v, _, c in self.order if v is var)
+        return _call(call, self.written, self.names)
+
+
+def _listing(program: Program) -> _Listing:
     supply = IdSupply(program.supply.next_id)  # names only: the program is not changed
     named: dict[int, Var] = {}
     inputs = {id(v) for v in program.inputs}
-    called: dict[int, str] = {}  # id(var) -> the call as written (set once names exist)
-    order: list[tuple[Var, Term, Any]] = []
-    for call in calls:
+    order: list[tuple[Var, Term, NumpyCall]] = []
+    for call in program.numpy_calls:
         for result in call.results:
             if id(result) in named or id(result) in inputs:
                 continue
@@ -59,21 +73,45 @@ def print_numpy_program(program: Program) -> str:
             named[id(result)] = var
             order.append((var, result, call))
     roots = [*(t for _, t, _ in order), *program.outputs]
-    for call in calls:
-        roots.extend(t for t in _terms(call.args) + _terms(call.kwargs))
+    for call in program.numpy_calls:
+        roots.extend(_terms(call.args) + _terms(call.kwargs))
     body: dict[int, Term] = {}
-    written: dict[int, Term] = {}  # the term with earlier results by name
+    written: dict[int, Term] = {}
     for node in postorder(roots):
         kids = tuple(written[id(k)] for k in children(node))
         body[id(node)] = rebuild(node, kids)
         written[id(node)] = named.get(id(node), body[id(node)])
-    bindings = [(var, body[id(term)]) for var, term, _ in order]
-    outputs = [written[id(o)] for o in program.outputs]
+    namer = Namer()  # the let printer's names: inputs, then the variables, in order
+    names = {v.id: namer.fresh(v.hint) for v in [*program.inputs, *(v for v, _, _ in order)]}
+    return _Listing(order, body, written, names)
+
+
+def print_numpy_program(program: Program) -> str:
+    """The program's ``dualarr.numpy`` calls as ``let`` bindings (see the module doc);
+    the plain program when it called none."""
+    if not program.numpy_calls:
+        return str(program)
+    listing = _listing(program)
+    bindings = [(var, listing.body[id(term)]) for var, term, _ in listing.order]
+    outputs = [listing.written[id(o)] for o in program.outputs]
     text: str = view("print_let_program")(program.inputs, bindings, outputs, every_binding=True)
-    names = _names(program, [var for var, _, _ in order])
-    for var, _, call in order:
-        called[var.id] = _call(call, written, names)
-    return _annotate(text, {names[var.id]: called[var.id] for var, _, _ in order})
+    calls = {listing.names[var.id]: listing.call(var) for var, _, _ in listing.order}
+    return _annotate(text, calls)
+
+
+def numpy_graph(program: Program) -> Any:
+    """The program's term DAG with the nodes each ``dualarr.numpy`` call made (its
+    lowering) in a box labelled with the call as written."""
+    listing = _listing(program)
+    groups: list[tuple[str, Sequence[Term]]] = []
+    owned: set[int] = {id(v) for v in program.inputs}
+    for var, result, call in listing.order:
+        given = {id(n) for n in postorder(_terms(call.args) + _terms(call.kwargs))}
+        made = [n for n in postorder([result]) if id(n) not in given and id(n) not in owned]
+        owned.update(id(n) for n in made)
+        if made:
+            groups.append((listing.call(var), made))
+    return view("term_graph")(list(program.outputs), program.name, groups=groups)
 
 
 def _terms(values: Any) -> list[Term]:
@@ -91,14 +129,7 @@ def _terms(values: Any) -> list[Term]:
     return found
 
 
-def _names(program: Program, variables: list[Var]) -> dict[int, str]:
-    """The names the let printer gives the inputs and the calls' variables (the same
-    :class:`Namer`, in the same order)."""
-    namer = Namer()
-    return {v.id: namer.fresh(v.hint) for v in [*program.inputs, *variables]}
-
-
-def _call(call: Any, written: dict[int, Term], names: dict[int, str]) -> str:
+def _call(call: NumpyCall, written: dict[int, Term], names: dict[int, str]) -> str:
     def shown(value: Any) -> str:
         if isinstance(value, np.ndarray):
             return f"<{value.dtype}{list(value.shape)}>"
@@ -107,8 +138,8 @@ def _call(call: Any, written: dict[int, Term], names: dict[int, str]) -> str:
             return f"({inner},)" if isinstance(value, tuple) and len(value) == 1 else (
                 f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
             )
-        if id(value) in written:
-            term = written[id(value)]
+        if isinstance(value, TermBase):
+            term: Term = written.get(id(value), value)  # type: ignore[arg-type]
             if isinstance(term, Var) and term.id in names:
                 return names[term.id]
             text = str(view("print_term")(term))
@@ -132,4 +163,4 @@ def _annotate(text: str, calls: dict[str, str]) -> str:
     return "\n".join(out)
 
 
-install_views(print_numpy_program=print_numpy_program)
+install_views(print_numpy_program=print_numpy_program, numpy_graph=numpy_graph)

@@ -308,7 +308,9 @@ class Printer:
                 return "fromList [" + ", ".join(ref(e, LOWEST) for e in elems) + "]", APP
             case Iota(size=n):
                 return f"iota {n}", APP
-            case FromIntegral(array=a):
+            case FromIntegral(array=a, to=to):
+                if a.dtype.is_float:  # float32 <-> float64
+                    return f"to{str(to).capitalize()} {ref(a, ATOM)}", APP
                 return f"fromIntegral {ref(a, ATOM)}", APP
             case FloorT(array=a):
                 return f"floor {ref(a, ATOM)}", APP

@@ -255,6 +255,8 @@ class PipelineExplorer(widgets.VBox):  # type: ignore[misc]
             if name == "source" and stage.numpy_calls:  # NumPy code: each call's lowering
                 listing = stage.numpy_source()
                 out.append_stdout(f"\nas written with dualarr.numpy:\n{listing}\n")
+                out.append_display_data(stage.numpy_graph())  # a box per call
+                continue
             out.append_display_data(stage.graph())
         self.bot_box.children = (self.outputs["vectorised"], BotStepper(stages=p))
         if "python" in shown:

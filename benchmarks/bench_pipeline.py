@@ -11,7 +11,9 @@ Table 2: the programs of ``pipeline_programs.py`` that used to be quadratic, at
 ``--sizes`` operations (let chains at most 3,500 deep, in a 1,000-element build): the
 seconds and the peak memory (``tracemalloc``, MB, a second run) of each stage; then
 ``da.grad``'s first call (compile and run) against ``mode="interpret"``, in seconds and
-peak MB, and the ratios of time and memory between successive sizes.
+peak MB, the ratios of its time and memory between successive sizes, and the largest
+growth of any one stage's time and memory (``stage t x``, ``stage m x``; the goal is
+at most 12x for 10x the operations).
 Usage: ``python benchmarks/bench_pipeline.py [--repeat N] [--blocks B …] [--sizes N …]``.
 """
 
@@ -102,9 +104,11 @@ def programs_table(sizes: list[int]) -> None:
     print("# programs that used to be quadratic: seconds | peak MB per stage; da.grad's first "
           "call, compiled and interpreted; ratios to the previous size")
     print(f"{'program':<28}{'n':>6}{'nodes':>7}" + "".join(f"{s:>15}" for s in STAGES)
-          + f"{'grad':>15}{'interpret':>15}{'time x':>8}{'mem x':>7}")
+          + f"{'grad':>15}{'interpret':>15}{'time x':>8}{'mem x':>7}"
+          + f"{'stage t x':>11}{'stage m x':>10}")
     for name, make in PROGRAMS.items():
         previous: tuple[float, float] | None = None
+        before: tuple[dict[str, float], dict[str, float]] | None = None
         for size in sizes:
             if name.startswith("let chain"):  # 3,500 deep at most, in a 1,000-element build
                 n = min(size, 3500)
@@ -116,13 +120,18 @@ def programs_table(sizes: list[int]) -> None:
             peaks, _ = stage_times(f, args, memory=True)
             grad_s, grad_mb = end_to_end(f, args, "compiled")
             interp_s, interp_mb = end_to_end(f, args, "interpret")
-            cells = "".join(f"{times[s]:>7.2f}|{peaks[s]:<7.1f}" for s in STAGES)
+            cells = "".join(f"{times[s]:>7.3f}|{peaks[s]:<7.1f}" for s in STAGES)
             ratios = ""
-            if previous is not None:
-                ratios = f"{grad_s / previous[0]:>8.1f}{grad_mb / previous[1]:>7.1f}"
+            if previous is not None and before is not None:
+                # the largest growth of one stage (stages under 10 ms or 0.5 MB count as that)
+                worst_t = max(times[s] / max(before[0][s], 0.01) for s in STAGES)
+                worst_m = max(peaks[s] / max(before[1][s], 0.5) for s in STAGES)
+                ratios = (f"{grad_s / previous[0]:>8.1f}{grad_mb / previous[1]:>7.1f}"
+                          f"{worst_t:>11.1f}{worst_m:>10.1f}")
             print(f"{name:<28}{n:>6}{nodes:>7}{cells}{grad_s:>7.2f}|{grad_mb:<7.1f}"
                   f"{interp_s:>7.2f}|{interp_mb:<7.1f}{ratios}", flush=True)
             previous = (grad_s, grad_mb)
+            before = (times, peaks)
 
 
 def cores() -> int:

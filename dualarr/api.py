@@ -107,9 +107,11 @@ def _check_call(
 def _trace_now(
     f: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], op: str
 ) -> Program:
-    """``f`` traced on ``args``' types, reading everything else as it is now."""
+    """``f`` traced on ``args``' types, reading everything else as it is now (the
+    collector paused while the DAG grows, as in every pass that builds one)."""
     try:
-        return trace(_bound(f, kwargs), *args, captures=True)
+        with collector_paused():
+            return trace(_bound(f, kwargs), *args, captures=True)
     except TypeError:
         _check_call(f, args, kwargs, op)  # a named error when f cannot take the arguments
         raise

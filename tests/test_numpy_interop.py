@@ -53,3 +53,23 @@ def test_a_numpy_function_without_a_lowering_is_named(call: Any, named: str) -> 
     with pytest.raises(da.UnsupportedError, match=f"^{named}: this NumPy function") as error:
         da.trace(call, np.ones(3))
     assert "test_numpy_interop.py" in str(error.value)  # the user's line
+
+
+def test_the_issues_examples_route_to_dualarr_numpy() -> None:
+    w = np.arange(6.0).reshape(2, 3)
+    x = np.linspace(0.5, 1.5, 3)
+    c = np.array([True, False, True])
+
+    def f(x: Any) -> Any:
+        stacked = np.stack([np.square(x), np.where(c, x, -x)])  # (2, 3)
+        return np.sum(w @ x) + np.sum(stacked)  # a NumPy matrix on the left of @
+
+    program = da.trace(f, x)
+    assert [call.name for call in program.numpy_calls] == [
+        "square", "where", "stack", "matmul", "sum", "sum"
+    ]
+    expected = np.sum(w @ x) + np.sum(np.stack([x**2, np.where(c, x, -x)]))
+    assert program(x) == pytest.approx(expected)
+    gradient = w.sum(axis=0) + 2 * x + np.where(c, 1.0, -1.0)
+    for mode in ("compiled", "interpret"):
+        np.testing.assert_allclose(da.grad(f, mode=mode)(x), gradient, rtol=1e-12)

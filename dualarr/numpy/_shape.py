@@ -483,34 +483,34 @@ def array_split(
     return _split(ary, indices_or_sections, axis, "numpy.array_split", equal=False)
 
 
+def _split_from_rank(
+    name: str, ary: Operand, indices_or_sections: int | Sequence[int], rank: int, axis: int
+) -> list[Tensor]:
+    """``split`` along ``axis`` of an array of rank at least ``rank`` (the h/v/d forms)."""
+    op = f"numpy.{name}"
+    t = _tensor(ary, op)
+    if t.ndim < rank:
+        raise ShapeError(f"{name} only works on arrays of {rank} or more dimensions", op=op)
+    return _split(t, indices_or_sections, axis, op, equal=True)
+
+
 @numpy_function
 def hsplit(ary: Operand, indices_or_sections: int | Sequence[int]) -> list[Tensor]:
     """:func:`split` along axis 1 (axis 0 for vectors)."""
-    op = "numpy.hsplit"
-    t = _tensor(ary, op)
-    if t.ndim == 0:
-        raise ShapeError("hsplit only works on arrays of 1 or more dimensions", op=op)
-    return _split(t, indices_or_sections, 1 if t.ndim > 1 else 0, op, equal=True)
+    axis = 1 if _tensor(ary, "numpy.hsplit").ndim > 1 else 0
+    return _split_from_rank("hsplit", ary, indices_or_sections, 1, axis)
 
 
 @numpy_function
 def vsplit(ary: Operand, indices_or_sections: int | Sequence[int]) -> list[Tensor]:
     """:func:`split` along axis 0 of an array of rank >= 2."""
-    op = "numpy.vsplit"
-    t = _tensor(ary, op)
-    if t.ndim < 2:
-        raise ShapeError("vsplit only works on arrays of 2 or more dimensions", op=op)
-    return _split(t, indices_or_sections, 0, op, equal=True)
+    return _split_from_rank("vsplit", ary, indices_or_sections, 2, 0)
 
 
 @numpy_function
 def dsplit(ary: Operand, indices_or_sections: int | Sequence[int]) -> list[Tensor]:
     """:func:`split` along axis 2 of an array of rank >= 3."""
-    op = "numpy.dsplit"
-    t = _tensor(ary, op)
-    if t.ndim < 3:
-        raise ShapeError("dsplit only works on arrays of 3 or more dimensions", op=op)
-    return _split(t, indices_or_sections, 2, op, equal=True)
+    return _split_from_rank("dsplit", ary, indices_or_sections, 3, 2)
 
 
 # --------------------------------------------------------------------------------------

@@ -5,8 +5,8 @@ Shared by ``bench_pipeline.py`` (time and memory per stage) and
 ``tests/test_linear_pipeline.py`` (work counted per stage): a Python loop of elementwise
 operations, a chain reusing its input at every step, let chains inside a ``build1`` with
 each let in the next one's bound (value position) or in the previous one's body,
-``grad`` of ``grad``, ``vmap`` of ``grad``, ``jacobian`` of ``grad``, and a loop reading
-captured arrays.  Each maker returns the
+``grad`` of ``grad``, ``vmap`` of ``grad``, ``jacobian`` of ``grad``, a loop reading
+captured arrays, and a chain reading one captured 20 MB matrix.  Each maker returns the
 function and its arguments; the benchmark and the test then differentiate that function,
 so the higher-order rows are one order higher still (``grad`` of ``sum ∘ vmap(grad f)``).
 The body-position chain nests one Python lambda per let: raise
@@ -123,6 +123,25 @@ def closing_over_arrays(n: int) -> tuple[Callable[..., Any], tuple[np.ndarray, .
     return f, (np.linspace(0.0, 1.0, 8),)
 
 
+def closing_over_a_large_array(
+    n: int, megabytes: float = 20.0
+) -> tuple[Callable[..., Any], tuple[np.ndarray, ...]]:
+    """A ``megabytes``-sized weight matrix, captured: one product with it, then an
+    ``n``-operation chain that reads one of its columns at every tenth step.  The array
+    is data (one constant, one copy), never source."""
+    rows = 100
+    columns = max(1, int(megabytes * 1e6 / 8 / rows))
+    weights = np.random.default_rng(0).standard_normal((rows, columns)) / np.sqrt(columns)
+
+    def f(x: Any) -> Any:
+        y = da.tanh(da.matmul(weights, x))
+        for k in range(max(1, (n - 2) // 2)):
+            y = da.sin(y) * (weights[:, k] if k % 10 == 0 else 0.99)
+        return da.sum(y)
+
+    return f, (np.linspace(0.0, 1.0, columns),)
+
+
 PROGRAMS: dict[str, Program] = {
     "elementwise loop": elementwise_loop,
     "chain reusing its input": chain_reusing_input,
@@ -132,4 +151,5 @@ PROGRAMS: dict[str, Program] = {
     "vmap of grad": vmap_of_grad,
     "jacobian of grad": jacobian_of_grad,
     "closing over arrays": closing_over_arrays,
+    "closing over a 20 MB array": closing_over_a_large_array,
 }

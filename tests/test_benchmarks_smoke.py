@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pipeline_programs import PROGRAMS
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 
@@ -60,7 +62,7 @@ def test_bench_pipeline_small() -> None:
     assert lines[2].split()[:3] == ["blocks", "nodes", "trace"]
     assert [line.split()[0] for line in lines[3:5]] == ["1", "3"]
     rows = [line for line in lines[8:] if line.strip()]
-    assert len(rows) == 2 * 8  # every program at both sizes
+    assert len(rows) == 2 * len(PROGRAMS)  # every program at both sizes
     assert all(line.count("|") == 8 for line in rows)  # 6 stages, grad, interpret
 
 

@@ -139,3 +139,34 @@ def test_element_types_promote_as_numpy(value: Any, scalar: Any, dtype: Any) -> 
     result = program(value)
     assert result.dtype == dtype
     np.testing.assert_allclose(result, np.multiply(value, scalar))
+
+
+BOOL_ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
+    "add": lambda a, b: a + b,
+    "multiply": lambda a, b: a * b,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "xor": lambda a, b: a ^ b,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BOOL_ARITHMETIC))
+@pytest.mark.parametrize("other", ["array", "python bool"])
+def test_arithmetic_on_bools_is_numpys_logic_not_integer_counts(name: str, other: str) -> None:
+    """``(x > 0) + (x > 1)`` is a bool array in NumPy (logical or), never the count 0/1/2."""
+    f = BOOL_ARITHMETIC[name]
+    x = np.array([-1.0, 0.5, 2.0, 3.0])
+    second: Callable[[Any], Any] = (lambda v: v > 1) if other == "array" else (lambda v: True)
+    program = da.trace(lambda v: f(v > 0, second(v)), x)
+    expected = np.asarray(f(x > 0, second(x)))
+    got = program(x)
+    assert got.dtype == expected.dtype == np.bool_
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize(
+    "f", [lambda v: (v > 0) - (v > 1), lambda v: -(v > 0), lambda v: (v > 0) ^ 1]
+)
+def test_numpys_rejected_bool_arithmetic_is_a_named_error(f: Callable[[Any], Any]) -> None:
+    with pytest.raises(da.DualarrError, match="bool"):
+        da.trace(f, np.ones(3))

@@ -39,6 +39,40 @@ def test_a_captured_array_changed_in_place_is_seen(mode: str) -> None:
     np.testing.assert_array_equal(da.grad(f, mode=mode)(ONES), [10.0, 10.0, 10.0])
 
 
+def test_a_captured_array_used_many_times_is_one_constant() -> None:
+    """Like a traced value used twice, a captured array used n times is one node (and
+    one copy of its data), whatever the number of uses."""
+    w = np.linspace(0.0, 1.0, 50)
+
+    def f(x: Any) -> Any:
+        y = x
+        for _ in range(20):
+            y = da.sin(y) * w
+        return da.sum(y)
+
+    program = da.trace(f, np.ones(50))
+    assert list(program.constants) == ["c1"]
+    np.testing.assert_array_equal(program.constants["c1"], w)
+    assert not np.shares_memory(program.constants["c1"], w)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_captured_array_changed_during_the_trace_is_two_constants(mode: str) -> None:
+    w = np.arange(20.0)
+
+    def f(x: Any) -> Any:
+        first = da.sum(x * w)
+        w[0] = 100.0  # NumPy would read the new value at the second use
+        second = da.sum(x * w)
+        w[0] = 0.0
+        return first + second
+
+    assert len(da.trace(f, np.ones(20)).constants) == 2
+    expected = 2 * np.arange(20.0)
+    expected[0] = 100.0
+    np.testing.assert_array_equal(da.grad(f, mode=mode)(np.ones(20)), expected)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_rebound_global_is_seen(mode: str) -> None:
     global W

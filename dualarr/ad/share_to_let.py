@@ -24,6 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..lang.config import config
 from ..lang.errors import DualarrError
 from ..lang.terms import (
@@ -69,6 +71,11 @@ class LetProgram:
 
     def _repr_markdown_(self) -> str:
         return f"```\n{self}\n```"
+
+    @property
+    def constants(self) -> dict[str, np.ndarray]:
+        """The array constants it holds, by the names it prints them with (``c1``)."""
+        return dict(view("constant_table")(self.inputs, self.outputs, self.bindings))
 
     def graph(self) -> Any:
         """Every binding and output as one graphviz drawing (:mod:`dualarr.show.drawing`)."""

@@ -126,6 +126,12 @@ class Program:
     def __str__(self) -> str:
         return str(view("print_program")(self.inputs, self.outputs, tuple_output=self.tuple_output))
 
+    @property
+    def constants(self) -> dict[str, np.ndarray]:
+        """The array constants the program holds (captured arrays), by the names it prints
+        them with: ``c1 : float64[1000,1000]`` in ``str(p)``, ``p.constants["c1"]`` here."""
+        return dict(view("constant_table")(self.inputs, self.outputs))
+
     def numpy_source(self) -> str:
         """The program as the user wrote it with ``dualarr.numpy``: one ``let`` per NumPy
         call, its lowering to the core language on the right of ``=`` and the call as

@@ -73,6 +73,9 @@ class TraceContext:
     active: bool = True
     numpy_calls: list[NumpyCall] = field(default_factory=list)
     numpy_depth: int = 0
+    captured: dict[int, tuple[np.ndarray, Const]] = field(default_factory=dict)
+    """The constant each captured NumPy array became, by the array's identity: an array
+    used many times is one node (and one copy), as a traced value used twice is."""
 
 
 _CURRENT: contextvars.ContextVar[TraceContext | None] = contextvars.ContextVar(
@@ -244,12 +247,28 @@ def as_term(value: Operand, op: str = "constant") -> Term:
     if isinstance(value, Tensor):
         value.check_live(op)
         return value.term
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        return _captured(value, op)
     if isinstance(value, bool | int | float | np.generic | np.ndarray | list | tuple):
         array = constant_array(value, op)
         if array.dtype.kind in "iu":
             array = array.astype(np.int64)
         return Const(array)
     raise TracingError(f"expected an array or a number, got {type(value).__name__}", op=op)
+
+
+def _captured(value: np.ndarray, op: str) -> Const:
+    """The constant of a captured array: the one made at its first use in this trace
+    while its contents are unchanged (so a mutated array is a new constant)."""
+    ctx = _CURRENT.get()
+    seen = ctx.captured.get(id(value)) if ctx is not None else None
+    if seen is not None and seen[0] is value and np.array_equal(seen[1].value, value):
+        return seen[1]
+    array = constant_array(value, op)
+    const = Const(array.astype(np.int64) if array.dtype.kind in "iu" else array)
+    if ctx is not None:
+        ctx.captured[id(value)] = (value, const)  # held: its id is not reused meanwhile
+    return const
 
 
 def _weak_const(value: bool | int | float, dtype: DType) -> Const:
@@ -372,8 +391,48 @@ def elementwise(op: str, *operands: Operand) -> Tensor:
         args = [cond, *promote(op, spec.kind, operands[1:])]
     else:
         args = promote(op, spec.kind, operands)
+        if op in _BOOL_ARITHMETIC and _all_bool(op, operands):
+            op = _bool_arithmetic(op)
+            args = promote(op, OPS[op].kind, operands)
     shape = common_shape(op, [a.shape for a in args])
     return Tensor(Op(op, tuple(lift_shape(a, shape) for a in args)))
+
+
+_BOOL_ARITHMETIC: dict[str, str | None] = {
+    "add": "or",
+    "maximum": "or",
+    "mul": "and",
+    "minimum": "and",
+    "sub": None,
+    "neg": None,
+}
+"""NumPy's arithmetic on bool arrays alone: ``+``/``maximum`` are logical or, ``*``/
+``minimum`` logical and, and ``-`` is an error (``np.subtract`` rejects bools)."""
+
+
+def _all_bool(op: str, operands: Sequence[Operand]) -> bool:
+    return all(
+        isinstance(x, bool) if _is_weak(x) else _operand_term(x, op).dtype is DType.BOOL
+        for x in operands
+    )
+
+
+def _logical_xor(a: Operand, b: Operand) -> Tensor:
+    """``a ^ b`` on bool values: ``ne`` (bitwise xor of integers is not in the language)."""
+    if not _all_bool("ne", (a, b)):
+        raise UnsupportedError("`^` is logical xor on bool values only", op="xor")
+    return elementwise("ne", a, b)
+
+
+def _bool_arithmetic(op: str) -> str:
+    logical = _BOOL_ARITHMETIC[op]
+    if logical is None:
+        raise DtypeError(
+            "boolean subtract and negative are not supported (as in NumPy): use "
+            "logical_xor (`^`) or logical_not (`~`), or convert with astype(int)",
+            op=op,
+        )
+    return logical
 
 
 def _target_dtype(
@@ -684,6 +743,12 @@ class Tensor:
 
     def __or__(self, other: Operand) -> Tensor:
         return elementwise("or", self, other)
+
+    def __xor__(self, other: Operand) -> Tensor:
+        return _logical_xor(self, other)
+
+    def __rxor__(self, other: Operand) -> Tensor:
+        return _logical_xor(other, self)
 
     def __ror__(self, other: Operand) -> Tensor:
         return elementwise("or", other, self)

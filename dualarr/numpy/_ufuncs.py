@@ -248,29 +248,18 @@ def _both_bool(x1: Any, x2: Any, op: str) -> tuple[Tensor, Tensor] | None:
 @numpy_api
 def add(x1: Any, x2: Any) -> Tensor:
     """Elementwise ``x1 + x2`` (the ``add`` primitive; logical or on bools, as NumPy)."""
-    bools = _both_bool(x1, x2, "numpy.add")
-    if bools is not None:
-        return elementwise("or", *bools)
     return elementwise("add", x1, x2)
 
 
 @numpy_api
 def subtract(x1: Any, x2: Any) -> Tensor:
-    """Elementwise ``x1 - x2`` (the ``sub`` primitive)."""
-    if _both_bool(x1, x2, "numpy.subtract") is not None:
-        raise DtypeError(
-            "boolean subtract is not supported (as in NumPy): use logical_xor",
-            op="numpy.subtract",
-        )
+    """Elementwise ``x1 - x2`` (the ``sub`` primitive; an error on bools, as NumPy)."""
     return elementwise("sub", x1, x2)
 
 
 @numpy_api
 def multiply(x1: Any, x2: Any) -> Tensor:
     """Elementwise ``x1 * x2`` (the ``mul`` primitive; logical and on bools)."""
-    bools = _both_bool(x1, x2, "numpy.multiply")
-    if bools is not None:
-        return elementwise("and", *bools)
     return elementwise("mul", x1, x2)
 
 
@@ -624,9 +613,6 @@ def degrees(x: Any) -> Tensor:
 def maximum(x1: Any, x2: Any) -> Tensor:
     """Elementwise maximum, nan propagating (the ``maximum`` primitive; a tie's
     derivative goes to ``x1``).  On bools, logical or."""
-    bools = _both_bool(x1, x2, "numpy.maximum")
-    if bools is not None:
-        return elementwise("or", *bools)
     return elementwise("maximum", x1, x2)
 
 
@@ -634,9 +620,6 @@ def maximum(x1: Any, x2: Any) -> Tensor:
 def minimum(x1: Any, x2: Any) -> Tensor:
     """Elementwise minimum, nan propagating (the ``minimum`` primitive).  On bools,
     logical and."""
-    bools = _both_bool(x1, x2, "numpy.minimum")
-    if bools is not None:
-        return elementwise("and", *bools)
     return elementwise("minimum", x1, x2)
 
 

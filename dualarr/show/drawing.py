@@ -50,7 +50,7 @@ from ..lang.terms import (
     postorder,
     type_name,
 )
-from .printer import format_const, print_term, render_contraction
+from .printer import Printer, format_const, is_named_constant, print_term, render_contraction
 
 __all__ = ["Drawing", "delta_graph", "term_graph"]
 
@@ -156,9 +156,12 @@ def term_graph(
     clusters = [Drawing(name=f"cluster_{k}") for k in range(len(groups))]
     for cluster, (label, _) in zip(clusters, groups, strict=True):
         cluster.attr(label=label, style="rounded,dashed", color="gray50", fontname="Courier")
+    constant_names = (  # named as the printed program names them (``c1``)
+        Printer(list(roots)).names if any(map(is_named_constant, postorder(roots))) else {}
+    )
     for node in postorder(roots):
         key = f"n{number[id(node)]}"
-        head = _term_head(node)
+        head = constant_names.get(id(node)) or _term_head(node)
         look: dict[str, str] = {"shape": "ellipse" if isinstance(node, Var) else "box"}
         if id(node) in marked:
             look |= {"style": "rounded,filled", "fillcolor": "gold"}

@@ -5,8 +5,11 @@
 printed once as a ``let`` placed in the innermost scope that binds one of its free
 variables (or at the top), and referred to by name elsewhere.  Names are stable: they
 come from the user's parameter names (inputs, ``lambda i:``) made unique in order of
-appearance, and ``t1, t2, …`` for shared subterms.  Printing is iterative and linear in
-the size of the DAG (up to the length of the text).
+appearance, and ``t1, t2, …`` for shared subterms.  Array constants too large to print
+in full are data, not text: each is named ``c1, c2, …`` and declared with its type above
+the program (``c1 : float64[1000,1000]``); ``constant_table`` gives their values by those
+names.  Printing is iterative and linear in the size of the DAG (up to the length of the
+text).
 """
 
 from __future__ import annotations
@@ -84,16 +87,32 @@ def format_const(value: np.ndarray) -> tuple[str, int]:
 
         if value.size > 0:
             return nested(value), ATOM
+    return f"<constant {constant_type(value)}>", ATOM
+
+
+def constant_type(value: np.ndarray) -> str:
+    """``float64[1000,1000]``: a constant's element type and shape."""
     dtype = str(value.dtype) if value.dtype != np.bool_ else "bool"
-    return f"<constant {dtype}{format_shape(value.shape)}>", ATOM
+    return f"{dtype}{format_shape(value.shape)}"
+
+
+def is_named_constant(node: Term) -> bool:
+    """An array constant printed by name (``c1``) rather than in full."""
+    return isinstance(node, Const) and node.value.ndim > 0 and (
+        node.value.size > _SMALL_CONST or node.value.size == 0
+    )
 
 
 def _trivial(node: Term) -> bool:
-    """Nodes never worth a ``let`` of their own: variables, scalar constants, ``iota``
-    and replicated variables or scalar constants (``replicate 10 dt``)."""
+    """Nodes never worth a ``let`` of their own: variables, scalar and named constants,
+    ``iota`` and replicated variables or scalar constants (``replicate 10 dt``)."""
     while isinstance(node, Replicate):
         node = node.array
-    return isinstance(node, Var | Iota) or (isinstance(node, Const) and node.value.ndim == 0)
+    return (
+        isinstance(node, Var | Iota)
+        or (isinstance(node, Const) and node.value.ndim == 0)
+        or is_named_constant(node)
+    )
 
 
 def input_names(inputs: Sequence[Var]) -> list[str]:
@@ -104,7 +123,8 @@ def input_names(inputs: Sequence[Var]) -> list[str]:
 
 def print_term(term: Term) -> str:
     """The term in the paper's notation."""
-    return Printer([term]).render()
+    printer = Printer([term])
+    return printer.declared(printer.render())
 
 
 def print_program(
@@ -115,8 +135,18 @@ def print_program(
     body = printer.render(tuple_output=tuple_output)
     params = " ".join(printer.names[v.id] for v in inputs)
     if "\n" in body:
-        return f"\\{params}.\n{body}" if params else body
-    return f"\\{params}. {body}" if params else body
+        return printer.declared(f"\\{params}.\n{body}" if params else body)
+    return printer.declared(f"\\{params}. {body}" if params else body)
+
+
+def constant_table(
+    inputs: Sequence[Var],
+    roots: Sequence[Term],
+    bindings: Sequence[tuple[Var, Term]] = (),
+) -> dict[str, np.ndarray]:
+    """The named constants of a program (or let-program), by the names it prints with."""
+    printer = Printer([*(t for _, t in bindings), *roots], inputs=[*inputs, *dict(bindings)])
+    return dict(printer.constants)
 
 
 def print_let_program(
@@ -170,7 +200,7 @@ def print_let_program(
     params = " ".join(printer.names[v.id] for v in inputs)
     body = ", ".join(printer._ref(o, LOWEST) for o in outputs)
     body = f"({body})" if len(outputs) != 1 else body
-    return "\\" + params + ".\n" + "\n".join([*lines, body])
+    return printer.declared("\\" + params + ".\n" + "\n".join([*lines, body]))
 
 
 class Printer:
@@ -189,8 +219,19 @@ class Printer:
         for var in sorted({v for r in self.roots for v in free(r)}, key=lambda v: v.id):
             if var.id not in self.names:
                 self.names[var.id] = namer.fresh(var.hint)
+        self.constants: dict[str, np.ndarray] = {}
+        for node in self.order:
+            if is_named_constant(node):
+                assert isinstance(node, Const)
+                name = self.names[id(node)] = namer.fresh("c", numbered=True)
+                self.constants[name] = node.value
         self._analyse()
         self._name(namer)
+
+    def declared(self, text: str) -> str:
+        """``text`` under one ``c1 : float64[1000,1000]`` line per named constant."""
+        lines = [f"{name} : {constant_type(value)}" for name, value in self.constants.items()]
+        return "\n".join([*lines, text])
 
     # -- analysis ------------------------------------------------------------------
 
@@ -272,6 +313,8 @@ class Printer:
         ref = self._ref
         match node:
             case Const(value=value):
+                if is_named_constant(node):
+                    return self.names[id(node)], ATOM
                 return format_const(value)
             case Var():
                 return self._var(node), ATOM
@@ -417,4 +460,5 @@ install_views(
     print_program=print_program,
     print_let_program=print_let_program,
     input_names=input_names,
+    constant_table=constant_table,
 )

@@ -50,7 +50,7 @@ def _set(node: object, **values: object) -> None:
         object.__setattr__(node, name, value)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Zero(DeltaBase):
     """The zero linear map (of a given shape)."""
 
@@ -58,7 +58,7 @@ class Zero(DeltaBase):
     dtype: DType
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Input(DeltaBase):
     """``Input n``: the tangent of the ``n``-th differentiated input."""
 
@@ -67,7 +67,7 @@ class Input(DeltaBase):
     dtype: DType
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Add(DeltaBase):
     """``d1 + d2``."""
 
@@ -80,7 +80,7 @@ class Add(DeltaBase):
         _set(self, shape=self.left.shape, dtype=self.left.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Scale(DeltaBase):
     """``factor ⊙ d``: elementwise multiplication by a primal value of ``d``'s shape."""
 
@@ -93,7 +93,7 @@ class Scale(DeltaBase):
         _set(self, shape=self.delta.shape, dtype=self.delta.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Share(DeltaBase):
     """``Share id d``: the node ``d``, shared; evaluated once in the reverse pass."""
 
@@ -106,7 +106,7 @@ class Share(DeltaBase):
         _set(self, shape=self.delta.shape, dtype=self.delta.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Index(DeltaBase):
     """``d[ix]`` with primal index values."""
 
@@ -119,7 +119,7 @@ class Index(DeltaBase):
         _set(self, shape=self.delta.shape[len(self.index) :], dtype=self.delta.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Gather(DeltaBase):
     """``gather outer d f`` with ``f`` an evaluated index function of the primal algebra."""
 
@@ -138,7 +138,7 @@ class Gather(DeltaBase):
         return len(self.delta.shape) - (len(self.shape) - len(self.outer))
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Scatter(DeltaBase):
     """``scatter outer d f``: sums ``d`` over its first ``n_vars`` dimensions into ``outer``."""
 
@@ -153,7 +153,7 @@ class Scatter(DeltaBase):
         _set(self, shape=(*self.outer, *self.delta.shape[self.n_vars :]), dtype=self.delta.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class SumOuter(DeltaBase):
     delta: Delta
     shape: Shape = field(init=False)
@@ -163,7 +163,7 @@ class SumOuter(DeltaBase):
         _set(self, shape=self.delta.shape[1:], dtype=self.delta.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Replicate(DeltaBase):
     count: int
     delta: Delta
@@ -174,7 +174,7 @@ class Replicate(DeltaBase):
         _set(self, shape=(self.count, *self.delta.shape), dtype=self.delta.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Transpose(DeltaBase):
     perm: tuple[int, ...]
     delta: Delta
@@ -189,7 +189,7 @@ class Transpose(DeltaBase):
         )
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Reshape(DeltaBase):
     new_shape: Shape
     delta: Delta
@@ -200,7 +200,7 @@ class Reshape(DeltaBase):
         _set(self, shape=tuple(self.new_shape), dtype=self.delta.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Convert(DeltaBase):
     """``convert t d``: ``d`` in the float type ``t`` (the derivative of a float32 <->
     float64 conversion); its transpose converts back."""
@@ -214,7 +214,7 @@ class Convert(DeltaBase):
         _set(self, shape=self.delta.shape, dtype=self.to)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Contract(DeltaBase):
     """``contract spec d factor``: a contraction (:class:`dualarr.lang.terms.Contract`) linear
     in its first operand, the Delta of either operand of a primal contraction."""
@@ -237,7 +237,7 @@ def contraction_shape(spec: str, left: Shape, right: Shape) -> Shape:
     return tuple(sizes[c] for c in out)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class FromList(DeltaBase):
     deltas: tuple[Delta, ...]
     shape: Shape = field(init=False)

@@ -20,7 +20,7 @@ from ..lang.terms import DType, IdSupply, Shape, parse_contraction
 from . import delta as dl
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class Dual(Generic[A]):
     """A dual array: a primal value and the Delta term of its derivative."""
 

@@ -239,7 +239,7 @@ def _check_vars(op: str, variables: Sequence[Var]) -> None:
             raise DtypeError(f"bound index variable {var.hint} must be a rank-0 int", op=op)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Const(TermBase):
     """A constant array (read-only)."""
 
@@ -255,7 +255,7 @@ class Const(TermBase):
         _set(self, value=array, shape=tuple(array.shape), dtype=dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Var(TermBase):
     """A variable: an input, a ``let``-bound name or a bound index variable.
 
@@ -269,7 +269,7 @@ class Var(TermBase):
     dtype: DType
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Op(TermBase):
     """An elementwise primitive ``op(e1..en)``: arguments of one shape (Fig. 7)."""
 
@@ -305,7 +305,7 @@ _RESULT_DTYPES: dict[tuple[OpKind, tuple[DType, ...]], DType] = {}
 """The result types :func:`_op_result_dtype` accepted, by kind and argument types."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Cond(TermBase):
     """Strict conditional ``cond c a b``: all three evaluated, ``c`` a rank-0 bool."""
 
@@ -333,7 +333,7 @@ class Cond(TermBase):
         _set(self, shape=a.shape, dtype=a.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Let(TermBase):
     """``let var = bound in body``: explicit sharing."""
 
@@ -354,7 +354,7 @@ class Let(TermBase):
         _set(self, shape=self.body.shape, dtype=self.body.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Build1(TermBase):
     """``build1 k (λi. body)``: the array ``[body[i:=0], …, body[i:=k-1]]``."""
 
@@ -371,7 +371,7 @@ class Build1(TermBase):
         _set(self, shape=(self.size, *self.body.shape), dtype=self.body.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Index(TermBase):
     """``index e ix`` (``e[ix]``): a subarray; zeros when any component is out of range."""
 
@@ -385,7 +385,7 @@ class Index(TermBase):
         _set(self, shape=self.array.shape[len(self.index) :], dtype=self.array.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Gather(TermBase):
     """``gather sh e (λis. ix)``: ``out[is] = e[ix]`` for ``is`` in ``sh`` (0 when out of range)."""
 
@@ -411,7 +411,7 @@ class Gather(TermBase):
         _set(self, shape=(*self.outer_shape, *tail), dtype=self.array.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Scatter(TermBase):
     """``scatter sh e (λis. ix)``: ``out[ix] += e[is]``; out-of-range writes are dropped."""
 
@@ -446,7 +446,7 @@ class Scatter(TermBase):
         _set(self, shape=(*self.outer_shape, *tail), dtype=self.array.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class SumOuter(TermBase):
     """``sumOuter e``: the sum over the outermost dimension."""
 
@@ -462,7 +462,7 @@ class SumOuter(TermBase):
         _set(self, shape=self.array.shape[1:], dtype=self.array.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Replicate(TermBase):
     """``replicate k e``: ``k`` copies of ``e`` stacked along a new outer dimension."""
 
@@ -477,7 +477,7 @@ class Replicate(TermBase):
         _set(self, shape=(self.count, *self.array.shape), dtype=self.array.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Transpose(TermBase):
     """``tr p e``: dimension ``q`` of the result is dimension ``p[q]`` of ``e``."""
 
@@ -502,7 +502,7 @@ class Transpose(TermBase):
         )
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Reshape(TermBase):
     """``reshape sh e``: the same elements in row-major order, in a new shape."""
 
@@ -523,7 +523,7 @@ class Reshape(TermBase):
         _set(self, shape=tuple(self.new_shape), dtype=self.array.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class FromList(TermBase):
     """``fromList [e1..en]``: stack arrays of one shape along a new outer dimension."""
 
@@ -546,7 +546,7 @@ class FromList(TermBase):
         _set(self, shape=(len(self.elems), *first.shape), dtype=first.dtype)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Iota(TermBase):
     """``iota n``: the int array ``[0, 1, …, n-1]``."""
 
@@ -560,7 +560,7 @@ class Iota(TermBase):
         _set(self, shape=(self.size,), dtype=DType.INT64)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class FromIntegral(TermBase):
     """``fromIntegral e``: int to float, elementwise; from a float, the conversion
     between float32 and float64 (NumPy's ``astype``), whose derivative converts the
@@ -581,7 +581,7 @@ class FromIntegral(TermBase):
         _set(self, shape=self.array.shape, dtype=self.to)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Floor(TermBase):
     """``floor e``: float to int (rounding down), elementwise; never differentiated."""
 
@@ -595,7 +595,7 @@ class Floor(TermBase):
         _set(self, shape=self.array.shape, dtype=DType.INT64)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class ArgMin(TermBase):
     """``argmin e``: for each position of ``e``'s inner shape, the outer index of a least element.
 
@@ -611,7 +611,7 @@ class ArgMin(TermBase):
         _set(self, shape=_check_reduce("argmin", self.array), dtype=DType.INT64)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class ArgMax(TermBase):
     """``argmax e``: like :class:`ArgMin`, for a greatest element."""
 
@@ -623,7 +623,7 @@ class ArgMax(TermBase):
         _set(self, shape=_check_reduce("argmax", self.array), dtype=DType.INT64)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class ArgSort(TermBase):
     """``argsort e``: for each position of ``e``'s inner shape, the outer indices that put
     ``e`` in ascending order along its outermost dimension (stable: ties keep their order).
@@ -644,7 +644,7 @@ class ArgSort(TermBase):
         _set(self, shape=self.array.shape, dtype=DType.INT64)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Contract(TermBase):
     """``contract s a b``: a sum of products of two float arrays (a tensor contraction).
 
@@ -702,7 +702,7 @@ def parse_contraction(spec: str) -> tuple[str, str, str]:
     return a, b, out
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Share(TermBase):
     """``share_k e``: explicit global sharing in a gradient term (paper §7.2, Fig. 19).
 

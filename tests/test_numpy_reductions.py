@@ -18,7 +18,7 @@ from numpy_conformance import check_gradients, conforms
 
 import dualarr as da
 import dualarr.numpy as dnp
-from dualarr.lang.errors import ShapeError
+from dualarr.lang.errors import DtypeError, ShapeError, UnsupportedError
 from dualarr.lang.terms import count_nodes
 from dualarr.numpy import _reductions
 
@@ -329,3 +329,182 @@ def test_signature_is_numpys(name: str) -> None:
     assert set(theirs) - set(ours) <= UNSUPPORTED_PARAMETERS, (ours, theirs)
     function = getattr(dnp, name)
     assert function.__doc__ and function.__name__ == name
+
+
+# --------------------------------------------------------------------------------------
+# median, quantile, percentile
+# --------------------------------------------------------------------------------------
+
+
+def distinct(seed: int, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """Values without ties (sort is differentiable there), well apart for float32."""
+    rng = np.random.default_rng(seed)
+    size = math.prod(shape)
+    values = rng.permutation(size).astype(np.float64) - size / 2
+    if np.dtype(dtype).kind == "f":
+        values = values * 0.5 + rng.uniform(0.0, 0.1, size)
+    return values.reshape(shape).astype(dtype)
+
+
+def numpy_orders(shape: tuple[int, ...], axis: Any) -> bool:
+    """Whether NumPy's median/quantile over ``axis`` work: elements to order (else nan
+    with a warning, or an IndexError), and not a tuple other than one axis of an empty
+    array (NumPy fails to reshape that)."""
+    several = isinstance(axis, tuple) and len(axis) != 1
+    return reduced(shape, axis) > 0 and (math.prod(shape) > 0 or not several)
+
+
+def percent(q: Any) -> Any:
+    """``100 q`` of the kind of ``q`` (a Python number stays one, an array keeps its
+    type)."""
+    return q * 100 if isinstance(q, int | float) else np.multiply(q, 100, dtype=np.asarray(q).dtype)
+
+
+QUANTILES = st.one_of(
+    st.floats(0.0, 1.0),  # a Python float: weak, float32 stays float32
+    st.sampled_from([0, 1]),  # an int: one order statistic, no interpolation
+    st.lists(st.floats(0.0, 1.0), min_size=0, max_size=3),
+    st.lists(st.floats(0.0, 1.0), min_size=2, max_size=2).map(
+        lambda q: np.asarray(q, np.float32).reshape(2, 1)  # rank 2, float32
+    ),
+    st.floats(0.0, 1.0).map(np.float64),  # a NumPy scalar: strong
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), shape=SHAPES, dtype=FLOATS, keepdims=st.booleans(), q=QUANTILES)
+def test_median_quantile_percentile_conform(
+    data: st.DataObject, shape: tuple[int, ...], dtype: Any, keepdims: bool, q: Any
+) -> None:
+    axis = data.draw(axes(len(shape)), label="axis")
+    assume(reduced(shape, axis) > 0)  # NumPy: nan with a warning, or an IndexError
+    assume(numpy_orders(shape, axis))
+    x = distinct(data.draw(st.integers(0, 2**32 - 1), label="seed"), shape, dtype)
+    conforms(
+        lambda v: dnp.median(v, axis, keepdims=keepdims),
+        lambda v: np.median(v, axis, keepdims=keepdims),
+        [x],
+    )
+    conforms(
+        lambda v: dnp.quantile(v, q, axis, keepdims=keepdims),
+        lambda v: np.quantile(v, q, axis, keepdims=keepdims),
+        [x],
+    )
+    p = percent(q)
+    conforms(
+        lambda v: dnp.percentile(v, p, axis, keepdims=keepdims),
+        lambda v: np.percentile(v, p, axis, keepdims=keepdims),
+        [x],
+    )
+
+
+@settings(max_examples=12, deadline=None)
+@given(data=st.data(), shape=SHAPES, q=QUANTILES)
+def test_median_quantile_of_ints_and_bools(
+    data: st.DataObject, shape: tuple[int, ...], q: Any
+) -> None:
+    """Ints interpolate in float64 (an int ``q`` reads an int); bools have a median (a
+    mean of bools) and int-``q`` quantiles, as in NumPy."""
+    axis = data.draw(axes(len(shape)), label="axis")
+    assume(numpy_orders(shape, axis))
+    seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
+    i = distinct(seed, shape, np.int64) * 3 - 1
+    b = np.random.default_rng(seed).random(shape) < 0.5
+    conforms(bound(dnp, "quantile", q, axis), bound(np, "quantile", q, axis), [i])
+    for x in (i, b):
+        conforms(bound(dnp, "median", axis), bound(np, "median", axis), [x])
+    if np.asarray(q).dtype.kind in "iu":
+        conforms(bound(dnp, "quantile", q, axis), bound(np, "quantile", q, axis), [b])
+
+
+def test_quantile_result_types_are_numpys() -> None:
+    x32 = np.array([3.0, 1.0, 2.0, 5.0], np.float32)
+    i = np.array([3, 1, 2, 5])
+    cases: list[tuple[Any, Any]] = [
+        (x32, 0.3),  # weak Python float: float32
+        (x32, np.float64(0.3)),  # a NumPy float64 scalar is strong: float64
+        (x32, [0.3]),  # a list is a float64 array
+        (x32, np.array([0.3], np.float32)),
+        (x32, 1),
+        (i, 0.5),
+        (i, 1),  # an int position: int64
+        (i, np.array([0.5], np.float32)),
+    ]
+    for x, q in cases:
+        for f, g in ((dnp.quantile, np.quantile), (dnp.percentile, np.percentile)):
+            qq = q if f is dnp.quantile else percent(q)
+            got, want = np.asarray(f(x, qq)), np.asarray(g(x, qq))
+            assert got.dtype == want.dtype, (x.dtype, q, got.dtype, want.dtype)
+            np.testing.assert_array_equal(got, want)
+    assert dnp.median(x32).dtype == np.float32
+    assert dnp.median(i).dtype == np.float64
+
+
+def test_median_quantile_nan_and_empty() -> None:
+    x = np.array([[1.0, np.nan, 3.0], [4.0, 2.0, 6.0]])
+    for axis in (None, 0, 1):
+        np.testing.assert_array_equal(dnp.median(x, axis), np.median(x, axis))
+        q = [0.0, 0.4, 1.0]
+        np.testing.assert_array_equal(dnp.quantile(x, q, axis), np.quantile(x, q, axis))
+        traced = da.trace(lambda a, axis=axis, q=q: dnp.quantile(a, q, axis), x)(x)
+        np.testing.assert_array_equal(traced, np.quantile(x, q, axis))
+    # the gradient of a nan slice's result is 0, the others' go to their order statistics
+    grad = da.grad(lambda a: da.sum(dnp.median(a, axis=1)))(x)
+    np.testing.assert_array_equal(grad, [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    with np.errstate(invalid="ignore"), pytest.warns(RuntimeWarning):
+        want = np.median(np.ones((0, 3)), axis=0)
+    np.testing.assert_array_equal(dnp.median(np.ones((0, 3)), axis=0), want)
+    assert dnp.quantile(np.ones((3, 0)), 0.5, axis=0).shape == (0,)
+
+
+def test_median_gradient_goes_to_the_middle_elements() -> None:
+    x = np.array([4.0, -1.0, 7.0, 2.0, 0.5])
+    grad = da.grad(lambda a: dnp.median(a))(x)
+    np.testing.assert_array_equal(grad, [0.0, 0.0, 0.0, 1.0, 0.0])
+    even = x[:4]
+    np.testing.assert_array_equal(da.grad(lambda a: dnp.median(a))(even), [0.5, 0, 0, 0.5])
+    # quantile 0.25 of 5 values: position 1 exactly; 0.3: 1.2, between 0.5 and 2.0
+    grad = da.grad(lambda a: dnp.quantile(a, 0.3))(x)
+    np.testing.assert_allclose(grad, [0.0, 0.0, 0.0, 0.2, 0.8])
+    program = da.trace(lambda a: dnp.quantile(a, [0.1, 0.9]), x)
+    assert "argsort" in str(program)
+    # NumPy's own functions on traced values dispatch to these
+    np.testing.assert_allclose(da.trace(lambda a: np.median(a), x)(x), np.median(x))
+    np.testing.assert_allclose(
+        da.trace(lambda a: np.percentile(a, [10, 50]), x)(x), np.percentile(x, [10, 50])
+    )
+
+
+loose: Any = dnp  # unsupported arguments on purpose: no static types for them
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "name"),
+    [
+        (lambda: loose.median(np.ones(3), out=np.ones(())), UnsupportedError, "median"),
+        (lambda: loose.quantile(np.ones(3), 0.5, out=np.ones(())), UnsupportedError, "quantile"),
+        (lambda: dnp.quantile(np.ones(3), 0.5, method="nearest"), UnsupportedError, "quantile"),
+        (lambda: loose.quantile(np.ones(3), 0.5, weights=np.ones(3)), UnsupportedError, "quantile"),
+        (lambda: dnp.quantile(np.ones(3), 1.5), ShapeError, "quantile"),
+        (lambda: dnp.quantile(np.ones(3), [0.5, np.nan]), ShapeError, "quantile"),
+        (lambda: dnp.percentile(np.ones(3), -1), ShapeError, "percentile"),
+        (lambda: dnp.quantile(np.ones(3), np.full((1, 1, 1), 0.5)), ShapeError, "quantile"),
+        (lambda: dnp.quantile(np.ones(3), "half"), DtypeError, "quantile"),
+        (lambda: dnp.quantile(np.ones((0, 2)), 0.5, axis=0), ShapeError, "quantile"),
+        (lambda: dnp.quantile(np.array([True, False]), 0.5), DtypeError, "quantile"),
+        (lambda: dnp.median(np.ones((2, 3)), axis=2), ShapeError, "median"),
+        (lambda: dnp.median(np.ones((2, 3)), axis=(0, -2)), ShapeError, "median"),
+        (
+            lambda: da.trace(lambda a, q: dnp.quantile(a, q), np.ones(3), np.array(0.5))(
+                np.ones(3), np.array(0.5)
+            ),
+            UnsupportedError,
+            "quantile",
+        ),
+    ],
+)
+def test_median_quantile_errors(call: Any, error: type[Exception], name: str) -> None:
+    with pytest.raises(error) as info:
+        call()
+    assert isinstance(info.value, da.DualarrError)
+    assert info.value.op == f"numpy.{name}"

@@ -304,8 +304,92 @@ def test_r_c_explicit() -> None:
     np.testing.assert_array_equal(dnp.c_[1, 2], np.c_[1, 2])
     x = np.ones((2, 2))
     np.testing.assert_array_equal(dnp.c_[x, x], np.c_[x, x])
-    with pytest.raises(UnsupportedError, match=r"numpy\.r_"):
-        dnp.r_["0,2", [1, 2]]
+    for key in [
+        ("0,2", [1, 2], [3, 4]),
+        ("1,2", [1, 2], [3, 4]),
+        ("0,2,0", [1, 2], [3, 4]),
+        ("-1,3,1", np.ones((2, 3)), np.zeros((1, 2, 3))),
+        np.s_["0,3,0", 1:4, 0:1:3j],
+        (" 1 ", [[1]], [[2.5]]),
+        ("1,2,1,9", [1], [2]),  # NumPy reads the first three fields
+        np.s_[1:2:5j, 7],
+        (slice(0, 3, np.complex64(3j)),),
+        (np.float64(1.5), np.array([1.0], np.float32)),  # a NumPy scalar is strong
+        (1.5, np.array([1.0], np.float32)),  # a Python number is weak
+    ]:
+        got, want = dnp.r_[key], np.r_[key]
+        assert got.shape == want.shape and got.dtype == want.dtype, key
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(dnp.c_["0", np.ones(2), [3.0]], np.c_["0", np.ones(2), [3.0]])
+    assert repr(dnp.r_) == "dualarr.numpy.r_"
+
+
+@pytest.mark.parametrize(
+    ("key", "error"),
+    [
+        (("r", [1, 2]), UnsupportedError),  # matrix output
+        (("c", [1, 2]), UnsupportedError),
+        ("0,2", UnsupportedError),  # a string alone is numpy.bmat's syntax
+        (("0", "1", [1]), ShapeError),  # a directive after the first entry
+        (("0,", [1]), ShapeError),
+        (("x", [1]), ShapeError),
+        (("0,2,x", [1]), ShapeError),
+        (("0,2,2", [1]), ShapeError),  # trans1d past the raised rank
+        (np.s_["1,2,-3", 0:3], ShapeError),
+        (("0,0", 1, 2), ShapeError),  # rank-0 items
+        ((), ShapeError),
+        (("0,2",), ShapeError),  # nothing to join
+    ],
+)
+def test_r_directive_errors(key: Any, error: type[Exception]) -> None:
+    if error is ShapeError:  # NumPy refuses these too (its matrix output is unsupported)
+        with pytest.raises(ValueError):
+            np.r_[key]
+    with pytest.raises(error, match=r"numpy\.r_"):
+        dnp.r_[key]
+
+
+@st.composite
+def directives(draw: st.DrawFn) -> str:
+    """``'axis'``, ``'axis,ndmin'`` or ``'axis,ndmin,trans1d'`` with small values
+    (negative ones and ones out of range included)."""
+    fields = [draw(st.integers(-3, 2))]
+    if draw(st.booleans()):
+        fields.append(draw(st.integers(0, 3)))
+        if draw(st.booleans()):
+            fields.append(draw(st.integers(-4, 3)))
+    return ",".join(str(f) for f in fields)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), directive=directives())
+def test_r_and_c_directives(data: st.DataObject, directive: str) -> None:
+    """``r_``/``c_`` after a drawn directive, with arrays of ranks 0-2, a number and a
+    range: NumPy's result (values, shape, dtype, gradients, vmap), or an error where
+    NumPy raises one."""
+    x = data.draw(arrays(max_dims=2, min_side=1, max_side=3))
+    if data.draw(st.booleans(), label="same shape"):
+        y = data.draw(hnp.arrays(data.draw(FLOATS), x.shape, elements=st.floats(-2, 2, width=32)))
+    else:
+        y = data.draw(arrays(min_dims=x.ndim, max_dims=x.ndim, min_side=1, max_side=3))
+    extras: list[Any] = data.draw(
+        st.lists(st.sampled_from([2.5, slice(0, 2), slice(0, 1, 2j), np.float32(1.0)]), max_size=2)
+    )
+    for ours, theirs in ((dnp.r_, np.r_), (dnp.c_, np.c_)):
+
+        def ours_f(a: Any, b: Any, ours: Any = ours) -> Any:
+            return ours[(directive, a, *extras, b)]
+
+        def theirs_f(a: Any, b: Any, theirs: Any = theirs) -> Any:
+            return theirs[(directive, a, *extras, b)]
+
+        try:
+            theirs_f(x, y)
+        except Exception:  # NumPy refuses: so must dualarr, with a named error
+            with pytest.raises(da.DualarrError):
+                ours_f(x, y)
+            continue
+        conforms(ours_f, theirs_f, [x, y])
 
 
 # --------------------------------------------------------------------------------------

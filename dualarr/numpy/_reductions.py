@@ -6,7 +6,10 @@ product tree (``reshape``, ``tr``, ``index``, ``mul``: log-depth, and no divisio
 zeros differentiate correctly); ``cumsum``/``cumprod`` are a work-efficient associative
 scan (strided ``gather``s, a recursive combine of adjacent pairs, an interleave by
 ``fromList``/``reshape``): O(n) work and O(log n) terms.  A ``dtype`` argument converts
-the input first, float32 ↔ float64 included, as NumPy's does.
+the input first, float32 ↔ float64 included, as NumPy's does.  ``median``, ``quantile``
+and ``percentile`` sort (``dnp.sort``: an ``argsort`` and a gather, O(n log n), its
+gradient a scatter through the permutation) and read the neighbouring order statistics
+at static positions, interpolated with static weights.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from ..lang import functions as da
 from ..lang import indexing as ix_
 from ..lang.errors import DtypeError, ShapeError, UnsupportedError
 from ..lang.tensor import Tensor, elementwise, join_dtypes, lift_shape
-from ..lang.terms import DType, Index, int_const
+from ..lang.terms import Const, DType, Index, int_const
 from ._core import normalize_axes, normalize_axis, to_tensor
+from ._sorting import sort, take
 from ._ufuncs import convert, is_bool, numpy_api, static_dtype, truthy
 
 __all__ = [
@@ -39,9 +43,12 @@ __all__ = [
     "diff",
     "max",
     "mean",
+    "median",
     "min",
+    "percentile",
     "prod",
     "ptp",
+    "quantile",
     "std",
     "sum",
     "var",
@@ -513,3 +520,198 @@ def diff(
 def _all_bool(parts: Sequence[Tensor]) -> bool:
     return not [p for p in parts if not is_bool(p)]
 
+
+# --------------------------------------------------------------------------------------
+# Order statistics: median, quantile, percentile
+# --------------------------------------------------------------------------------------
+
+
+def _no_out(out: Any, op: str) -> None:
+    if out is not None:
+        raise UnsupportedError(
+            "out= writes into an existing array and dualarr arrays are immutable: use the "
+            "returned array",
+            op=op,
+        )
+
+
+def _ordered(t: Tensor, axes: tuple[int, ...]) -> tuple[Tensor, Tensor]:
+    """``t`` with the reduced ``axes`` joined in front (``tr``, ``reshape``), and that
+    sorted along its outer dimension (``dnp.sort``)."""
+    joined = _front(t, axes)
+    return joined, sort(joined, axis=0) if joined.shape[0] > 1 else joined
+
+
+def _nan_where_nan(result: Tensor, joined: Tensor) -> Tensor:
+    """``result`` with nan wherever the slice of ``joined`` it reduces holds a nan, as
+    NumPy's: ``select(any(isnan), nan, result)`` (its derivative there is 0)."""
+    if not joined.term.dtype.is_float or joined.shape[0] == 0:
+        return result
+    has_nan = da.sum(joined != joined, 0) > 0
+    return elementwise("select", has_nan, math.nan, result)
+
+
+def _kept_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(1 if d in axes else n for d, n in enumerate(shape))
+
+
+@numpy_api
+def median(
+    a: Any,
+    axis: Axis = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    keepdims: bool = False,
+) -> Tensor:
+    """Median over ``axis`` (every axis by default), as NumPy's: the mean of the middle
+    one or two order statistics of the sorted ``a`` (:func:`~dualarr.numpy.sort`, so
+    O(n log n); the gradient goes to those elements).  Ints and bools give float64; nan
+    where the slice holds a nan, and over no elements.  ``overwrite_input`` is a hint
+    with nothing to overwrite; ``out`` is not supported."""
+    op = "numpy.median"
+    _no_out(out, op)
+    t = to_tensor(a, op)
+    axes = normalize_axes(axis, t.ndim, op)
+    joined, ordered = _ordered(t, axes)
+    m = joined.shape[0]
+    middle = take(ordered, np.arange((m - 1) // 2, m // 2 + 1), axis=0) if m > 2 else ordered
+    result = _nan_where_nan(_mean(_floating(middle, None, op), (0,), False), joined)
+    return da.reshape(result, _kept_shape(t.shape, axes)) if keepdims else result
+
+
+def _static_quantiles(q: Any, op: str, percent: bool) -> np.ndarray:
+    """``q`` as NumPy's quantile sees it: a static array of rank <= 2 in ``[0, 1]``
+    (``q / 100`` for percentiles)."""
+    if isinstance(q, Tensor):
+        if not isinstance(q.term, Const):
+            raise UnsupportedError(
+                "q must be static (a number, a list or a NumPy array), got a traced value",
+                op=op,
+            )
+        q = q.term.value
+    array = np.asarray(q)
+    if array.dtype.kind not in "biuf":
+        raise DtypeError(f"q must be real numbers, got {array.dtype}", op=op)
+    if percent:
+        array = np.asarray(np.true_divide(array, 100))
+    if array.ndim > 2:
+        raise ShapeError(
+            f"q must be a scalar or 1d (rank <= 2 as in NumPy), got rank {array.ndim}", op=op
+        )
+    if array.size and not (np.all(array >= 0) and np.all(array <= 1)):
+        what, bound = ("Percentiles", 100) if percent else ("Quantiles", 1)
+        raise ShapeError(f"{what} must be in the range [0, {bound}], got {q!r}", op=op)
+    return array
+
+
+def _lerp_weights(n: int, quantiles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """NumPy's ``linear`` method at the static positions ``(n - 1) q``: the positions of
+    the lower and upper neighbours and of the ``base`` (both neighbours the last at or
+    past it), stacked, and the weight ``w``: ``_lerp`` is ``lower + (upper - lower) γ``
+    below ``γ = 0.5`` and ``upper - (upper - lower)(1 - γ)`` from it on, that is
+    ``base + (upper - lower) w`` with ``base`` the upper neighbour and ``w = -(1 - γ)``
+    there (γ computed as NumPy does, in ``q``'s float type)."""
+    virtual = np.asarray((n - 1) * quantiles)
+    above = virtual >= n - 1
+    previous = np.where(above, -1, np.floor(virtual)).astype(np.int64)
+    following = np.where(above, -1, previous + 1).astype(np.int64)
+    gamma = np.asarray(virtual - previous, dtype=virtual.dtype)
+    upper = gamma >= 0.5
+    weight = np.asarray(np.where(upper, -(1 - gamma), gamma), dtype=virtual.dtype)
+    positions = np.stack([previous, following, np.where(upper, following, previous)])
+    return positions % n, weight
+
+
+def _quantile(
+    op: str,
+    a: Any,
+    q: Any,
+    axis: Axis,
+    out: Any,
+    method: str,
+    keepdims: bool,
+    weights: Any,
+    percent: bool,
+) -> Tensor:
+    """NumPy's ``quantile`` (``percent``: ``percentile``) with the ``linear`` method:
+    the sorted ``a`` read at the two neighbouring static positions of each ``q`` by one
+    ``gather``, interpolated with static weights (NumPy's ``_lerp``, float32 kept for a
+    Python-number ``q``); an int ``q`` reads one position (no interpolation)."""
+    _no_out(out, op)
+    if weights is not None:
+        raise UnsupportedError("weights (method='inverted_cdf') are not supported", op=op)
+    if method != "linear":
+        raise UnsupportedError(
+            f"method {method!r} is not supported (only 'linear', NumPy's default)", op=op
+        )
+    weak = type(q) in (int, float)  # a Python number: NumPy's weak promotion
+    quantiles = _static_quantiles(q, op, percent)
+    t = to_tensor(a, op)
+    axes = normalize_axes(axis, t.ndim, op)
+    joined, ordered = _ordered(t, axes)
+    n = joined.shape[0]
+    if n == 0:
+        raise ShapeError(
+            "cannot take a quantile over no elements (NumPy: index -1 is out of bounds)",
+            op=op,
+            shapes=[t.shape],
+        )
+    if quantiles.dtype.kind in "biu":  # integral positions 0 or n - 1: a plain take
+        result = take(ordered, ((n - 1) * quantiles).astype(np.int64), axis=0)
+    else:
+        if is_bool(t):
+            raise DtypeError(
+                "interpolating between bools subtracts them, which NumPy rejects: convert "
+                "a first (astype(a, float))",
+                op=op,
+            )
+        positions, weight = _lerp_weights(n, quantiles)
+        target = np.result_type(t.dtype, 1.0 if weak else weight.dtype)
+        kind = static_dtype(target, op)
+        picked = take(ordered, positions, axis=0)
+        lower, upper, base = (Tensor(Index(picked.term, (int_const(k),))) for k in range(3))
+        rest = (1,) * (picked.ndim - 1 - quantiles.ndim)
+        step = da.constant(weight.astype(target).reshape(weight.shape + rest))
+        result = convert(base, kind, op) + convert(upper - lower, kind, op) * step
+    result = _nan_where_nan(result, joined)
+    if keepdims:
+        result = da.reshape(result, quantiles.shape + _kept_shape(t.shape, axes))
+    return result
+
+
+@numpy_api
+def quantile(
+    a: Any,
+    q: Any,
+    axis: Axis = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    *,
+    weights: None = None,
+) -> Tensor:
+    """The ``q``-th quantiles over ``axis`` (NumPy's ``linear`` method): the sorted
+    ``a`` (O(n log n)) read at the neighbours of ``(n - 1) q`` and interpolated, so the
+    gradient goes to those two elements.  ``q`` is static (a number, list or NumPy
+    array of rank <= 2, in ``[0, 1]``); its dimensions come first in the result.
+    Result types are NumPy's (float64 for ints; float32 stays float32 for a Python
+    number ``q`` or a float32 array); nan where the slice holds a nan.  Other methods,
+    ``weights`` and ``out`` are not supported."""
+    return _quantile("numpy.quantile", a, q, axis, out, method, keepdims, weights, percent=False)
+
+
+@numpy_api
+def percentile(
+    a: Any,
+    q: Any,
+    axis: Axis = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    *,
+    weights: None = None,
+) -> Tensor:
+    """:func:`quantile` at ``q / 100`` (``q`` static, in ``[0, 100]``)."""
+    return _quantile("numpy.percentile", a, q, axis, out, method, keepdims, weights, percent=True)

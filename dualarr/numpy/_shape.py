@@ -16,6 +16,7 @@ import builtins
 import itertools
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -887,10 +888,12 @@ def diagflat(v: Operand, k: int = 0) -> Tensor:
 
 
 def _slice_range(item: slice, op: str) -> Tensor:
+    """``start:stop:step`` as ``arange``; with an imaginary step ``Nj``, ``linspace`` of
+    ``N`` points from ``start`` to ``stop`` inclusive."""
     start = 0 if item.start is None else item.start
     step = 1 if item.step is None else item.step
-    if isinstance(step, complex):
-        values = linspace(start, item.stop, int(abs(step)))
+    if isinstance(step, complex | np.complexfloating):
+        values = linspace(start, item.stop, int(abs(complex(step))))
         assert isinstance(values, Tensor)
         return values
     if item.stop is None:
@@ -898,51 +901,116 @@ def _slice_range(item: slice, op: str) -> Tensor:
     return arange(start, item.stop, step)
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """How ``r_``/``c_`` lay their items out (NumPy's ``AxisConcatenator``): the axis
+    they are joined along, the least rank each item is raised to, and ``trans1d``, where
+    a raised item's own dimensions go (-1: last, after the new extent-1 dimensions)."""
+
+    axis: int
+    ndmin: int
+    trans1d: int
+
+    def directive(self, item: str, op: str) -> _Layout:
+        """The layout a leading directive string asks for: ``'axis'``, ``'axis,ndmin'`` or
+        ``'axis,ndmin,trans1d'`` (of four or more fields NumPy reads the first two);
+        ``'r'``/``'c'`` (matrix output) are not supported."""
+        if item in ("r", "c"):
+            raise UnsupportedError(
+                f"the directive {item!r} builds a numpy.matrix, which dualarr does not "
+                "support (NumPy deprecates it): join arrays instead, e.g. '1,2' for one "
+                "row or '0,2,0' for one column of 1-D items",
+                op=op,
+            )
+        fields = item.split(",")
+        try:
+            numbers = [int(f) for f in fields[: 3 if len(fields) == 3 else 2]]
+        except ValueError:
+            raise ShapeError(f"unknown special directive {item!r}", op=op) from None
+        if len(numbers) == 1:
+            return replace(self, axis=numbers[0])
+        trans1d = numbers[2] if len(numbers) == 3 else self.trans1d
+        return _Layout(numbers[0], numbers[1], trans1d)
+
+    def raise_slice(self, t: Tensor, op: str) -> Tensor:
+        """A range raised to rank ``ndmin`` (its values on the last axis), then that axis
+        swapped with ``trans1d`` (NumPy's ``swapaxes(-1, trans1d)``)."""
+        if self.ndmin <= 1:
+            return t
+        shape = [1] * (self.ndmin - 1) + [t.size]
+        if self.trans1d != -1:
+            other = normalize_axis(self.trans1d, self.ndmin, op, "trans1d")
+            shape[-1], shape[other] = shape[other], shape[-1]
+        return F.reshape(t, tuple(shape))
+
+    def raise_array(self, t: Tensor, op: str) -> Tensor:
+        """An array of rank below ``ndmin`` with extent-1 dimensions in front, then (for
+        ``trans1d`` other than -1) its own dimensions moved to start at ``trans1d``
+        (NumPy's transpose ``[:k1] + [k2:] + [k1:k2]``, ``k2`` the added dimensions)."""
+        if t.ndim >= self.ndmin:
+            return t
+        added = self.ndmin - t.ndim
+        raised = F.reshape(t, (1,) * added + t.shape)
+        if self.trans1d == -1:
+            return raised
+        start = self.trans1d + added + 1 if self.trans1d < 0 else self.trans1d
+        axes = list(range(self.ndmin))
+        perm = axes[:start] + axes[added:] + axes[start:added]
+        if sorted(perm) != axes:
+            raise ShapeError(
+                f"trans1d {self.trans1d} cannot place the {t.ndim} dimension(s) of an item "
+                f"raised to rank {self.ndmin}",
+                op=op,
+                shapes=[t.shape],
+            )
+        return F.transpose(raised, perm)
+
+
 @numpy_function
-def _concatenate_items(key: Any, axis: int, ndmin: int, columns: bool, op: str) -> Tensor:
-    """``np.r_[...]`` (``columns`` False) / ``np.c_[...]`` (True) for arrays, numbers
-    and slices (ranges): each item with at least ``ndmin`` dimensions, vectors as
-    columns for ``c_``, joined along ``axis`` in NumPy's common element type."""
+def _concatenate_items(key: Any, layout: _Layout, op: str) -> Tensor:
+    """``np.r_[...]`` / ``np.c_[...]`` for arrays, numbers and slices (ranges), after an
+    optional leading directive string: each item raised to rank ``ndmin`` as the layout
+    says, all converted to NumPy's common element type (NumPy scalars strong, Python
+    numbers weak) and joined along ``axis``."""
+    if isinstance(key, str):
+        raise UnsupportedError(
+            "a string alone is numpy.bmat's matrix syntax, which dualarr does not support",
+            op=op,
+        )
     items = key if isinstance(key, tuple) else (key,)
     parts: list[Tensor] = []
     typed: list[Any] = []
-    for item in items:
+    for k, item in enumerate(items):
         if isinstance(item, str):
-            raise UnsupportedError(
-                f"the directive string {item!r} is not supported; use dnp.concatenate",
-                op=op,
-            )
-        if isinstance(item, slice):
+            if k != 0:
+                raise ShapeError("special directives must be the first entry", op=op)
+            layout = layout.directive(item, op)
+        elif isinstance(item, slice):
             t = _slice_range(item, op)
             typed.append(t)
-            if columns:
-                t = F.reshape(t, (t.size, 1))
+            parts.append(layout.raise_slice(t, op))
         elif isinstance(item, bool | int | float | np.generic):
-            t = F.constant(np.asarray(item).reshape((1,) * ndmin))
-            typed.append(item.item() if isinstance(item, np.generic) else item)
+            parts.append(F.constant(np.asarray(item).reshape((1,) * max(layout.ndmin, 0))))
+            typed.append(item)
         else:
             t = _tensor(item, op)
             typed.append(t)
-            if t.ndim < ndmin:
-                if columns and t.ndim == 1:
-                    t = F.reshape(t, (t.size, 1))
-                else:
-                    t = F.reshape(t, (1,) * (ndmin - t.ndim) + t.shape)
-        parts.append(t)
+            parts.append(layout.raise_array(t, op))
     if not parts:
-        raise ShapeError("needs at least one item", op=op)
+        raise ShapeError("needs at least one array to concatenate", op=op)
     target = core_dtype(np.result_type(*[numpy_dtype_of(v) for v in typed]), op)
-    return _join([astype(p, target, op) for p in parts], axis, None, op)
+    return _join([astype(p, target, op) for p in parts], layout.axis, None, op)
 
 
 class _AxisConcatenator:
-    """``dnp.r_[a, b, 1:4]`` / ``dnp.c_[a, b]``: traced values allowed."""
+    """``dnp.r_[a, b, 1:4]`` / ``dnp.c_[a, b]``, with NumPy's leading directive strings
+    (``dnp.r_['0,2,0', a, b]``): traced values allowed."""
 
-    def __init__(self, axis: int, ndmin: int, columns: bool, name: str) -> None:
-        self._axis, self._ndmin, self._columns, self._name = axis, ndmin, columns, name
+    def __init__(self, layout: _Layout, name: str) -> None:
+        self._layout, self._name = layout, name
 
     def __getitem__(self, key: Any) -> Tensor:
-        return _concatenate_items(key, self._axis, self._ndmin, self._columns, self._name)
+        return _concatenate_items(key, self._layout, self._name)
 
     def __len__(self) -> int:
         return 0
@@ -951,8 +1019,8 @@ class _AxisConcatenator:
         return f"dualarr.numpy.{self._name.removeprefix('numpy.')}"
 
 
-r_ = _AxisConcatenator(0, 1, False, "numpy.r_")
-"""Join items along the first axis: ``dnp.r_[x, 0.0, 1:3]``."""
+r_ = _AxisConcatenator(_Layout(axis=0, ndmin=1, trans1d=-1), "numpy.r_")
+"""Join items along the first axis: ``dnp.r_[x, 0.0, 1:3]``, ``dnp.r_['0,2,0', x, y]``."""
 
-c_ = _AxisConcatenator(-1, 2, True, "numpy.c_")
+c_ = _AxisConcatenator(_Layout(axis=-1, ndmin=2, trans1d=0), "numpy.c_")
 """Join items as columns along the last axis: ``dnp.c_[x, y]``."""

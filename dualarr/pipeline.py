@@ -296,7 +296,7 @@ class Pipeline:
     @property
     def constants(self) -> tuple[np.ndarray, ...]:
         """The array constants the generated source reads as ``constants[k]`` (named
-        ``c<k+1>`` there): arrays are data passed at call time, not literals."""
+        ``k<k+1>`` there): arrays are data passed at call time, not literals."""
         return self.compiled.compiled.constants
 
     def __call__(self, *arrays: Any, cotangent: Any = 1.0) -> tuple[Any, tuple[Any, ...]]:

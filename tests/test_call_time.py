@@ -51,9 +51,9 @@ def test_a_captured_array_used_many_times_is_one_constant() -> None:
         return da.sum(y)
 
     program = da.trace(f, np.ones(50))
-    assert list(program.constants) == ["c1"]
-    np.testing.assert_array_equal(program.constants["c1"], w)
-    assert not np.shares_memory(program.constants["c1"], w)
+    assert list(program.constants) == ["k1"]
+    np.testing.assert_array_equal(program.constants["k1"], w)
+    assert not np.shares_memory(program.constants["k1"], w)
 
 
 @pytest.mark.parametrize("mode", MODES)

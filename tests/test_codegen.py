@@ -261,7 +261,7 @@ def test_array_constants_are_data_not_source() -> None:
     program, _ = vectorise_program(dualarr.trace(f, x))
     code = generate(program.inputs, program.outputs)
     assert len(code.source) < 2_000
-    assert "c1 = constants[0]  # float64[200,300]" in code.source
+    assert "k1 = constants[0]  # float64[200,300]" in code.source
     assert "float64[3]: [1. 2. 3.]" in code.source
     assert any(c.shape == big.shape and np.array_equal(c, big) for c in code.constants)
     compiled = compile_program(program.inputs, program.outputs)

@@ -109,13 +109,13 @@ def test_constants_print_readably() -> None:
     assert text(lambda x: x + np.array([1.0, 2.0, 3.0, 4.0]), X[0]) == (
         r"\x. x + [1.0, 2.0, 3.0, 4.0]"
     )
-    assert text(lambda x: x + np.zeros(100), np.ones(100)) == "c1 : float64[100]\n\\x. x + c1"
+    assert text(lambda x: x + np.zeros(100), np.ones(100)) == "k1 : float64[100]\n\\x. x + k1"
     assert text(lambda x: da.index(x, (-1,)), X) == r"\x. x[-1]"
     assert text(lambda x: x[-1], X) == r"\x. x[2]"  # a static index wraps, as in NumPy
 
 
 def test_captured_arrays_are_named_data_with_their_values_in_constants() -> None:
-    """A large constant prints as ``c1`` under a ``c1 : float64[40,30]`` declaration, never
+    """A large constant prints as ``k1`` under a ``k1 : float64[40,30]`` declaration, never
     as its values; ``p.constants`` (and the gradient program's) hold them by those names."""
     w, b = np.random.default_rng(0).standard_normal((40, 30)), np.linspace(0.0, 1.0, 40)
 
@@ -124,18 +124,18 @@ def test_captured_arrays_are_named_data_with_their_values_in_constants() -> None
 
     program = da.trace(f, np.ones(30))
     printed = str(program)
-    declared = ["c1 : float64[40,30]", "c2 : float64[40]", "c3 : float64[30]"]
+    declared = ["k1 : float64[40,30]", "k2 : float64[40]", "k3 : float64[30]"]
     assert printed.splitlines()[:3] == declared
-    assert "c1" in printed.splitlines()[3] and "<constant" not in printed
-    assert list(program.constants) == ["c1", "c2", "c3"]
-    np.testing.assert_array_equal(program.constants["c1"], w)
-    np.testing.assert_array_equal(program.constants["c2"], b)
+    assert "k1" in printed.splitlines()[3] and "<constant" not in printed
+    assert list(program.constants) == ["k1", "k2", "k3"]
+    np.testing.assert_array_equal(program.constants["k1"], w)
+    np.testing.assert_array_equal(program.constants["k2"], b)
     gradient = da.pipeline(f, np.ones(30)).gradient
     for name, value in gradient.constants.items():
         assert f"{name} : {value.dtype}[{','.join(map(str, value.shape))}]" in str(gradient)
     assert any(v.shape == w.shape for v in gradient.constants.values())
     labels = program.graph().source
-    assert 'label="c1\nfloat64[40,30]"' in labels
+    assert 'label="k1\nfloat64[40,30]"' in labels
 
 
 def test_multiple_outputs_print_as_a_tuple() -> None:

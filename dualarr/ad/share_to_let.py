@@ -74,7 +74,7 @@ class LetProgram:
 
     @property
     def constants(self) -> dict[str, np.ndarray]:
-        """The array constants it holds, by the names it prints them with (``c1``)."""
+        """The array constants it holds, by the names it prints them with (``k1``)."""
         return dict(view("constant_table")(self.inputs, self.outputs, self.bindings))
 
     def graph(self) -> Any:

@@ -498,11 +498,11 @@ class _Generator:
             self.text[id(node)] = (expr, prec, nest)
 
     def _constant(self, node: Const) -> str:
-        """The name of an array constant: ``c1 = constants[0]  # float64[3]: [1. 2. 3.]``
+        """The name of an array constant: ``k1 = constants[0]  # float64[3]: [1. 2. 3.]``
         at the top of the function (the values in the comment only when short)."""
         name = self.constant_names.get(id(node))
         if name is None:
-            name = self.constant_names[id(node)] = self.namer.fresh("c", numbered=True)
+            name = self.constant_names[id(node)] = self.namer.fresh("k", numbered=True)
             value = node.value
             note = f"{node.dtype}{list(value.shape)}".replace(" ", "")
             if value.size <= 8:

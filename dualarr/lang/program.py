@@ -129,7 +129,7 @@ class Program:
     @property
     def constants(self) -> dict[str, np.ndarray]:
         """The array constants the program holds (captured arrays), by the names it prints
-        them with: ``c1 : float64[1000,1000]`` in ``str(p)``, ``p.constants["c1"]`` here."""
+        them with: ``k1 : float64[1000,1000]`` in ``str(p)``, ``p.constants["k1"]`` here."""
         return dict(view("constant_table")(self.inputs, self.outputs))
 
     def numpy_source(self) -> str:

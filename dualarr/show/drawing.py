@@ -156,7 +156,7 @@ def term_graph(
     clusters = [Drawing(name=f"cluster_{k}") for k in range(len(groups))]
     for cluster, (label, _) in zip(clusters, groups, strict=True):
         cluster.attr(label=label, style="rounded,dashed", color="gray50", fontname="Courier")
-    constant_names = (  # named as the printed program names them (``c1``)
+    constant_names = (  # named as the printed program names them (``k1``)
         Printer(list(roots)).names if any(map(is_named_constant, postorder(roots))) else {}
     )
     for node in postorder(roots):

@@ -6,9 +6,9 @@ printed once as a ``let`` placed in the innermost scope that binds one of its fr
 variables (or at the top), and referred to by name elsewhere.  Names are stable: they
 come from the user's parameter names (inputs, ``lambda i:``) made unique in order of
 appearance, and ``t1, t2, …`` for shared subterms.  Array constants too large to print
-in full are data, not text: each is named ``c1, c2, …`` and declared with its type above
-the program (``c1 : float64[1000,1000]``); ``constant_table`` gives their values by those
-names.  Printing is iterative and linear in the size of the DAG (up to the length of the
+in full are data, not text: each is named ``k1, k2, …`` (``c`` names the paper's
+cotangents) and declared with its type above the program (``k1 : float64[1000,1000]``);
+``constant_table`` gives their values by those names.  Printing is iterative and linear in the size of the DAG (up to the length of the
 text).
 """
 
@@ -97,7 +97,7 @@ def constant_type(value: np.ndarray) -> str:
 
 
 def is_named_constant(node: Term) -> bool:
-    """An array constant printed by name (``c1``) rather than in full."""
+    """An array constant printed by name (``k1``) rather than in full."""
     return isinstance(node, Const) and node.value.ndim > 0 and (
         node.value.size > _SMALL_CONST or node.value.size == 0
     )
@@ -223,13 +223,13 @@ class Printer:
         for node in self.order:
             if is_named_constant(node):
                 assert isinstance(node, Const)
-                name = self.names[id(node)] = namer.fresh("c", numbered=True)
+                name = self.names[id(node)] = namer.fresh("k", numbered=True)
                 self.constants[name] = node.value
         self._analyse()
         self._name(namer)
 
     def declared(self, text: str) -> str:
-        """``text`` under one ``c1 : float64[1000,1000]`` line per named constant."""
+        """``text`` under one ``k1 : float64[1000,1000]`` line per named constant."""
         lines = [f"{name} : {constant_type(value)}" for name, value in self.constants.items()]
         return "\n".join([*lines, text])
 

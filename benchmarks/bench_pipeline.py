@@ -14,7 +14,11 @@ seconds and the peak memory (``tracemalloc``, MB, a second run) of each stage; t
 peak MB, the ratios of its time and memory between successive sizes, and the largest
 growth of any one stage's time and memory (``stage t x``, ``stage m x``; the goal is
 at most 12x for 10x the operations).
-Usage: ``python benchmarks/bench_pipeline.py [--repeat N] [--blocks B …] [--sizes N …]``.
+Between them, a machine baseline that is not dualarr's code: CPython's ``compile()`` of an
+``n``-line function and a walk over an ``n``-node DAG of tuples, to show how this
+machine's per-element cost grows with size by itself.
+Usage: ``python benchmarks/bench_pipeline.py [--repeat N] [--blocks B …] [--sizes N …]
+[--program-repeat R]``.
 """
 
 from __future__ import annotations
@@ -99,10 +103,59 @@ def end_to_end(
     return seconds, peak
 
 
-def programs_table(sizes: list[int]) -> None:
+def machine_baseline(sizes: list[int], repeat: int) -> None:
+    """How this machine's own per-element cost grows with size, for scale: CPython's
+    ``compile()`` of an ``n``-line straight-line function (what the ``python`` stage ends
+    with) and a post-order walk over an ``n``-node DAG of plain tuples.  Neither is
+    dualarr's code; their growth shows what caches and the allocator add at 10x the size."""
     print()
-    print("# programs that used to be quadratic: seconds | peak MB per stage; da.grad's first "
-          "call, compiled and interpreted; ratios to the previous size")
+    print("# machine baseline (not dualarr): seconds, fastest of "
+          f"{repeat}; ratio to the previous size")
+    previous: tuple[float, float] | None = None
+    for n in sizes:
+        lines = [f"    v{k} = xp.sin(v{k - 1}) * v{max(0, k - 7)} + 0.5" for k in range(1, n)]
+        source = "\n".join(["def f(xp, v0):", *lines, f"    return v{n - 1}"]) + "\n"
+        compile_s = min(_timed(lambda text=source: compile(text, "<baseline>", "exec"))
+                        for _ in range(repeat))
+        nodes: list[tuple[Any, ...]] = [()]
+        for k in range(1, n):
+            nodes.append((nodes[k - 1], nodes[max(0, k - 7)]))
+        walk_s = min(_timed(lambda root=nodes[-1]: _walk(root)) for _ in range(repeat))
+        ratios = (f"   x {compile_s / previous[0]:.1f}   x {walk_s / previous[1]:.1f}"
+                  if previous else "")
+        print(f"{'compile() / DAG walk':<28}{n:>6}  {compile_s:>8.4f}  {walk_s:>8.4f}{ratios}",
+              flush=True)
+        previous = (compile_s, walk_s)
+
+
+def _timed(action: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def _walk(root: tuple[Any, ...]) -> int:
+    """Post-order over a DAG of tuples, each node once (what every stage does first)."""
+    seen: set[int] = set()
+    order: list[tuple[Any, ...]] = []
+    stack: list[tuple[tuple[Any, ...], bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        stack.extend((kid, False) for kid in node if id(kid) not in seen)
+    return len(order)
+
+
+def programs_table(sizes: list[int], repeat: int) -> None:
+    print()
+    print(f"# programs that used to be quadratic: seconds (fastest of {repeat}) | peak MB per "
+          "stage; da.grad's first call, compiled and interpreted; ratios to the previous size")
     print(f"{'program':<28}{'n':>6}{'nodes':>7}" + "".join(f"{s:>15}" for s in STAGES)
           + f"{'grad':>15}{'interpret':>15}{'time x':>8}{'mem x':>7}"
           + f"{'stage t x':>11}{'stage m x':>10}")
@@ -116,7 +169,9 @@ def programs_table(sizes: list[int]) -> None:
             else:
                 n = size
                 f, args = make(n)
-            times, nodes = stage_times(f, args)
+            runs = [stage_times(f, args) for _ in range(repeat)]
+            nodes = runs[0][1]
+            times = {s: min(r[0][s] for r in runs) for s in STAGES}
             peaks, _ = stage_times(f, args, memory=True)
             grad_s, grad_mb = end_to_end(f, args, "compiled")
             interp_s, interp_mb = end_to_end(f, args, "interpret")
@@ -146,6 +201,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--blocks", type=int, nargs="+", default=[3, 30, 300])
     parser.add_argument("--sizes", type=int, nargs="*", default=[100, 1000, 10000])
+    parser.add_argument("--program-repeat", type=int, default=2,
+                        help="runs of each program's stages (the fastest is shown)")
     args = parser.parse_args()
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 15_000))  # body-position let chains
     x, y = np.linspace(-1, 1, N), np.linspace(0, 2, N)
@@ -166,7 +223,8 @@ def main() -> None:
               + f"{total:>10.4f}{ratio}", flush=True)
         previous = (total, nodes)
     if args.sizes:
-        programs_table(args.sizes)
+        machine_baseline(args.sizes, args.repeat)
+        programs_table(args.sizes, args.program_repeat)
 
 
 if __name__ == "__main__":

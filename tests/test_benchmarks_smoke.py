@@ -61,7 +61,9 @@ def test_bench_pipeline_small() -> None:
     assert lines[0].startswith("# bench_pipeline.py  (")
     assert lines[2].split()[:3] == ["blocks", "nodes", "trace"]
     assert [line.split()[0] for line in lines[3:5]] == ["1", "3"]
-    rows = [line for line in lines[8:] if line.strip()]
+    baseline = [line for line in lines if line.startswith("compile() / DAG walk")]
+    assert len(baseline) == 2 and baseline[1].count(" x ") == 2  # both sizes, with ratios
+    rows = [line for line in lines if line.startswith(tuple(PROGRAMS))]
     assert len(rows) == 2 * len(PROGRAMS)  # every program at both sizes
     assert all(line.count("|") == 8 for line in rows)  # 6 stages, grad, interpret
 

@@ -8,8 +8,8 @@ come from the user's parameter names (inputs, ``lambda i:``) made unique in orde
 appearance, and ``t1, t2, …`` for shared subterms.  Array constants too large to print
 in full are data, not text: each is named ``k1, k2, …`` (``c`` names the paper's
 cotangents) and declared with its type above the program (``k1 : float64[1000,1000]``);
-``constant_table`` gives their values by those names.  Printing is iterative and linear in the size of the DAG (up to the length of the
-text).
+``constant_table`` gives their values by those names.  Printing is iterative and linear
+in the size of the DAG (up to the length of the text).
 """
 
 from __future__ import annotations

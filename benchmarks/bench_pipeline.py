@@ -31,6 +31,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -115,12 +116,12 @@ def machine_baseline(sizes: list[int], repeat: int) -> None:
     for n in sizes:
         lines = [f"    v{k} = xp.sin(v{k - 1}) * v{max(0, k - 7)} + 0.5" for k in range(1, n)]
         source = "\n".join(["def f(xp, v0):", *lines, f"    return v{n - 1}"]) + "\n"
-        compile_s = min(_timed(lambda text=source: compile(text, "<baseline>", "exec"))
+        compile_s = min(_timed(partial(compile, source, "<baseline>", "exec"))
                         for _ in range(repeat))
         nodes: list[tuple[Any, ...]] = [()]
         for k in range(1, n):
             nodes.append((nodes[k - 1], nodes[max(0, k - 7)]))
-        walk_s = min(_timed(lambda root=nodes[-1]: _walk(root)) for _ in range(repeat))
+        walk_s = min(_timed(partial(_walk, nodes[-1])) for _ in range(repeat))
         ratios = (f"   x {compile_s / previous[0]:.1f}   x {walk_s / previous[1]:.1f}"
                   if previous else "")
         print(f"{'compile() / DAG walk':<28}{n:>6}  {compile_s:>8.4f}  {walk_s:>8.4f}{ratios}",

@@ -250,10 +250,7 @@ def as_term(value: Operand, op: str = "constant") -> Term:
     if isinstance(value, np.ndarray) and value.ndim > 0:
         return _captured(value, op)
     if isinstance(value, bool | int | float | np.generic | np.ndarray | list | tuple):
-        array = constant_array(value, op)
-        if array.dtype.kind in "iu":
-            array = array.astype(np.int64)
-        return Const(array)
+        return _new_const(value, op)
     raise TracingError(f"expected an array or a number, got {type(value).__name__}", op=op)
 
 
@@ -264,11 +261,16 @@ def _captured(value: np.ndarray, op: str) -> Const:
     seen = ctx.captured.get(id(value)) if ctx is not None else None
     if seen is not None and seen[0] is value and np.array_equal(seen[1].value, value):
         return seen[1]
-    array = constant_array(value, op)
-    const = Const(array.astype(np.int64) if array.dtype.kind in "iu" else array)
+    const = _new_const(value, op)
     if ctx is not None:
         ctx.captured[id(value)] = (value, const)  # held: its id is not reused meanwhile
     return const
+
+
+def _new_const(value: Any, op: str) -> Const:
+    """A constant of ``value`` (integers widened to int64)."""
+    array = constant_array(value, op)
+    return Const(array.astype(np.int64) if array.dtype.kind in "iu" else array)
 
 
 def _weak_const(value: bool | int | float, dtype: DType) -> Const:
@@ -390,10 +392,9 @@ def elementwise(op: str, *operands: Operand) -> Tensor:
             raise DtypeError(f"condition must be bool, got {cond.dtype}", op="where")
         args = [cond, *promote(op, spec.kind, operands[1:])]
     else:
-        args = promote(op, spec.kind, operands)
         if op in _BOOL_ARITHMETIC and _all_bool(op, operands):
             op = _bool_arithmetic(op)
-            args = promote(op, OPS[op].kind, operands)
+        args = promote(op, OPS[op].kind, operands)
     shape = common_shape(op, [a.shape for a in args])
     return Tensor(Op(op, tuple(lift_shape(a, shape) for a in args)))
 

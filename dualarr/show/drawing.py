@@ -150,16 +150,17 @@ def term_graph(
     of ``highlight`` (a rewritten subterm, say) are filled; each of ``groups`` (a label
     and its nodes, e.g. the lowering of one NumPy call) is drawn as a labelled box."""
     drawing = _new(name)
-    number = {id(n): k for k, n in enumerate(postorder(roots))}
+    order = postorder(roots)
+    number = {id(n): k for k, n in enumerate(order)}
     marked = {id(n) for n in highlight}
     group_of = {id(n): k for k, (_, nodes) in enumerate(groups) for n in nodes}
     clusters = [Drawing(name=f"cluster_{k}") for k in range(len(groups))]
     for cluster, (label, _) in zip(clusters, groups, strict=True):
         cluster.attr(label=label, style="rounded,dashed", color="gray50", fontname="Courier")
     constant_names = (  # named as the printed program names them (``k1``)
-        Printer(list(roots)).names if any(map(is_named_constant, postorder(roots))) else {}
+        Printer(list(roots)).names if any(map(is_named_constant, order)) else {}
     )
-    for node in postorder(roots):
+    for node in order:
         key = f"n{number[id(node)]}"
         head = constant_names.get(id(node)) or _term_head(node)
         look: dict[str, str] = {"shape": "ellipse" if isinstance(node, Var) else "box"}

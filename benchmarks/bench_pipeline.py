@@ -16,7 +16,9 @@ growth of any one stage's time and memory (``stage t x``, ``stage m x``; the goa
 at most 12x for 10x the operations).
 Between them, a machine baseline that is not dualarr's code: CPython's ``compile()`` of an
 ``n``-line function and a walk over an ``n``-node DAG of tuples, to show how this
-machine's per-element cost grows with size by itself.
+machine's per-element cost grows with size by itself; and the same work done as ten
+``n``-op programs or one ``10n``-op program, to separate the work (which grows 10x) from
+the larger working set.
 Usage: ``python benchmarks/bench_pipeline.py [--repeat N] [--blocks B …] [--sizes N …]
 [--program-repeat R]``.
 """
@@ -129,6 +131,35 @@ def machine_baseline(sizes: list[int], repeat: int) -> None:
         previous = (compile_s, walk_s)
 
 
+def working_set_baseline(sizes: list[int], repeat: int, program: str = "grad of grad") -> None:
+    """The same work in ten small programs or one large one: each stage's seconds for ten
+    ``n``-op programs compiled one after another, against one ``10n``-op program.  Both do
+    10x the work of one ``n``-op program; only the large one also has 10x the working set,
+    so the difference between the two ratios is what the memory hierarchy adds."""
+    pairs = [(n, 10 * n) for n in sizes if 10 * n in sizes]
+    if not pairs:
+        return
+    print()
+    print(f"# same work, small or large working set ({program!r}): seconds per stage, "
+          f"fastest of {repeat}; ratio to one n-op program")
+    print(f"{'':<28}" + "".join(f"{s:>16}" for s in STAGES))
+    make = PROGRAMS[program]
+    for small, large in pairs:
+        pieces = [make(small) for _ in range(10)]
+        one = {s: min(stage_times(*pieces[0])[0][s] for _ in range(repeat)) for s in STAGES}
+        ten: dict[str, float] = {s: float("inf") for s in STAGES}
+        for _ in range(repeat):
+            laps = [stage_times(f, args)[0] for f, args in pieces]
+            ten = {s: min(ten[s], sum(lap[s] for lap in laps)) for s in STAGES}
+        big = {s: float("inf") for s in STAGES}
+        for _ in range(repeat):
+            lap = stage_times(*make(large))[0]
+            big = {s: min(big[s], lap[s]) for s in STAGES}
+        for label, row in ((f"ten {small}-op programs", ten), (f"one {large}-op program", big)):
+            cells = "".join(f"{row[s]:>9.3f} x{row[s] / one[s]:<5.1f}" for s in STAGES)
+            print(f"{label:<28}{cells}", flush=True)
+
+
 def _timed(action: Callable[[], Any]) -> float:
     start = time.perf_counter()
     action()
@@ -225,6 +256,7 @@ def main() -> None:
         previous = (total, nodes)
     if args.sizes:
         machine_baseline(args.sizes, args.repeat)
+        working_set_baseline(args.sizes, args.program_repeat)
         programs_table(args.sizes, args.program_repeat)
 
 

@@ -11,6 +11,7 @@ from .ad.reverse import ReverseStats, reverse
 from .api import dual_run
 from .interp.evaluate import NumpyAlgebra
 from .pipeline import pipeline
+from .show.printer import print_delta
 from .teach.examples import fig18
 
 
@@ -45,7 +46,7 @@ def demo(n: int) -> str:
     lines += [
         "",
         "== dual arrays  (§6: the forward pass builds this Delta term, Share ids increasing)",
-        str(run.deltas[0]),
+        print_delta(run.deltas[0]),
         "",
         f"reverse pass (Fig. 17): Share ids evaluated {stats.share_order} (largest first)",
         f"gradient = {np.asarray(gradient).tolist()}   (by hand, 2 * reversed x: "
@@ -75,9 +76,19 @@ def demo(n: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dualarr", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo_parser = sub.add_parser("demo", help="print the stages of the paper's Fig. 18 example")
+    parser = argparse.ArgumentParser(
+        prog="python -m dualarr",
+        description="dualarr: dual-numbers reverse AD for functional array languages. "
+        "'python -m dualarr demo [n]' prints every stage of the paper's Fig. 18 example.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+    demo_parser = sub.add_parser(
+        "demo",
+        help="print the stages of the paper's Fig. 18 example",
+        description="Print every stage of the paper's Fig. 18 example, sum over i of "
+        "x[i] * x[n - 1 - i], for x = 1..n: source, bot rules, vectorised program, "
+        "Delta, gradient program and generated Python.",
+    )
     demo_parser.add_argument("n", nargs="?", type=int, default=5, help="length of x (default 5)")
     args = parser.parse_args(argv)
     if args.command == "demo":

@@ -221,3 +221,48 @@ def test_a_let_in_an_index_computation_copied_into_a_gather_keeps_its_binding() 
         np.testing.assert_allclose(value, expected)
         gradient = pullback(np.ones(2))[0]
         np.testing.assert_allclose(gradient, [[-np.sin(0.5 + x[0, 0])], [-np.sin(0.5 + x[1, 0])]])
+
+
+def test_kit_extensions_are_labelled_as_such_and_paper_rules_cite_their_figure() -> None:
+    def leaky(x: da.Tensor) -> da.Tensor:
+        return da.build1(4, lambda i: da.where(x[i] > 2.0, x[i], 0.5 * x[i]))
+
+    def guarded(x: da.Tensor) -> da.Tensor:
+        return da.build1(3, lambda i: da.exp(x * 2.0)[i + 1])
+
+    cond_steps = da.pipeline(leaky, np.arange(4.0)).bot_steps
+    guard_steps = da.pipeline(guarded, np.arange(4.0)).bot_steps
+    steps = [*cond_steps, *guard_steps]
+    cond, guard = cond_steps[0], guard_steps[0]
+    assert cond.rule == "build1-cond-scalar"
+    assert cond.kind == "extension" and cond.figure == "Fig. 9"
+    assert cond.label.startswith("build1-cond-scalar (kit extension of Fig. 9: a select")
+    assert guard.rule == "index-op" and guard.kind == "extension" and "bounds guard" in guard.note
+    for s in steps:
+        if s.kind == "paper":
+            assert s.note == "" and s.label == f"{s.rule} ({s.figure})"
+    assert str(cond).startswith(f"{cond.number}. {cond.label}\n")
+
+
+def test_simplification_steps_name_their_rule_and_rebuild_the_program() -> None:
+    from dualarr.interp.evaluate import evaluate_many
+    from dualarr.lang.terms import IdSupply
+    from dualarr.vectorise.simplify import simplification_steps
+
+    x = np.arange(1.0, 6.0)
+    p = da.pipeline(fig18, x)
+    supply = IdSupply(p.source.supply.next_id)
+    terms, steps = simplification_steps(p.bot_steps[-1].whole, supply, first=4)
+    assert str(terms[0]) == str(p.vectorised.outputs[0])
+    (step,) = steps
+    assert (step.number, step.rule, step.kind, step.figure) == (
+        4, "sumOuter-contract", "simplification", "simplification"
+    )
+    assert step.label.startswith("sumOuter-contract (simplification: a sum of products")
+    assert str(step.before) == r"sumOuter (x * gather [5] x (\[i]. [4 - i]))"
+    assert str(step.after) == r"dot0 x (gather [5] x (\[i]. [4 - i]))"
+    assert step.whole == (step.after,)
+    env = p.source.bind(x)
+    assert evaluate_many(list(step.whole), env)[0] == p.source(x)
+    assert p.bot_steps == p.bot_steps[:3]  # the bot's own trace is unchanged
+    assert [s.rule for s in p.bot_steps] == ["build1-op", "build1-index", "build1-index"]

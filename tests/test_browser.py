@@ -1,10 +1,16 @@
 """The widgets in a real browser: JupyterLab on 127.0.0.1 with a token, driven by headless
 Debian Chromium through Playwright (the system browser; Playwright never downloads one).
 
-The quick-tour notebook ends in a ``PipelineExplorer``.  The test runs every cell, clicks
-through every tab of the explorer and the bot stepper's buttons, and checks that each tab
-shows its stage, that the drawings arrive as SVG images and that the stepper names its
-rule.  Screenshots go to ``build/browser-screenshots/`` (or ``$DUALARR_SCREENSHOTS``).
+The quick-tour notebook ends in a ``PipelineExplorer``.  The first test runs every cell,
+clicks through every tab of the explorer and the bot stepper's buttons, and checks that
+each tab shows its stage, that the drawings arrive as SVG images and that the stepper
+names its rule.  The second runs a notebook written for the test that displays each
+widget (``PipelineExplorer``, ``BotStepper``, ``BackpropStepper``, ``ExplosionPlot``) and
+checks what a learner sees: no element wider than its container (a drawing is scaled to
+fit, at a wide and at a narrow window), each widget's controls and drawing within one
+screen, the explorer's error text for a bad program, and the *run* and *measure* buttons
+disabled while they work (with a progress bar).  Screenshots go to
+``build/browser-screenshots/`` (or ``$DUALARR_SCREENSHOTS``), kept as CI artefacts.
 
 Skipped, with the reason, only where Chromium or Playwright is missing (``.ci/setup.sh``
 installs Debian's ``chromium`` when it runs as root).
@@ -12,7 +18,9 @@ installs Debian's ``chromium`` when it runs as root).
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -28,6 +36,67 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = "00-quick-tour.ipynb"
+WIDGETS = "widgets.ipynb"  # written by the fixture: one widget per cell
+WIDGET_CELLS = [
+    """import time
+import numpy as np
+import dualarr as da
+from dualarr.teach.examples import fig18
+from dualarr_widgets import BackpropStepper, BotStepper, ExplosionPlot, PipelineExplorer
+
+x = np.arange(1.0, 6.0)
+w, b = np.linspace(-0.5, 0.5, 15).reshape(5, 3), np.linspace(0.0, 0.3, 3)
+batch = np.linspace(-1.0, 1.0, 20).reshape(4, 5)
+
+
+def mlp(w, b, x):  # a program whose drawings are wide
+    hidden = da.tanh(da.matmul(x, w) + da.replicate(4, b))
+    return da.mean(da.logsumexp(hidden, axis=1))
+
+
+def slow(n):  # the plot's arguments, slow enough to see the busy state
+    time.sleep(0.5)
+    return (np.arange(1.0, n + 1.0),)""",
+    "PipelineExplorer(mlp, w, b, batch)",
+    "BotStepper(fig18, x)",
+    "BackpropStepper(mlp, w, b, batch)",
+    "ExplosionPlot(fig18, sizes=(4, 8), arguments=slow)",
+]
+BAD_PROGRAM = "def bad(w, b, x):\n    return da.sum(w + x)\n"
+SCREEN = 900  # px: a widget's controls and drawing fit on one screen
+OVERFLOWING = """(root) => {
+  // Elements wider than their parent (clipped or spilling), outside scrolling boxes.
+  const scrolls = (el) => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
+  const name = (el) => el.tagName.toLowerCase()
+    + (typeof el.className === 'string' && el.className
+      ? '.' + el.className.trim().split(/\\s+/).slice(0, 3).join('.') : '');
+  const bad = [];
+  for (const el of [root, ...root.querySelectorAll('*')]) {
+    const parent = el.parentElement;
+    const r = el.getBoundingClientRect();
+    if (!parent || r.width === 0 || r.height === 0) continue;
+    let panned = false;
+    for (let a = parent; a && a !== root.parentElement; a = a.parentElement) {
+      if (scrolls(a)) { panned = true; break; }
+    }
+    if (panned && el !== root) continue;
+    const p = parent.getBoundingClientRect();
+    if (r.right > p.right + 1 || r.left < p.left - 1) {
+      const px = (box) => `${Math.round(box.width)} px`;
+      bad.push(`${name(el)} (${px(r)}) in ${name(parent)} (${px(p)})`);
+    }
+  }
+  return bad;
+}"""
+DRAWINGS_FIT = """(root) => [...root.querySelectorAll('.dualarr-drawing img')]
+  .filter((img) => img.getBoundingClientRect().width > 0)
+  .map((img) => [img.getBoundingClientRect().width, img.parentElement.clientWidth,
+                 img.naturalWidth])"""
+WATCH_DISABLED = """(button) => {
+  window.__sawDisabled = false;
+  new MutationObserver(() => { if (button.disabled) window.__sawDisabled = true; })
+    .observe(button, {attributes: true});
+}"""
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -69,6 +138,15 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     root = tmp_path_factory.mktemp("lab")
     shutil.copy(ROOT / "notebooks" / NOTEBOOK, root / NOTEBOOK)
+    cells: list[dict[str, Any]] = [
+        {"cell_type": "code", "metadata": {}, "source": cell, "outputs": [],
+         "execution_count": None}
+        for cell in WIDGET_CELLS
+    ]
+    kernel = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    notebook = {"cells": cells, "metadata": {"kernelspec": kernel}, "nbformat": 4,
+                "nbformat_minor": 5}
+    (root / WIDGETS).write_text(json.dumps(notebook), encoding="utf-8")
     port, token = _free_port(), secrets.token_hex(16)
     log = (root / "jupyterlab.log").open("w")
     server = subprocess.Popen(
@@ -122,17 +200,7 @@ def test_pipeline_explorer_in_jupyterlab(lab: tuple[str, str]) -> None:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}")
-            page.wait_for_function(
-                "() => { const w = window.jupyterapp?.shell?.currentWidget;"
-                " const k = w?.sessionContext?.session?.kernel;"
-                " return k && k.status === 'idle'; }",
-                timeout=120_000,
-            )
-            page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-            news = page.get_by_role("button", name="No", exact=True)  # "notified about news?"
-            if news.count():
-                news.first.click()
+            _open(page, base, token, NOTEBOOK)
             explorer = page.locator(".widget-tab").first
             explorer.wait_for(state="attached", timeout=120_000)
             explorer.scroll_into_view_if_needed()
@@ -173,5 +241,138 @@ def test_pipeline_explorer_in_jupyterlab(lab: tuple[str, str]) -> None:
             expect(panel.locator('img[src^="data:image/svg+xml"]').first).to_be_visible()
             panel.scroll_into_view_if_needed()
             page.screenshot(path=str(shots / "10-bot-stepper-step-2.png"))
+        finally:
+            browser.close()
+
+
+def _open(page: Any, base: str, token: str, notebook: str) -> None:
+    """Open ``notebook`` in JupyterLab and run all its cells."""
+    page.goto(f"{base}/lab/tree/{notebook}?token={token}")
+    page.wait_for_function(
+        "(path) => { const w = window.jupyterapp?.shell?.currentWidget;"
+        " const k = w?.sessionContext?.session?.kernel;"
+        " return w?.context?.path === path && k && k.status === 'idle'; }",
+        arg=notebook,
+        timeout=120_000,
+    )
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    news = page.get_by_role("button", name="No", exact=True)  # "notified about news?"
+    if news.count():
+        news.first.click()
+
+
+def _fits(widget: Any, what: str, height: bool = True, zoomed: bool = False) -> None:
+    """Nothing in ``widget`` is wider than its container, every drawing fits its box
+    (unless ``zoomed``: then it pans inside the box), and (``height``) the widget fits on
+    one screen."""
+    overflowing = widget.evaluate(OVERFLOWING)
+    assert not overflowing, f"{what}: wider than their container: {overflowing}"
+    for shown, box, natural in widget.evaluate(DRAWINGS_FIT):
+        if zoomed:
+            assert shown > natural, f"{what}: zoomed, the drawing is {shown} px wide"
+            continue
+        assert shown <= box + 1, f"{what}: a drawing {shown} px wide in a {box} px box"
+        assert shown <= natural + 1, f"{what}: a drawing scaled up ({shown} > {natural} px)"
+    if height:
+        tall = widget.bounding_box()["height"]
+        assert tall <= SCREEN, f"{what}: {tall:.0f} px tall, more than one screen ({SCREEN})"
+
+
+def test_each_widget_as_a_learner_sees_it(lab: tuple[str, str]) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    base, token = lab
+    shots = _screenshots()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            _open(page, base, token, WIDGETS)
+            page.evaluate("window.jupyterapp.shell.collapseLeft()")  # the notebook's full width
+            shown = page.evaluate("window.jupyterapp.shell.currentWidget.id")
+            notebook = page.locator(f"[id='{shown}']")  # the notebook shown (not the tour)
+            cells = notebook.locator(".jp-Cell")
+            roots = {
+                "explorer": cells.nth(1).locator(".dualarr-pipeline-explorer"),
+                "bot-stepper": cells.nth(2).locator(".dualarr-bot-stepper"),
+                "backprop-stepper": cells.nth(3).locator(".dualarr-backprop-stepper"),
+                "explosion-plot": cells.nth(4).locator(".dualarr-explosion-plot"),
+            }
+            for root in roots.values():
+                root.wait_for(state="visible", timeout=180_000)
+            plot = roots["explosion-plot"]
+            measure = plot.get_by_role("button", name="measure")
+            expect(measure).to_be_enabled(timeout=120_000)
+            expect(plot.locator("img").first).to_be_visible(timeout=60_000)
+
+            for width in (1400, 820):  # a wide window, then a narrow one
+                page.set_viewport_size({"width": width, "height": 1000})
+                page.wait_for_timeout(500)
+                for name, root in roots.items():
+                    root.scroll_into_view_if_needed()
+                    _fits(root, f"{name} at {width} px", height=name != "explosion-plot")
+                    root.screenshot(path=str(shots / f"widget-{name}-{width}px.png"))
+                explorer = roots["explorer"]
+                for tab in TABS:
+                    explorer.locator(".lm-TabBar-tab", has_text=tab).first.click()
+                    panel = _visible_panel(explorer.locator(".widget-tab").first)
+                    expect(panel.locator(".jp-OutputArea-output").first).to_be_visible()
+                    _fits(explorer, f"explorer tab {tab} at {width} px")
+                    if tab in ("source", "forward", "gradient"):
+                        explorer.screenshot(
+                            path=str(shots / f"widget-explorer-{tab}-{width}px.png")
+                        )
+            page.set_viewport_size({"width": 1400, "height": 1000})
+
+            # The explorer: a bad program shows its error; run is disabled while it runs.
+            explorer = roots["explorer"]
+            explorer.locator("textarea").first.fill(BAD_PROGRAM)
+            run = explorer.get_by_role("button", name="run")
+            run.evaluate(WATCH_DISABLED)
+            run.click()
+            message = explorer.locator(".widget-html", has_text="ShapeError").first
+            expect(message).to_be_visible(timeout=60_000)
+            expect(message).to_contain_text("line 2")
+            expect(message).to_contain_text("return da.sum(w + x)")
+            expect(run).to_be_enabled(timeout=60_000)
+            assert page.evaluate("window.__sawDisabled"), "run was not disabled while running"
+            _fits(explorer, "explorer showing an error")
+            explorer.screenshot(path=str(shots / "widget-explorer-error.png"))
+
+            # The steppers: the next step shows, said once.
+            stepper = roots["bot-stepper"]
+            stepper.get_by_role("button", name="next ▶").click()
+            expect(stepper).to_contain_text("2. build1-index")
+            expect(stepper).to_contain_text("Fig. 11")
+            stepper.locator(".widget-toggle-button", has_text="200%").click()
+            expect(stepper.locator(".dualarr-drawing img")).to_have_attribute(
+                "style", re.compile(r"max-width:\s*none"), timeout=30_000
+            )
+            _fits(stepper, "bot stepper at 200 %", zoomed=True)  # the drawing pans in its box
+            stepper.screenshot(path=str(shots / "widget-bot-stepper-zoomed.png"))
+            backprop = roots["backprop-stepper"]
+            backprop.get_by_role("button", name="next ▶").click()
+            expect(backprop).to_contain_text("step 2 of")
+            assert backprop.inner_text().count("step 2 of") == 1
+            expect(backprop).to_contain_text("evaluate Share")
+            backprop.screenshot(path=str(shots / "widget-backprop-stepper-step-2.png"))
+
+            # The plot: measure is disabled while measuring, with a progress bar.
+            plot.scroll_into_view_if_needed()
+            measure.evaluate(WATCH_DISABLED)
+            measure.click()
+            expect(measure).to_be_disabled(timeout=10_000)
+            expect(plot.locator(".widget-hprogress").first).to_be_visible(timeout=10_000)
+            expect(plot).to_contain_text("n = ", timeout=10_000)
+            plot.screenshot(path=str(shots / "widget-explosion-plot-measuring.png"))
+            expect(measure).to_be_enabled(timeout=120_000)
+            expect(plot.locator(".widget-hprogress")).to_have_count(0)
+            assert page.evaluate("window.__sawDisabled")
+            sizes = plot.locator("input[type=text]").first
+            sizes.fill("4, x")
+            sizes.press("Enter")
+            expect(plot).to_contain_text("not a size", timeout=30_000)
+            plot.screenshot(path=str(shots / "widget-explosion-plot-bad-sizes.png"))
+            page.screenshot(path=str(shots / "widgets-page.png"), full_page=True)
         finally:
             browser.close()

@@ -14,6 +14,8 @@ def test_python_m_dualarr_demo_prints_the_fig18_source_term() -> None:
     assert "value = 35.0" in result.stdout
     assert r"\x. dot0 x (gather [5] x (\[i]. [4 - i]))" in result.stdout
     assert "build1-index (Fig. 11)" in result.stdout
+    assert "s1 = Gather [5] Input 0 (\\[i]. [4 - i])" in result.stdout  # the concrete Delta
+    assert "λ" not in result.stdout and "…" not in result.stdout  # index functions in full
     assert "s2 = Add (Contract 'a,a->' Input 0 [5. 4. 3. 2. 1.]) (Contract 'a,a->' s1" in (
         result.stdout
     )

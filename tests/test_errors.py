@@ -183,3 +183,35 @@ def test_program_checks_call_arguments() -> None:
         program(np.ones((3, 4), dtype=np.int64))
     with pytest.raises(da.TracingError, match="takes 1 arguments"):
         program(X, X)
+
+
+W = np.arange(12.0).reshape(3, 4)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [lambda x: W @ x, lambda x: x @ W.T, lambda x: np.matmul(W, x), lambda x: np.dot(W, x)],
+    ids=["W @ x", "x @ W.T", "np.matmul", "np.dot"],
+)
+def test_matmul_with_a_numpy_operand_traces(f: Callable[..., Any]) -> None:
+    x = np.arange(4.0)
+    program = da.trace(lambda x: da.sum(f(x)), x)
+    assert float(program(x)) == float(np.sum(W @ x))
+    np.testing.assert_allclose(da.grad(lambda x: da.sum(f(x)))(x), W.sum(axis=0))
+
+
+@pytest.mark.parametrize(
+    ("f", "error"),
+    [
+        (lambda x: W.dot(x), da.TracingError),  # ndarray.dot converts its argument
+        (lambda x: np.matmul(W, x, dtype=np.float64), da.UnsupportedError),
+        (lambda x: np.linalg.multi_dot([W, x]), da.UnsupportedError),
+    ],
+    ids=["W.dot(x)", "np.matmul with dtype", "multi_dot"],
+)
+def test_a_product_that_fails_on_a_traced_value_suggests_matmul(
+    f: Callable[..., Any], error: type[da.DualarrError]
+) -> None:
+    err = error_of(lambda x: da.sum(f(x)), np.arange(4.0))
+    assert isinstance(err, error)
+    assert "da.matmul(" in str(err) and "@" in str(err)

@@ -1,6 +1,7 @@
-"""The notebooks as files: each ``.ipynb`` is paired with its MyST ``.md`` (jupytext) and
-holds the same cells, every code cell was executed (nbval compares the stored outputs),
-each has one title, assignments have solutions, and the README lists them in order."""
+"""The notebooks as files: each ``.ipynb`` is paired with its MyST ``.md`` in the ``md/``
+folder beside it (jupytext, ``formats = "ipynb,md//md:myst"``) and holds the same cells,
+every code cell was executed (nbval compares the stored outputs), each has one title,
+assignments have solutions, and the README lists them in order."""
 
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ def test_the_teaching_notebooks_are_all_there() -> None:
 
 @pytest.mark.parametrize("path", IPYNB, ids=NAMES)
 def test_paired_with_myst_and_the_same_cells(path: Path) -> None:
-    markdown = path.with_suffix(".md")
-    assert markdown.exists(), f"{path.name} has no paired {markdown.name} (jupytext --sync)"
+    markdown = path.parent / "md" / path.with_suffix(".md").name
+    assert markdown.exists(), f"{path.name} has no paired md/{markdown.name} (jupytext --sync)"
     stored = jupytext.read(path)
     source = jupytext.read(markdown)
     assert _cells(stored) == _cells(source), (

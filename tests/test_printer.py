@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
+import re
+from collections.abc import Callable
+
 import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from strategies import GeneratedProgram, programs
 
 import dualarr as da
+from dualarr.ad import delta as dl
+from dualarr.api import dual_run
+from dualarr.lang.errors import DualarrError
+from dualarr.show.printer import index_names, print_delta, tabulated_component
 from dualarr.teach.examples import fig18
+
+SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
 X = np.ones((3, 4))
 
@@ -152,3 +166,99 @@ def test_structured_repr_lists_each_node_once() -> None:
     assert "%1 = Op(op='mul', args=(x#1, x#1)) : float64[3,4]" in dump
     assert "%2 = Op(op='add', args=(%1, %1)) : float64[3,4]>" in dump
     assert repr(da.trace(f, X)).startswith("<Program f (x : float64[3,4]) -> float64[3,4]")
+
+
+# --------------------------------------------------------------------------------------
+# Deltas print their index functions in full (Fig. 16)
+# --------------------------------------------------------------------------------------
+
+
+def concrete_delta(f: Callable[..., da.Tensor], *arrays: np.ndarray) -> dl.Delta:
+    program = da.pipeline(f, *arrays).vectorised
+    return dual_run(program, arrays, tuple(range(len(arrays)))).deltas[0]
+
+
+def test_a_concrete_delta_prints_its_index_function_as_the_program_wrote_it() -> None:
+    x = np.arange(1.0, 6.0)
+    assert print_delta(concrete_delta(fig18, x)).splitlines() == [
+        r"s1 = Gather [5] Input 0 (\[i]. [4 - i])",
+        "s2 = Add (Contract 'a,a->' Input 0 [5. 4. 3. 2. 1.]) "
+        "(Contract 'a,a->' s1 [1. 2. 3. 4. 5.])",
+        "s2",
+    ]
+    assert print_delta(da.pipeline(fig18, x).forward.delta).splitlines()[0] == (
+        r"s1 = Gather [5] Input 0 (\[i]. [4 - i])"
+    )
+
+
+def test_a_table_that_is_no_affine_function_prints_as_a_lookup_or_as_named_data() -> None:
+    def f(x: da.Tensor) -> da.Tensor:
+        small = da.gather([3, 2], x, lambda i, j: (2 * i + j - 1, (i * j) % 3))
+        large = da.gather([20], x, lambda i: ((i * i) % 5, i % 2))
+        return da.sum(small * 2.0) + da.sum(large)
+
+    lines = print_delta(concrete_delta(f, np.arange(12.0).reshape(6, 2))).splitlines()
+    assert lines[:2] == ["k1 : int64[20]", "k2 : int64[20]"]
+    small = r"(\[i, j]. [2 * i + j - 1, [[0,0],[0,1],[0,2]][i, j]])"  # (i * j) % 3
+    assert f"s1 = Gather [3,2] Input 0 {small}" in lines
+    assert r"s5 = Gather [20] Input 0 (\[i]. [k1[i], k2[i]])" in lines
+
+
+@settings(max_examples=60, suppress_health_check=SLOW_OK)
+@given(programs(float_only=True, max_depth=4))
+def test_printed_deltas_show_every_index_function(gp: GeneratedProgram) -> None:
+    """No index function of a Delta prints as ``λ…`` or is cut short: every Gather and
+    Scatter line holds a whole ``(\\[…]. […])``, concrete (§6) or symbolic (§7)."""
+    run = dual_run(gp.program(), gp.arrays, tuple(range(len(gp.inputs))))
+    texts = [print_delta(run.deltas[0])]
+    with contextlib.suppress(DualarrError):  # a function the compiled path does not take
+        texts.append(print_delta(da.pipeline(gp.function(), *gp.arrays).forward.delta))
+    for text in texts:
+        assert "λ" not in text and "…" not in text
+        for line in text.splitlines():
+            if re.search(r"\b(Gather|Scatter) \[", line):
+                assert re.search(r"\(\\\[[\w, ]*\]\. \[", line), line
+
+
+def evaluate_component(
+    text: str, names: list[str], point: tuple[int, ...], tables: dict[str, np.ndarray]
+) -> int:
+    """The value of a printed index component at one grid point."""
+    lookup = re.fullmatch(r"(\[.*\]|k\d+)\[([\w, ]+)\]", text)
+    env = dict(zip(names, point, strict=True))
+    if lookup is None:
+        return int(eval(text, {"__builtins__": {}}, env))
+    table = tables[lookup[1]] if lookup[1] in tables else np.array(eval(lookup[1]))
+    return int(table[point])
+
+
+@given(
+    hnp.array_shapes(min_dims=1, max_dims=3, max_side=4),
+    st.integers(-5, 5),
+    st.lists(st.integers(-3, 3), min_size=3, max_size=3),
+    st.booleans(),
+    st.data(),
+)
+def test_a_tabulated_index_component_prints_as_a_function_equal_to_its_table(
+    shape: tuple[int, ...], constant: int, slopes: list[int], affine: bool, data: st.DataObject
+) -> None:
+    """Read back from its table (§6), a component is the affine function it tabulates,
+    written as arithmetic, or else the table itself; either way it has the table's value
+    at every point of the grid."""
+    grids = np.indices(shape)
+    table = constant + sum(a * g for a, g in zip(slopes, grids, strict=False))
+    if not affine:
+        table = data.draw(hnp.arrays(np.int64, shape, elements=st.integers(-2, 9)))
+    table = np.asarray(table, dtype=np.int64)
+    names = index_names(len(shape))
+    tables: dict[str, np.ndarray] = {}
+
+    def table_name(t: np.ndarray) -> str:
+        tables[f"k{len(tables) + 1}"] = t
+        return f"k{len(tables)}"
+
+    text = tabulated_component(table, names, table_name)
+    if affine:
+        assert "[" not in text  # arithmetic, no lookup
+    for point in np.ndindex(*shape):
+        assert evaluate_component(text, names, point, tables) == table[point]

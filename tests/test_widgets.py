@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
 import numpy as np
 import pytest
 
 import dualarr as da
+from dualarr.ad import delta as dl
 from dualarr.teach.examples import fig18
 from dualarr_widgets import BackpropStepper
 
@@ -32,28 +35,87 @@ def test_backprop_stepper_visits_every_share_once_in_decreasing_order() -> None:
     assert not stepper.current.accum  # every Share was evaluated
 
 
+def _plain(markup: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", markup))
+
+
+def _shown_text(stepper: Any) -> str:
+    """What a BackpropStepper shows as text: its heading, then its output."""
+    return _plain(stepper.heading.value) + "\n" + "".join(
+        o.get("text", "") for o in stepper.output.outputs
+    )
+
+
 def test_backprop_stepper_shows_the_step_accum_and_grad() -> None:
     stepper = BackpropStepper(fig18, np.arange(1.0, 6.0))
-    first = stepper.output.outputs
-    assert first[0]["text"].startswith("step 1/")
-    assert "seed" in first[0]["text"]
+    assert stepper.describe().startswith(f"step 1 of {stepper.total}: seed")
+    assert _plain(stepper.heading.value).startswith(f"step 1 of {stepper.total}: seed")
+    assert stepper.output.outputs[0]["text"].startswith("accum (pending Shares):")
     stepper.next()
-    text = stepper.output.outputs[0]["text"]
+    text = _shown_text(stepper)
     assert f"evaluate Share {stepper.share_order[0]}" in text
     assert "grad:" in text and "x = " in text
-    drawing = stepper.output.outputs[1]["data"]
-    assert "image/svg+xml" in drawing or "text/plain" in drawing
+    assert stepper.view.svg.startswith("<?xml") or stepper.view.text
     stepper.previous_button.click()
     assert stepper.step == 0 and stepper.previous_button.disabled
 
 
-def test_the_drawing_highlights_the_node_of_the_step() -> None:
-    stepper = BackpropStepper(fig18, np.arange(1.0, 6.0))
-    stepper.next()
-    from dualarr.show.drawing import delta_graph
+def test_step_k_of_n_is_shown_once_per_step() -> None:
+    stepper = BackpropStepper(shared_chain, np.linspace(0.1, 1.0, 5))
+    for k in range(stepper.total):
+        stepper.step = k
+        text = _shown_text(stepper)
+        assert text.count(f"step {k + 1} of {stepper.total}") == 1, text
+        assert len(re.findall(r"step \d+ of \d+|step \d+/\d+", text)) == 1, text
+        assert stepper.describe().count(f"step {k + 1} of {stepper.total}") == 1
+        assert "<" not in stepper.describe()  # plain text, printable in a notebook
 
-    source = delta_graph(stepper.delta, highlight=stepper.current.node).source
-    assert source.count("fillcolor=gold") == 1
+
+def _statements(source: str) -> list[tuple[str, str, str]]:
+    """The node statements of a DOT source: name, ``label="…"`` (or ""), other attributes."""
+    return re.findall(r'^\t(\w+) \[(label="[^"]*")?([^\]]*)\]', source, re.M | re.S)
+
+
+def _labels(source: str) -> dict[str, str]:
+    return {name: label[7:-1] for name, label, _ in _statements(source) if label}
+
+
+def _gold(source: str) -> tuple[str, str]:
+    """The one node filled gold in a DOT source: its name and its label."""
+    (name,) = {name for name, _, attrs in _statements(source) if "fillcolor=gold" in attrs}
+    return name, _labels(source)[name]
+
+
+def test_the_drawing_highlights_the_share_the_step_names() -> None:
+    stepper = BackpropStepper(shared_chain, np.linspace(0.1, 1.0, 5))
+    assert stepper.highlighted is stepper.delta  # the seed step: the root
+    for k in range(1, stepper.total):
+        stepper.step = k
+        named = stepper.current.share_id
+        assert isinstance(stepper.highlighted, dl.Share)
+        assert stepper.highlighted.id == named == stepper.highlighted_id
+        assert stepper.highlighted is not stepper.current.node  # the Share, not its child
+        source = stepper.drawing().source
+        assert source.count("fillcolor=gold") == 1
+        assert _gold(source)[1].startswith(f"Share {named}\n")
+
+
+def test_the_drawing_shows_the_cotangent_flowing() -> None:
+    stepper = BackpropStepper(fig18, np.arange(1.0, 6.0))
+    stepper.next()  # Share 2 (the sum) sends its cotangent 1 on: s1 and grad x change
+    source = stepper.drawing().source
+    key = _gold(source)[0]
+    assert 'cotangent [label="c = 1."' in source and f"cotangent -> {key}" in source
+    labels = _labels(source)
+    share1 = next(k for k, label in labels.items() if label.startswith("Share 1\n"))
+    x = next(k for k, label in labels.items() if label.startswith("Input 0"))
+    assert "1., 2., 3., 4., 5." in labels[share1] and "5., 4., 3., 2., 1." in labels[x]
+    assert f"\t{share1} [fillcolor=lightblue" in source  # its accum changed in this step
+    assert f"\t{x} [fillcolor=palegreen" in source  # its grad changed in this step
+    np.testing.assert_allclose(stepper.cotangent, 1.0)
+    stepper.next()
+    np.testing.assert_allclose(stepper.cotangent, [1.0, 2.0, 3.0, 4.0, 5.0])
+    assert "c = [1., 2., 3., 4., 5.]" in stepper.drawing().source
 
 
 def test_explosion_plot_shows_the_delta_explosion_and_its_cure() -> None:
@@ -66,26 +128,33 @@ def test_explosion_plot_shows_the_delta_explosion_and_its_cure() -> None:
     assert scalar16.delta_nodes > 3 * scalar4.delta_nodes  # grows with n
     assert bot16.delta_nodes == bot4.delta_nodes  # the same Delta for every n
     assert by["dual arrays, no bot (§4)", 16].one_hots > 0
-    text, image = plot.output.outputs
-    assert "Delta nodes" in text["text"] and "image/png" in image["data"]
+    (text,) = plot.output.outputs
+    assert "Delta nodes" in text["text"] and bytes(plot.image.value).startswith(b"\x89PNG")
     plot.sizes = [4, 8]  # a new trait value measures again
     assert {r.n for r in plot.rows} == {4, 8}
+    assert plot.sizes_text.value == "4, 8"
 
 
 def test_bot_stepper_walks_every_rule_and_highlights_the_rewrite() -> None:
     from dualarr_widgets import BotStepper
 
     stepper = BotStepper(fig18, np.arange(1.0, 6.0))
-    assert stepper.total == len(stepper.pipeline.bot_steps) == 3
+    assert len(stepper.pipeline.bot_steps) == 3 and len(stepper.simplifications) == 1
+    assert stepper.total == 4
     seen = []
     for k in range(stepper.total):
         stepper.slider.value = k + 1  # the slider (numbered as the rules) drives the step
         assert stepper.step == k
         text = stepper.output.outputs[0]["text"]
-        seen.append(text.split(": ", 1)[1].split("\n", 1)[0])
+        seen.append(stepper.label.split(". ", 1)[1].split(" (", 1)[0])
         assert stepper.rewritten(), "the rewritten subterm is found in the program"
         assert "==>" in text and stepper.rule.value.startswith(f"<b>{k + 1}. ")
-    assert seen == ["build1-op (Fig. 9)", "build1-index (Fig. 11)", "build1-index (Fig. 11)"]
+        assert stepper.label.startswith(f"{k + 1}. ") and "<" not in stepper.label
+    assert seen == ["build1-op", "build1-index", "build1-index", "sumOuter-contract"]
+    assert stepper.label.startswith("4. sumOuter-contract (simplification: ")
+    last = stepper.current
+    assert last is not None and str(last.before).startswith("sumOuter (x * ")
+    assert str(last.after).startswith("dot0 x ")
     assert stepper.next_button.disabled and not stepper.previous_button.disabled
     stepper.previous_button.click()
     assert stepper.step == stepper.total - 2 and stepper.slider.value == stepper.step + 1
@@ -105,8 +174,12 @@ def test_bot_stepper_walks_every_rule_and_highlights_the_rewrite() -> None:
 def test_bot_stepper_without_build1_says_so() -> None:
     from dualarr_widgets import BotStepper
 
-    stepper = BotStepper(lambda x: da.sum(x * x), np.ones(3))
+    stepper = BotStepper(lambda x: x * 2.0, np.ones(3))
     assert stepper.total == 0 and "no rule applies" in stepper.rule.value
+    assert stepper.label.startswith("no rule applies") and stepper.view.svg
+    summed = BotStepper(lambda x: da.sum(x * x), np.ones(3))  # no build1, a simplification
+    assert summed.total == 1 and summed.current is not None
+    assert summed.current.kind == "simplification" and summed.label.startswith("1. sumOuter-")
 
 
 def mlp_program(w: Any, b: Any, x: Any) -> Any:
@@ -298,3 +371,250 @@ def test_the_source_tab_shows_numpy_calls_beside_their_lowering() -> None:
     text = "".join(o.get("text", "") for o in explorer.outputs["source"].outputs)
     assert "as written with dualarr.numpy:" in text
     assert "let roll = gather [5] x" in text and "# dnp.roll(x, 1)" in text
+
+
+# -- busy and progress cues -----------------------------------------------------------
+
+
+def _watch(widget: Any, name: str) -> list[Any]:
+    """Every new value of trait ``name`` of ``widget``, in order."""
+    seen: list[Any] = []
+    widget.observe(lambda change: seen.append(change["new"]), names=name)
+    return seen
+
+
+def test_explorer_run_disables_its_button_and_shows_progress() -> None:
+    from dualarr_widgets import PipelineExplorer
+    from dualarr_widgets.explorer import _STEPS
+
+    explorer = PipelineExplorer(fig18, np.arange(1.0, 6.0))
+    assert not explorer.busy and not explorer.run_button.disabled
+    assert not explorer.progress.children  # idle: no bar
+    disabled = _watch(explorer.run_button, "disabled")
+    busy = _watch(explorer, "busy")
+    progress = _watch(explorer.progress.bar, "value")
+    labels = _watch(explorer.progress.label, "value")
+    explorer.editor.value = "def f(x):\n    return da.sum(x * 3.0)\n"
+    explorer.run_button.click()
+    assert disabled == [True, False] and busy == [True, False]
+    assert explorer.progress.bar.max == _STEPS
+    steps = [v for v in progress if v > 0]
+    assert steps == sorted(steps) and len(steps) >= 10 and max(steps) <= _STEPS
+    assert any("computing the forward stage" in t for t in labels)
+    assert any("drawing" in t for t in labels) and any("check_grad" in t for t in labels)
+    assert not explorer.progress.children and not explorer.run_button.disabled
+
+
+def test_explorer_button_is_re_enabled_when_the_run_raises(monkeypatch: Any) -> None:
+    from dualarr_widgets import PipelineExplorer
+
+    explorer = PipelineExplorer(fig18, np.arange(1.0, 6.0))
+    states: list[bool] = []
+
+    def broken(*args: Any) -> None:
+        states.append(explorer.run_button.disabled)
+        raise RuntimeError("internal failure")
+
+    monkeypatch.setattr(explorer, "_show", broken)
+    with pytest.raises(RuntimeError, match="internal failure"):
+        explorer.run()
+    assert states == [True]  # disabled while it ran
+    assert not explorer.run_button.disabled and not explorer.busy
+    assert not explorer.progress.children
+
+
+def test_explorer_shows_the_error_of_a_bad_program_and_re_enables_run() -> None:
+    from dualarr_widgets import PipelineExplorer
+
+    explorer = PipelineExplorer(fig18, np.arange(1.0, 6.0))
+    explorer.editor.value = "def bad(x):\n    return da.sum(x + x[:2])\n"
+    explorer.run_button.click()
+    assert explorer.error_type == "ShapeError" and "line 2" in _plain(explorer.message.value)
+    assert not explorer.run_button.disabled and not explorer.busy
+    assert all(not view.svg for view in explorer.views.values())  # drawings cleared
+
+
+def test_explosion_plot_disables_measure_and_advances_per_size() -> None:
+    from dualarr_widgets import ExplosionPlot
+    from dualarr_widgets.explosion import METHODS
+
+    plot_of: list[Any] = []
+    seen: list[tuple[int, bool, bool]] = []
+
+    def arguments(n: int) -> tuple[np.ndarray, ...]:
+        if plot_of:
+            plot = plot_of[0]
+            seen.append((n, plot.measure_button.disabled, plot.busy))
+        return (np.arange(1.0, n + 1.0),)
+
+    plot = ExplosionPlot(sizes=[4, 8, 16], arguments=arguments)
+    plot_of.append(plot)
+    values = _watch(plot.progress.bar, "value")
+    labels = _watch(plot.progress.label, "value")
+    plot.measure_button.click()
+    assert seen == [(4, True, True), (8, True, True), (16, True, True)]
+    total = 3 * len(METHODS) + 1
+    assert plot.progress.bar.max == total
+    assert [v for v in values if v > 0] == list(range(1, total + 1))
+    assert "n = 4 (size 1 of 3): scalar dual numbers (§2)" in labels
+    assert "n = 16 (size 3 of 3): dual arrays + bot (§6)" in labels
+    assert not plot.measure_button.disabled and not plot.busy and not plot.progress.children
+
+
+def test_explosion_plot_button_is_re_enabled_when_measuring_raises() -> None:
+    from dualarr_widgets import ExplosionPlot
+
+    fail = {"now": False}
+
+    def arguments(n: int) -> tuple[np.ndarray, ...]:
+        if fail["now"]:
+            raise ValueError(f"no arguments for n = {n}")
+        return (np.arange(1.0, n + 1.0),)
+
+    plot = ExplosionPlot(sizes=[4], arguments=arguments)
+    fail["now"] = True
+    with pytest.raises(ValueError, match="no arguments"):
+        plot.measure()
+    assert not plot.measure_button.disabled and not plot.busy and not plot.progress.children
+
+
+def test_explosion_plot_sizes_from_its_text_box() -> None:
+    from dualarr_widgets import ExplosionPlot
+    from dualarr_widgets.explosion import parse_sizes
+
+    assert parse_sizes("16, 4 8,4") == [4, 8, 16]
+    with pytest.raises(ValueError, match="not a size"):
+        parse_sizes("4, x")
+    plot = ExplosionPlot(sizes=[4])
+    assert plot.sizes_text.value == "4"
+    plot.sizes_text.value = "4, 8"
+    assert plot.sizes == [4, 8] and {r.n for r in plot.rows} == {4, 8}
+    plot.sizes_text.value = "4, -8"
+    assert "not a size" in plot.error and "color:#b00" in plot.message.value
+    assert plot.sizes == [4, 8]  # unchanged
+    plot.sizes_text.value = "8"
+    assert plot.error == "" and plot.message.value == "" and plot.sizes == [8]
+
+
+def test_explosion_plot_ticks_are_powers_of_ten_and_the_legend_is_readable() -> None:
+    import io
+
+    from dualarr_widgets import ExplosionPlot
+
+    plot = ExplosionPlot(sizes=[4, 8, 16])
+    figure = plot.figure()
+    figure.savefig(io.BytesIO(), format="png")  # lays the ticks out
+    for axes in figure.axes:
+        for labels in (axes.get_xticklabels(), axes.get_yticklabels()):
+            texts = [t.get_text() for t in labels if t.get_text()]
+            assert len(texts) >= 2, texts
+            assert all(re.fullmatch(r"\$\\mathdefault\{10\^\{-?\d+\}\}\$", t) for t in texts), texts
+        assert not [t.get_text() for t in axes.get_xticklabels(minor=True) if t.get_text()]
+    (legend,) = figure.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "scalar dual numbers (§2)", "dual arrays, no bot (§4)", "dual arrays + bot (§6)"
+    ]
+    assert all(float(t.get_fontsize()) >= 10 for t in legend.get_texts())
+
+
+# -- labels of the bot's steps ------------------------------------------------------
+
+
+def test_bot_step_labels_cite_figures_extensions_and_simplifications() -> None:
+    from dualarr_widgets import BotStepper
+
+    def leaky(x: Any) -> Any:
+        return da.build1(4, lambda i: da.where(x[i] > 2.0, x[i], 0.5 * x[i]))
+
+    def guarded(x: Any) -> Any:
+        return da.build1(3, lambda i: da.exp(x * 2.0)[i + 1])
+
+    kinds: set[str] = set()
+    for f in (leaky, guarded, fig18):
+        stepper = BotStepper(f, np.arange(4.0))
+        for s in stepper.steps:
+            kinds.add(s.kind)
+            if s.kind == "paper":
+                assert re.fullmatch(r"[\w-]+ \((Fig\. (9|10|11)|§7\.2)\)", s.label), s.label
+            elif s.kind == "extension":
+                assert re.fullmatch(r"[\w-]+ \(kit extension of Fig\. (9|10|11): .+\)", s.label)
+            else:
+                assert s.kind == "simplification" and s.figure == "simplification"
+                assert s.label.startswith(f"{s.rule} (simplification: ")
+                assert "Fig. 9" not in s.label and "Fig. 11" not in s.label
+        assert [s.number for s in stepper.steps] == list(range(1, stepper.total + 1))
+    assert kinds == {"paper", "extension", "simplification"}
+    cond = BotStepper(leaky, np.arange(4.0)).steps[0]
+    assert cond.rule == "build1-cond-scalar" and "select for a scalar cond" in cond.label
+    guard = BotStepper(guarded, np.arange(4.0)).steps[0]
+    assert guard.rule == "index-op" and "bounds guard" in guard.label
+
+
+def test_simplification_steps_keep_the_value_and_end_in_the_vectorised_program() -> None:
+    from dualarr.interp.evaluate import evaluate_many
+    from dualarr_widgets import BotStepper
+
+    x = np.arange(1.0, 6.0)
+    stepper = BotStepper(fig18, x)
+    env = stepper.pipeline.source.bind(x)
+    for s in stepper.steps:
+        (value,) = evaluate_many(list(s.whole), env)
+        assert value == stepper.pipeline.source(x)
+    assert str(stepper.steps[-1].whole[0]) == str(stepper.pipeline.vectorised.outputs[0])
+
+
+# -- fitting the screen, and what a notebook prints --------------------------------------
+
+
+def test_drawing_view_fits_by_default_and_zooms() -> None:
+    from dualarr.show.drawing import term_graph
+    from dualarr_widgets.view import DrawingView
+
+    program = da.trace(fig18, np.arange(1.0, 6.0))
+    view = DrawingView(term_graph(list(program.outputs)))
+    assert view.zoom == "fit" and view.width > 0
+    assert "max-width:100%" in view.image.value and "overflow:auto" in view.image.value
+    view.zoom_buttons.value = "fit width"
+    assert "max-width:100%;width:auto" in view.image.value and "max-height:480px;w" not in (
+        view.image.value
+    )
+    view.zoom_buttons.value = "200%"
+    assert view.zoom == "200%"
+    assert f"width:{view.width * 2:.0f}px" in view.image.value
+    assert "max-width:none" in view.image.value and "overflow:auto" in view.image.value
+    view.show(None)
+    assert view.image.value == "" and view.zoom_buttons.layout.display == "none"
+
+
+def test_widgets_have_a_short_repr() -> None:
+    from dualarr_widgets import BotStepper, ExplosionPlot, PipelineExplorer
+
+    x = np.arange(1.0, 6.0)
+    shown = {
+        PipelineExplorer(fig18, x): "<PipelineExplorer fig18: 8 stages>",
+        BotStepper(fig18, x): "<BotStepper fig18: step 1 of 4>",
+        BackpropStepper(fig18, x): "<BackpropStepper: step 1 of 3>",
+        ExplosionPlot(sizes=[4]): "<ExplosionPlot fig18: n = 4>",
+    }
+    for widget, text in shown.items():
+        assert repr(widget) == text
+        bundle = widget._repr_mimebundle_()
+        assert bundle is not None and bundle["text/plain"] == text
+    broken = PipelineExplorer(fig18, x)
+    broken.editor.value = "def f(x):\n    return da.summ(x)\n"
+    broken.run()
+    assert repr(broken) == "<PipelineExplorer fig18: error: AttributeError>"
+
+
+def test_what_a_notebook_prints_is_plain_text() -> None:
+    from dualarr_widgets import BotStepper
+    from dualarr_widgets.explorer import Origin, describe
+
+    stepper = BotStepper(fig18, np.arange(1.0, 6.0))
+    for k in range(stepper.total):
+        stepper.step = k
+        assert "<" not in stepper.label and "<" not in str(stepper.current)
+    backprop = BackpropStepper(fig18, np.arange(1.0, 6.0))
+    assert "<" not in backprop.describe()
+    report = describe(ValueError("bad <value>"), Origin("<none>", 1, ()))
+    assert str(report) == "ValueError: bad <value>" and "<b>" in report.html()

@@ -87,7 +87,7 @@ class ForwardPass:
 
     def graph(self) -> Any:
         """The symbolic Delta as a graphviz drawing (:mod:`dualarr.show.drawing`)."""
-        return view("delta_graph")(self.delta, "forward")
+        return view("stage_graph")(self)
 
 
 def forward_pass(program: Program) -> ForwardPass:
@@ -144,7 +144,7 @@ class ExtractedDelta:
 
     def graph(self) -> Any:
         """The extracted Delta as a graphviz drawing (:mod:`dualarr.show.drawing`)."""
-        return view("delta_graph")(self.delta, "delta")
+        return view("stage_graph")(self)
 
 
 def _atomic(term: Term) -> bool:
@@ -310,7 +310,7 @@ class SharedGradient:
 
     def graph(self) -> Any:
         """The gradient terms, with their ``share`` nodes, as a graphviz drawing."""
-        return view("term_graph")(list(self.gradients), "shared")
+        return view("stage_graph")(self)
 
 
 def symbolic_reverse(

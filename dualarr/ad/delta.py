@@ -35,14 +35,14 @@ class DeltaBase:
     __slots__ = ()
 
     def __str__(self) -> str:
-        return format_delta(self)  # type: ignore[arg-type]
+        return str(view("print_delta")(self))
 
     def graph(self) -> Any:
         """The Delta DAG as a graphviz drawing (:mod:`dualarr.show.drawing`)."""
         return view("delta_graph")(self)
 
     def __repr__(self) -> str:
-        return f"<Delta {format_delta(self)[:200]}>"  # type: ignore[arg-type]
+        return f"<Delta {str(self)[:200]}>"
 
 
 def _set(node: object, **values: object) -> None:

@@ -79,7 +79,7 @@ class LetProgram:
 
     def graph(self) -> Any:
         """Every binding and output as one graphviz drawing (:mod:`dualarr.show.drawing`)."""
-        return view("term_graph")(self.terms(), self.name)
+        return view("stage_graph")(self)
 
     def terms(self) -> list[Term]:
         """Every binding's term, then the outputs."""

@@ -150,7 +150,7 @@ class Program:
 
     def graph(self) -> Any:
         """The program's term DAG as a graphviz drawing (:mod:`dualarr.show.drawing`)."""
-        return view("term_graph")(list(self.outputs), self.name)
+        return view("stage_graph")(self)
 
     def bind(self, *arrays: Any) -> dict[Var, np.ndarray]:
         """Check ``arrays`` against the inputs' types and pair them with the variables."""

@@ -495,6 +495,10 @@ def install_numpy_functions(functions: dict[str, Callable[..., Any]]) -> None:
     _NUMPY_FUNCTIONS.update(functions)
 
 
+_PRODUCTS = frozenset({"matmul", "dot", "vdot", "inner", "multi_dot", "tensordot", "vecdot"})
+"""NumPy's products: their errors on traced values suggest ``da.matmul`` (``a @ b``)."""
+
+
 def unsupported_numpy(spelled: str, name: str, reason: str) -> UnsupportedError:
     """The error for a NumPy function with no lowering: it names the function and the
     nearest ``dualarr.numpy`` spelling."""
@@ -504,6 +508,8 @@ def unsupported_numpy(spelled: str, name: str, reason: str) -> UnsupportedError:
         if near
         else "; write it with dualarr.numpy (import dualarr.numpy as dnp) or da.build"
     )
+    if name.rsplit(".", 1)[-1] in _PRODUCTS:
+        hint += "; for a matrix product of traced values write da.matmul(a, b) or a @ b"
     why = f" (called {reason})" if reason else ""
     return UnsupportedError(
         f"this NumPy function{why} has no lowering to the core language on traced "
@@ -630,7 +636,9 @@ class Tensor:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise self._no(
             "conversion to a NumPy array",
-            "use dualarr functions (da.exp, da.sum, …) inside traced code",
+            "use dualarr functions (da.exp, da.sum, …) inside traced code; a NumPy "
+            "array's own method converts a traced argument (W.dot(x)): for a matrix "
+            "product write W @ x or da.matmul(W, x)",
         )
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:

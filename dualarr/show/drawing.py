@@ -1,8 +1,19 @@
-"""Graphviz drawings of terms and Deltas: every stage as a DAG.
+"""Graphviz drawings of terms and Deltas: every stage as a DAG that reads like its text.
 
 A shared node is drawn once (the DAG, not the tree); a node shows its construct and its
-type, a Delta ``Share`` node its id, and a gather or scatter its index function as text.
-Edges go from a node to its operands; the edges into an index function are dashed.
+type, a Delta ``Share`` node its id, a gather or scatter its index function, and a
+``Scale`` or contraction its factor.  Edges go from a node to its operands; the edges
+into an index function are dashed.  Names are the printer's (:mod:`dualarr.show.printer`):
+in a let program (Fig. 21) each binding's node is labelled ``v1 = gather …``, a use of
+``v1`` is an edge to it, a subterm the text shares as ``t1`` is labelled ``t1 = …``, index
+variables are named as in the text, and only the program's outputs carry a label
+(``value``, ``gradient of x``).  A concrete Delta can show a value and a cotangent on
+each node, as micrograd's ``draw_dot`` does (:func:`delta_graph`, :func:`reverse_graph`
+for the reverse pass of Fig. 17).
+
+Wide drawings are laid out left-to-right (``rankdir="auto"``, :data:`MAX_WIDTH`) so that
+their labels stay readable where a notebook or the book scales them to the page.
+
 ``graph()`` on a term, a program, a Delta or a pipeline stage returns a
 :class:`Drawing`, a ``graphviz.Digraph`` whose notebook display falls back to the DOT
 source (with a hint) where Graphviz's ``dot`` is not installed.  Needs the Python
@@ -11,14 +22,22 @@ source (with a hint) where Graphviz's ``dot`` is not installed.  Needs the Pytho
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import textwrap
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any, Literal, TypeAlias
 
 import graphviz
+import numpy as np
 
 from ..ad import delta as dl
+from ..ad.compile_time import ExtractedDelta, ForwardPass, SharedGradient
+from ..ad.reverse import ReverseStep
+from ..ad.share_to_let import LetProgram
 from ..interp.algebra import IndexFn
 from ..lang.errors import format_shape
+from ..lang.program import Program
 from ..lang.terms import (
     ArgMax,
     ArgMin,
@@ -50,16 +69,78 @@ from ..lang.terms import (
     postorder,
     type_name,
 )
-from .printer import Printer, format_const, is_named_constant, print_term, render_contraction
+from .printer import (
+    Printer,
+    constant_type,
+    format_const,
+    host_array,
+    index_fn_text,
+    input_names,
+    print_term,
+    render_contraction,
+)
 
-__all__ = ["Drawing", "delta_graph", "term_graph"]
+__all__ = [
+    "MAX_WIDTH",
+    "Drawing",
+    "Layout",
+    "RankDir",
+    "delta_graph",
+    "output_labels",
+    "reverse_cotangents",
+    "reverse_graph",
+    "stage_graph",
+    "term_graph",
+]
 
 _LABEL_WIDTH = 48
 DOT_HINT = "(Graphviz's `dot` is not installed: this is the DOT source; apt-get install graphviz)"
 
+RankDir: TypeAlias = Literal["auto", "TB", "LR", "BT", "RL"]
+"""Graphviz's ``rankdir`` (``TB``: operands below their uses), or ``auto``: ``TB`` unless
+the drawing would be wider than ``max_width`` and ``LR`` is narrower."""
+
+MAX_WIDTH = 700.0
+"""The widest drawing ``rankdir="auto"`` lays out top-to-bottom, in points.  A drawing
+``W`` points wide is ``4W/3`` pixels at 100 %; shrunk into a text column ``C`` pixels wide
+its 11-point labels stay at least 11 pixels tall exactly when ``W <= C``, so 700 points
+keeps them readable in the book's column (700–900 px)."""
+
+# Graphviz's own measures at fontsize 11, in points (checked against ``dot -Tjson``).
+_CHAR = 6.8
+_PAD = 16.0
+_MIN_NODE = 54.0
+_NODESEP = 18.0
+_RANKSEP = 36.0
+_DUMMY = 30.0  # an edge passing a rank (its dummy node and the space around it)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a drawing was laid out: its ``rankdir`` and the estimated width of the
+    drawing laid out top-to-bottom (``TB``) and left-to-right (``LR``), in points."""
+
+    rankdir: str
+    width_tb: float
+    width_lr: float
+
+    @property
+    def width(self) -> float:
+        """The estimated width of the chosen layout."""
+        return self.width_lr if self.rankdir in ("LR", "RL") else self.width_tb
+
 
 class Drawing(graphviz.Digraph):  # type: ignore[misc]
-    """A ``graphviz.Digraph`` that displays as DOT source when ``dot`` is missing."""
+    """A ``graphviz.Digraph`` that displays as DOT source when ``dot`` is missing;
+    ``layout`` says how it was laid out."""
+
+    layout: Layout = Layout("TB", 0.0, 0.0)
+
+    def copy(self) -> Drawing:
+        """A copy, with its layout."""
+        twin: Drawing = super().copy()
+        twin.layout = self.layout
+        return twin
 
     def _repr_mimebundle_(
         self, include: Any = None, exclude: Any = None, **kwargs: Any
@@ -71,45 +152,191 @@ class Drawing(graphviz.Digraph):  # type: ignore[misc]
         return bundle
 
 
-def _new(name: str) -> Drawing:
-    drawing = Drawing(name=name)
-    drawing.attr("graph", rankdir="TB")
-    drawing.attr("node", shape="box", style="rounded", fontname="Helvetica", fontsize="11")
-    drawing.attr("edge", arrowsize="0.6")
-    return drawing
+# --------------------------------------------------------------------------------------
+# A drawing before layout: nodes and edges, then one rankdir for all
+# --------------------------------------------------------------------------------------
 
 
-def _short(text: str) -> str:
+@dataclass
+class _Sketch:
+    """Nodes (key, label, attributes, cluster) and edges, collected before the layout
+    is chosen from their estimated sizes."""
+
+    nodes: list[tuple[str, str, dict[str, str], int | None]] = field(default_factory=list)
+    edges: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+
+    def node(
+        self,
+        key: str,
+        label: str,
+        look: Mapping[str, str] | None = None,
+        cluster: int | None = None,
+    ) -> None:
+        self.nodes.append((key, label, dict(look or {}), cluster))
+
+    def edge(self, tail: str, head: str, **look: str) -> None:
+        self.edges.append((tail, head, look))
+
+    def layout(self, rankdir: RankDir, max_width: float) -> Layout:
+        width_tb, width_lr = _estimated_widths(self)
+        if rankdir != "auto":
+            return Layout(rankdir, width_tb, width_lr)
+        wide = width_tb > max_width and width_lr < width_tb
+        return Layout("LR" if wide else "TB", width_tb, width_lr)
+
+    def drawing(
+        self,
+        name: str,
+        rankdir: RankDir = "auto",
+        max_width: float = MAX_WIDTH,
+        clusters: Sequence[str] = (),
+    ) -> Drawing:
+        layout = self.layout(rankdir, max_width)
+        drawing = Drawing(name=name)
+        drawing.layout = layout
+        drawing.attr("graph", rankdir=layout.rankdir)
+        drawing.attr("node", shape="box", style="rounded", fontname="Helvetica", fontsize="11")
+        drawing.attr("edge", arrowsize="0.6")
+        boxes = [Drawing(name=f"cluster_{k}") for k in range(len(clusters))]
+        for box, label in zip(boxes, clusters, strict=True):
+            box.attr(label=label, style="rounded,dashed", color="gray50", fontname="Courier")
+        for key, label, look, cluster in self.nodes:
+            (drawing if cluster is None else boxes[cluster]).node(key, label, **look)
+        for tail, head, look in self.edges:
+            drawing.edge(tail, head, **look)
+        for box in boxes:
+            drawing.subgraph(box)
+        return drawing
+
+
+def _node_width(label: str, shape: str) -> float:
+    text = _CHAR * max(len(line) for line in label.split("\n"))
+    if shape == "plain":
+        return text
+    width = max(_MIN_NODE, text + _PAD)
+    return width * 1.41 if shape == "ellipse" else width
+
+
+def _estimated_widths(sketch: _Sketch) -> tuple[float, float]:
+    """The widths of the drawing laid out top-to-bottom and left-to-right, in points
+    (within about a third of what ``dot`` draws): nodes ranked below all their uses and
+    each use just above its nearest operand (as ``dot`` ranks them); top-to-bottom a rank
+    is as wide as its nodes side by side, each edge that passes it adding a dummy node;
+    left-to-right each rank adds its widest node."""
+    width = {
+        key: _node_width(text, look.get("shape", "box")) for key, text, look, _ in sketch.nodes
+    }
+    if not width:
+        return 0.0, 0.0
+    kids: dict[str, list[str]] = {key: [] for key in width}
+    indegree = dict.fromkeys(width, 0)
+    for tail, head, _ in sketch.edges:
+        kids[tail].append(head)
+        indegree[head] += 1
+    rank = dict.fromkeys(width, 0)
+    sources = [key for key, n in indegree.items() if n == 0]
+    ready = list(sources)
+    while ready:  # Kahn's order: every use before its operands
+        key = ready.pop()
+        for kid in kids[key]:
+            rank[kid] = max(rank[kid], rank[key] + 1)
+            indegree[kid] -= 1
+            if indegree[kid] == 0:
+                ready.append(kid)
+    for key in sources:
+        if kids[key]:
+            rank[key] = min(rank[kid] for kid in kids[key]) - 1
+    across: dict[int, float] = {}
+    deep: dict[int, float] = {}
+    for key, w in width.items():
+        across[rank[key]] = across.get(rank[key], -_NODESEP) + w + _NODESEP
+        deep[rank[key]] = max(deep.get(rank[key], 0.0), w)
+    for tail, head, _ in sketch.edges:
+        for r in range(rank[tail] + 1, rank[head]):
+            across[r] = across.get(r, 0.0) + _DUMMY
+    width_lr = sum(deep.values()) + _RANKSEP * (len(deep) - 1)
+    return max(across.values()) + _PAD, width_lr + _PAD
+
+
+# --------------------------------------------------------------------------------------
+# Labels
+# --------------------------------------------------------------------------------------
+
+
+def _short(text: str, width: int = _LABEL_WIDTH) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= _LABEL_WIDTH else text[: _LABEL_WIDTH - 1] + "…"
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _lambda(variables: Sequence[Var], components: Sequence[Term]) -> str:
-    params = ", ".join(print_term(v) for v in variables)
-    body = ", ".join(print_term(c) for c in components)
-    return _short(f"λ[{params}]. [{body}]")  # a backslash would be a DOT escape
+def _wrapped(text: str) -> str:
+    """A long label (an index function) on up to four lines, broken between words."""
+    lines = textwrap.wrap(
+        " ".join(text.split()), _LABEL_WIDTH, subsequent_indent="  ", max_lines=4, placeholder=" …"
+    )
+    return "\n".join(lines)
 
 
-def _term_head(node: Term) -> str:
+def _number(value: np.floating[Any]) -> str:
+    """A float in at most four significant digits, as NumPy prints it: ``0.5403``,
+    ``1.``, ``-2.5e+07``."""
+    if value != 0 and not 1e-4 <= abs(value) < 1e5:
+        return np.format_float_scientific(value, precision=3, trim=".")
+    return np.format_float_positional(value, precision=4, fractional=False, trim=".")
+
+
+def short_value(value: Any) -> str:
+    """A primal value on one short line: a term's text, a number, or an array's values
+    (elided in the middle when long: ``[0.5, 0.25, ..., 0.125]``), else its type."""
+    if isinstance(value, Term):
+        return _short(print_term(value))
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        return _short(repr(value))
+    array = host_array(value)
+    if array.ndim == 0:
+        return format_const(array)[0]
+    text = np.array2string(
+        array,
+        separator=", ",
+        threshold=6,
+        edgeitems=2,
+        max_line_width=10**6,
+        formatter={"float_kind": _number},
+    )
+    text = " ".join(text.replace("\n", " ").split())
+    return text if len(text) <= _LABEL_WIDTH else f"<{constant_type(array)}>"
+
+
+def _lambda(printer: Printer, variables: Sequence[Var], components: Sequence[Term]) -> str:
+    params = ", ".join(printer.names.get(v.id, v.hint) for v in variables)
+    body = ", ".join(printer.inline(c) for c in components)
+    return _wrapped(f"λ[{params}]. [{body}]")  # a backslash would be a DOT escape
+
+
+def _term_head(node: Term, printer: Printer) -> str:
+    """A term node's construct as the printer names it."""
+    name = printer.names
     match node:
         case Const(value=value):
+            if id(node) in name:  # a named constant, ``k1``
+                return name[id(node)]
             return _short(format_const(value)[0]) if value.size <= 8 else "const"
-        case Var(hint=hint):
-            return hint
+        case Var(id=i, hint=hint):
+            return name.get(i, hint)
         case Op(op=op):
             return op
         case Cond():
             return "cond"
         case Let(var=var):
-            return f"let {var.hint}"
+            return f"let {name.get(var.id, var.hint)}"
         case Build1(size=n, var=var):
-            return f"build1 {n} (λ{var.hint})"
+            return f"build1 {n} (λ{name.get(var.id, var.hint)})"
         case Index():
             return "index"
         case Gather(outer_shape=sh, vars=vs, index=ix):
-            return f"gather {format_shape(sh)}\n{_lambda(vs, ix)}"
+            return f"gather {format_shape(sh)}\n{_lambda(printer, vs, ix)}"
         case Scatter(outer_shape=sh, vars=vs, index=ix):
-            return f"scatter {format_shape(sh)}\n{_lambda(vs, ix)}"
+            return f"scatter {format_shape(sh)}\n{_lambda(printer, vs, ix)}"
         case SumOuter():
             return "sumOuter"
         case Replicate(count=k):
@@ -140,75 +367,168 @@ def _term_head(node: Term) -> str:
             assert_never(node)
 
 
+def output_labels(inputs: Sequence[Var], positions: Sequence[int]) -> list[str]:
+    """The labels of a gradient program's outputs (Fig. 21): ``value``, then
+    ``gradient of x`` for each differentiated input, named as the program prints it."""
+    names = input_names(inputs)
+    return ["value", *(f"gradient of {names[k]}" for k in positions)]
+
+
+def _value_labels(count: int) -> list[str]:
+    return ["value"] if count == 1 else [f"value {k}" for k in range(count)]
+
+
+# --------------------------------------------------------------------------------------
+# Terms and let programs
+# --------------------------------------------------------------------------------------
+
+
 def term_graph(
     roots: Sequence[Term],
     name: str = "term",
     highlight: Sequence[Term] = (),
     groups: Sequence[tuple[str, Sequence[Term]]] = (),
+    *,
+    inputs: Sequence[Var] = (),
+    bindings: Sequence[tuple[Var, Term]] = (),
+    labels: Sequence[str] | None = None,
+    every_binding: bool = False,
+    rankdir: RankDir = "auto",
+    max_width: float = MAX_WIDTH,
 ) -> Drawing:
-    """The term DAG of ``roots``: one node per distinct node, operands below; the nodes
-    of ``highlight`` (a rewritten subterm, say) are filled; each of ``groups`` (a label
-    and its nodes, e.g. the lowering of one NumPy call) is drawn as a labelled box."""
-    drawing = _new(name)
-    order = postorder(roots)
+    """The term DAG of ``roots`` (a program's outputs): one node per distinct node,
+    operands below, named as :func:`~dualarr.show.printer.print_let_program` prints
+    ``λinputs. let bindings in roots`` (Fig. 21).
+
+    Each of ``bindings`` (a variable and its term) labels its term's node ``v1 = …``
+    and every use of the variable is an edge to that node; a subterm the text shares is
+    labelled ``t1 = …``; bindings the roots do not reach are left out unless
+    ``every_binding``.  ``labels`` name the roots (default ``value``, or ``value 0``,
+    ``value 1``, … for several).  The nodes of ``highlight`` (a rewritten subterm, say)
+    are filled; each of ``groups`` (a label and its nodes, e.g. the lowering of one NumPy
+    call) is drawn as a labelled box.  ``rankdir`` and ``max_width``: see
+    :data:`RankDir`."""
+    bound = dict(bindings)
+    printer = Printer([*(t for _, t in bindings), *roots], inputs=[*inputs, *bound])
+    names = printer.names
+
+    def operands(node: Term) -> tuple[Term, ...]:
+        return (bound[node],) if isinstance(node, Var) and node in bound else children(node)
+
+    order = postorder([*(v for v, _ in bindings if every_binding), *roots], operands)
     number = {id(n): k for k, n in enumerate(order)}
+    owner: dict[int, Var] = {}  # a bound term's node -> the variable that labels it
+    for var, term in bindings:
+        if not isinstance(term, Var) and id(term) in number and id(term) not in owner:
+            owner[id(term)] = var
+
+    def key(node: Term) -> str:
+        if isinstance(node, Var) and node in bound and owner.get(id(bound[node])) is not node:
+            return f"a{number[id(node)]}"  # an alias binding (``v2 = x``) has a node of its own
+        if isinstance(node, Var) and node in bound:
+            return f"n{number[id(bound[node])]}"
+        return f"n{number[id(node)]}"
+
     marked = {id(n) for n in highlight}
     group_of = {id(n): k for k, (_, nodes) in enumerate(groups) for n in nodes}
-    clusters = [Drawing(name=f"cluster_{k}") for k in range(len(groups))]
-    for cluster, (label, _) in zip(clusters, groups, strict=True):
-        cluster.attr(label=label, style="rounded,dashed", color="gray50", fontname="Courier")
-    constant_names = (  # named as the printed program names them (``k1``)
-        Printer(list(roots)).names if any(map(is_named_constant, order)) else {}
-    )
+    sketch = _Sketch()
     for node in order:
-        key = f"n{number[id(node)]}"
-        head = constant_names.get(id(node)) or _term_head(node)
-        look: dict[str, str] = {"shape": "ellipse" if isinstance(node, Var) else "box"}
+        if isinstance(node, Var) and node in bound:
+            term = bound[node]
+            if owner.get(id(term)) is not node:
+                text = f"{names[node.id]} = {printer.inline(term)}"
+                sketch.node(key(node), f"{_short(text)}\n{type_name(node.shape, node.dtype)}")
+                sketch.edge(key(node), key(term), style="solid")
+            continue
+        head = _term_head(node, printer)
+        if id(node) in owner:
+            head = f"{names[owner[id(node)].id]} = {head}"
+        elif id(node) in printer.shared:
+            head = f"{names[id(node)]} = {head}"
+        look = {"shape": "ellipse" if isinstance(node, Var) else "box"}
         if id(node) in marked:
             look |= {"style": "rounded,filled", "fillcolor": "gold"}
-        home = clusters[group_of[id(node)]] if id(node) in group_of else drawing
-        home.node(key, f"{head}\n{type_name(node.shape, node.dtype)}", **look)
+        label = f"{head}\n{type_name(node.shape, node.dtype)}"
+        sketch.node(key(node), label, look, group_of.get(id(node)))
         scoped = bound_vars(node)[1] if isinstance(node, Gather | Scatter) else ()
         for position, kid in enumerate(children(node)):
-            style = "dashed" if position in scoped else "solid"
-            drawing.edge(key, f"n{number[id(kid)]}", style=style)
-    for cluster in clusters:
-        drawing.subgraph(cluster)
-    for k, root in enumerate(roots):
-        drawing.node(f"out{k}", f"result {k}" if len(roots) > 1 else "result", shape="plain")
-        drawing.edge(f"out{k}", f"n{number[id(root)]}")
-    return drawing
+            sketch.edge(key(node), key(kid), style="dashed" if position in scoped else "solid")
+    shown = list(labels) if labels is not None else _value_labels(len(roots))
+    for k, (root, label) in enumerate(zip(roots, shown, strict=True)):
+        sketch.node(f"out{k}", label, {"shape": "plain"})
+        sketch.edge(f"out{k}", key(root))
+    return sketch.drawing(name, rankdir, max_width, [label for label, _ in groups])
 
 
-def _value_text(value: Any) -> str:
-    if isinstance(value, IndexFn):
-        if value.variables or any(isinstance(c, Term) for c in value.components):
-            return _lambda(value.variables, value.components)  # a symbolic index function
-        return _short(repr(list(value.components)))
-    if isinstance(value, Term):
-        return _short(print_term(value))
-    shape = getattr(value, "shape", None)
-    return f"<{format_shape(tuple(shape))}>" if shape is not None else _short(repr(value))
+Stage: TypeAlias = Program | ForwardPass | ExtractedDelta | SharedGradient | LetProgram
+"""A pipeline stage with a drawing (``source``/``vectorised`` … ``gradient``)."""
 
 
-def _delta_head(d: dl.Delta) -> str:
+def stage_graph(
+    stage: Stage, *, rankdir: RankDir = "auto", max_width: float = MAX_WIDTH
+) -> Drawing:
+    """The drawing of one pipeline stage, read like its text: a program's term DAG with
+    its output labelled ``value``; the Delta of ``forward`` and ``delta`` (Eq. 6); the
+    ``shared`` gradient (Fig. 19) and the ``gradient`` program (Fig. 21) as let programs
+    whose outputs are ``value`` and ``gradient of x``."""
+    layout: dict[str, Any] = {"rankdir": rankdir, "max_width": max_width}
+    match stage:
+        case Program(name=name, inputs=inputs, outputs=outputs):
+            return term_graph(list(outputs), name, inputs=inputs, **layout)
+        case ForwardPass(delta=delta):
+            return delta_graph(delta, "forward", **layout)
+        case ExtractedDelta(delta=delta):
+            return delta_graph(delta, "delta", **layout)
+        case SharedGradient(extracted=extracted, gradients=gradients, positions=positions):
+            return term_graph(
+                [extracted.value, *gradients],
+                "shared",
+                inputs=stage.inputs,
+                bindings=extracted.bindings,
+                labels=output_labels(extracted.inputs, positions),
+                **layout,
+            )
+        case LetProgram(name=name, inputs=inputs, bindings=bindings, outputs=outputs):
+            labels = output_labels(inputs, stage.positions)
+            return term_graph(
+                list(outputs),
+                name,
+                inputs=inputs,
+                bindings=bindings,
+                labels=labels if len(labels) == len(outputs) else None,
+                **layout,
+            )
+        case _:
+            assert_never(stage)
+
+
+# --------------------------------------------------------------------------------------
+# Deltas, symbolic and concrete, and the reverse pass
+# --------------------------------------------------------------------------------------
+
+
+def _index_fn(fn: IndexFn[Any], arity: int) -> str:
+    return _wrapped(index_fn_text(fn, arity, lam="λ"))
+
+
+def _delta_head(d: dl.Delta, input_names: Mapping[int, str]) -> str:
     match d:
         case dl.Zero():
             return "Zero"
         case dl.Input(index=n):
-            return f"Input {n}"
+            return f"Input {n} ({input_names[n]})" if n in input_names else f"Input {n}"
         case dl.Add():
             return "Add"
         case dl.Scale(factor=f):
-            return f"Scale\n{_value_text(f)}"
+            return f"Scale\n{short_value(f)}"
         case dl.Share(id=i):
             return f"Share {i}"
         case dl.Index(index=ix):
-            return "Index [" + ", ".join(_value_text(i) for i in ix) + "]"
+            return "Index [" + ", ".join(short_value(i) for i in ix) + "]"
         case dl.Gather(outer=outer, fn=fn):
-            return f"Gather {format_shape(outer)}\n{_value_text(fn)}"
-        case dl.Scatter(outer=outer, fn=fn):
-            return f"Scatter {format_shape(outer)}\n{_value_text(fn)}"
+            return f"Gather {format_shape(outer)}\n{_index_fn(fn, len(outer))}"
+        case dl.Scatter(outer=outer, fn=fn, n_vars=arity):
+            return f"Scatter {format_shape(outer)}\n{_index_fn(fn, arity)}"
         case dl.SumOuter():
             return "SumOuter"
         case dl.Replicate(count=k):
@@ -222,29 +542,104 @@ def _delta_head(d: dl.Delta) -> str:
         case dl.FromList(deltas=xs):
             return f"FromList ({len(xs)})"
         case dl.Contract(spec=spec, factor=f):
-            return f"Contract {spec}\n{_value_text(f)}"
+            return f"Contract {spec}\n{short_value(f)}"
         case _:
             assert_never(d)
 
 
-def delta_graph(
-    root: dl.Delta, name: str = "delta", highlight: dl.Delta | None = None
-) -> Drawing:
-    """The Delta DAG: Share nodes (with their ids) drawn once, primal shapes shown;
-    ``highlight`` (the node a reverse-pass step works on) is filled."""
-    drawing = _new(name)
+def _delta_sketch(
+    root: dl.Delta,
+    highlight: dl.Delta | None,
+    values: Mapping[dl.Delta, Any],
+    cotangents: Mapping[dl.Delta, Any],
+    done: Collection[dl.Delta],
+    input_names: Mapping[int, str],
+) -> _Sketch:
     order = dl.delta_postorder([root])
     number = {id(d): k for k, d in enumerate(order)}
+    finished = {id(d) for d in done}
+    sketch = _Sketch()
     for d in order:
         key = f"d{number[id(d)]}"
-        style = {"shape": "doubleoctagon"} if isinstance(d, dl.Share) else {}
+        look = {"shape": "doubleoctagon"} if isinstance(d, dl.Share) else {}
         if d is highlight:
-            style |= {"style": "rounded,filled", "fillcolor": "gold"}
-        label = f"{_delta_head(d)}\n{type_name(d.shape, d.dtype)}"
-        drawing.node(key, label, **style)
+            look |= {"style": "rounded,filled", "fillcolor": "gold"}
+        elif id(d) in finished:
+            look |= {"style": "rounded,filled", "fillcolor": "gray90"}
+        lines = [_delta_head(d, input_names), type_name(d.shape, d.dtype)]
+        if d in values:
+            lines.append(f"value {short_value(values[d])}")
+        if d in cotangents:
+            lines.append(f"cotangent {short_value(cotangents[d])}")
+        sketch.node(key, "\n".join(lines), look)
         for kid in dl.delta_children(d):
-            drawing.edge(key, f"d{number[id(kid)]}")
-    return drawing
+            sketch.edge(key, f"d{number[id(kid)]}")
+    return sketch
 
 
-install_views(term_graph=term_graph, delta_graph=delta_graph)
+def delta_graph(
+    root: dl.Delta,
+    name: str = "delta",
+    highlight: dl.Delta | None = None,
+    *,
+    values: Mapping[dl.Delta, Any] | None = None,
+    cotangents: Mapping[dl.Delta, Any] | None = None,
+    input_names: Mapping[int, str] | None = None,
+    rankdir: RankDir = "auto",
+    max_width: float = MAX_WIDTH,
+) -> Drawing:
+    """The Delta DAG (Fig. 16): Share nodes (with their ids) drawn once, primal shapes
+    shown, factors and index functions written out; ``highlight`` (the node a
+    reverse-pass step works on) is filled.  For a concrete Delta, ``values`` and
+    ``cotangents`` (by node) are shown on their nodes, as micrograd's ``draw_dot``
+    shows data and grad; ``input_names`` names the inputs (``Input 0 (x)``)."""
+    sketch = _delta_sketch(
+        root, highlight, values or {}, cotangents or {}, (), input_names or {}
+    )
+    return sketch.drawing(name, rankdir, max_width)
+
+
+def reverse_cotangents(
+    root: dl.Delta, steps: Sequence[ReverseStep], seed: Any = None
+) -> tuple[dict[dl.Delta, Any], list[dl.Delta]]:
+    """The cotangents the reverse pass of Fig. 17 has given each node after ``steps``
+    (:func:`~dualarr.ad.reverse.reverse_steps`, up to the current one): an evaluated
+    Share's whole cotangent, a pending Share's ``accum`` so far, an Input's ``grad`` so
+    far, the root's ``seed`` (if given); and the Shares already evaluated."""
+    shares = {d.id: d for d in dl.delta_postorder([root]) if isinstance(d, dl.Share)}
+    inputs = {d.index: d for d in dl.delta_postorder([root]) if isinstance(d, dl.Input)}
+    cotangents: dict[dl.Delta, Any] = {} if seed is None else {root: seed}
+    done: list[dl.Delta] = []
+    for before, step in pairwise(steps):
+        if step.share_id is not None and step.share_id in shares:
+            node = shares[step.share_id]
+            cotangents[node] = before.accum[step.share_id]
+            done.append(node)
+    if steps:
+        last = steps[-1]
+        cotangents |= {shares[i]: c for i, c in last.accum.items() if i in shares}
+        cotangents |= {inputs[n]: g for n, g in last.grad.items() if n in inputs}
+    return cotangents, done
+
+
+def reverse_graph(
+    root: dl.Delta,
+    steps: Sequence[ReverseStep],
+    *,
+    seed: Any = None,
+    values: Mapping[dl.Delta, Any] | None = None,
+    input_names: Mapping[int, str] | None = None,
+    name: str = "reverse",
+    rankdir: RankDir = "auto",
+    max_width: float = MAX_WIDTH,
+) -> Drawing:
+    """The reverse pass of Fig. 17 after the last of ``steps``, drawn on the Delta: each
+    node's cotangent so far (:func:`reverse_cotangents`), the evaluated Shares greyed,
+    the node of the last step highlighted."""
+    cotangents, done = reverse_cotangents(root, steps, seed)
+    highlight = steps[-1].node if steps else None
+    sketch = _delta_sketch(root, highlight, values or {}, cotangents, done, input_names or {})
+    return sketch.drawing(name, rankdir, max_width)
+
+
+install_views(term_graph=term_graph, delta_graph=delta_graph, stage_graph=stage_graph)

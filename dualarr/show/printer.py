@@ -10,15 +10,23 @@ in full are data, not text: each is named ``k1, k2, …`` (``c`` names the paper
 cotangents) and declared with its type above the program (``k1 : float64[1000,1000]``);
 ``constant_table`` gives their values by those names.  Printing is iterative and linear
 in the size of the DAG (up to the length of the text).
+
+A Delta (paper Fig. 16) prints one ``Share`` a line (:func:`print_delta`), with its index
+functions in full: ``s1 = Gather [5] Input 0 (\\[i]. [4 - i])``, also where a concrete run
+tabulated them (:func:`index_fn_text` reads the table back as a function).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
+from ..ad import delta as dl
+from ..interp.algebra import IndexFn
 from ..lang.errors import format_shape
 from ..lang.names import Namer
 from ..lang.scopes import Scopes, collect_binders, nesting
@@ -288,6 +296,15 @@ class Printer:
             body = self._ref(self.roots[0], LOWEST)
         return self._scope(None, body, 0)
 
+    def inline(self, term: Term) -> str:
+        """``term`` on one line with this printer's names and no ``let``: shared subterms
+        are written out (a drawing's label, an index function inside a Delta)."""
+        flat = copy.copy(self)  # the names are shared, the sharing is not
+        flat.shared, flat.scope_lets, flat.text = set(), {}, {}
+        for node in postorder([term]):
+            flat.text[id(node)] = flat._render_node(node)
+        return " ".join(flat.text[id(term)][0].split())
+
     def _var(self, var: Var) -> str:
         return self.names.get(var.id, f"{var.hint}#{var.id}")
 
@@ -402,6 +419,156 @@ class Printer:
 
 
 # --------------------------------------------------------------------------------------
+# Index functions and Deltas (paper Fig. 16)
+# --------------------------------------------------------------------------------------
+
+_SMALL_TABLE = 12  # tabulated index components with at most this many entries print in full
+_INDEX_NAMES = ("i", "j", "k", "l", "m", "n")
+
+
+def host_array(value: Any) -> np.ndarray:
+    """A NumPy copy of an array of any backend (CuPy's ``get``, else DLPack)."""
+    if hasattr(value, "get") and not isinstance(value, np.ndarray):
+        return np.asarray(value.get())
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError):
+        return np.from_dlpack(value)
+
+
+def index_names(count: int) -> list[str]:
+    """Names for the variables of a tabulated index function: ``i, j, k, …``."""
+    namer = Namer()
+    return [namer.fresh(_INDEX_NAMES[k] if k < len(_INDEX_NAMES) else "i") for k in range(count)]
+
+
+def affine_text(constant: int, coefficients: Sequence[int], names: Sequence[str]) -> str:
+    """``c + a1*i + a2*j`` as the printer writes it: ``4 - i``, ``2 * i + j - 1``."""
+
+    def scaled(a: int, name: str) -> str:
+        return name if a == 1 else f"{a} * {name}"
+
+    text = " + ".join(scaled(a, n) for a, n in zip(coefficients, names, strict=True) if a > 0)
+    if constant:
+        text = (f"{text} - {-constant}" if constant < 0 else f"{text} + {constant}") if text else (
+            str(constant)
+        )
+    for a, n in zip(coefficients, names, strict=True):
+        if a < 0:
+            text = f"{text} - {scaled(-a, n)}" if text else f"-{scaled(-a, n)}"
+    return text or "0"
+
+
+def _affine_fit(table: np.ndarray) -> tuple[int, list[int]] | None:
+    """``(c, [a1, …])`` when ``table[i1, …] == c + a1*i1 + …`` at every point, else None."""
+    if table.dtype.kind not in "iu" or table.size == 0:
+        return None
+    origin = int(table[(0,) * table.ndim])
+    coefficients = [
+        int(table[tuple(int(a == k) for a in range(table.ndim))]) - origin if n > 1 else 0
+        for k, n in enumerate(table.shape)
+    ]
+    fitted = np.full(table.shape, origin, dtype=np.int64)
+    grids: tuple[np.ndarray, ...] = np.indices(table.shape, sparse=True)
+    for a, grid in zip(coefficients, grids, strict=True):
+        fitted = fitted + a * grid
+    return (origin, coefficients) if np.array_equal(fitted, table) else None
+
+
+def _table_literal(table: np.ndarray) -> str:
+    return str(table.tolist()).replace(" ", "") if table.ndim else str(int(table))
+
+
+def tabulated_component(
+    table: np.ndarray, names: Sequence[str], table_name: Callable[[np.ndarray], str]
+) -> str:
+    """One component of a tabulated index function (§6: a concrete run evaluates it on
+    the index grid) as an expression in ``names``: affine functions as arithmetic
+    (``4 - i``), any other table as a lookup, in full when small (``[2,0,1][i]``) and by
+    ``table_name`` otherwise (``k1[i]``)."""
+    if table.ndim == 0:
+        return str(int(table))
+    fit = _affine_fit(table)
+    if fit is not None:
+        return affine_text(fit[0], fit[1], names)
+    table_text = _table_literal(table) if table.size <= _SMALL_TABLE else table_name(table)
+    return f"{table_text}[{', '.join(names)}]"
+
+
+def _table_type(table: np.ndarray) -> str:
+    return f"<{constant_type(table)}>"
+
+
+def index_fn_text(
+    fn: IndexFn[Any],
+    arity: int | None = None,
+    *,
+    lam: str = "\\",
+    table_name: Callable[[np.ndarray], str] = _table_type,
+) -> str:
+    """An index function in full, ``\\[i]. [4 - i]`` (``lam`` is the lambda sign; drawings
+    use ``λ``).  A symbolic one (§7) prints its terms; a tabulated one (§6) is read back
+    from its tables (:func:`tabulated_component`), its variables named ``i, j, …``; a
+    function with no components takes its number of variables from ``arity``."""
+    if fn.variables or any(isinstance(c, Term) for c in fn.components):
+        printer = Printer([c for c in fn.components if isinstance(c, Term)], inputs=fn.variables)
+        params = [printer.names[v.id] for v in fn.variables]
+        body = [printer.inline(c) if isinstance(c, Term) else repr(c) for c in fn.components]
+    else:
+        tables = [host_array(c) for c in fn.components]
+        params = index_names(tables[0].ndim if tables else arity or 0)
+        body = [tabulated_component(t, params, table_name) for t in tables]
+    return f"{lam}[{', '.join(params)}]. [{', '.join(body)}]"
+
+
+def primal_text(value: Any) -> str:
+    """A primal value inside a Delta: a term (parenthesised unless atomic; its type when
+    longer than a line), a number, a small array as NumPy prints it, or its type."""
+    if isinstance(value, Term):
+        text = print_term(value)
+        if "\n" in text or len(text) > 60:
+            return f"<{type_name(value.shape, value.dtype)}>"
+        atomic = isinstance(value, Var) or (isinstance(value, Const) and value.shape == ())
+        return text if atomic or is_named_constant(value) else f"({text})"
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        return repr(value)
+    array = host_array(value)
+    if array.ndim == 0:
+        return _format_scalar(array[()])
+    text = str(array)
+    if len(text) <= 40 and "\n" not in text:
+        return text
+    return f"<{constant_type(array)}>"
+
+
+def print_delta(delta: dl.Delta) -> str:
+    """The Delta DAG in the paper's notation (Fig. 16), one line per ``Share`` in id
+    order, with primal values (:func:`primal_text`) and index functions in full
+    (:func:`index_fn_text`); a tabulated index too large to print is named ``k1, …`` and
+    declared above (``k1 : int64[1000]``), as the term printer does with constants."""
+    arity: dict[int, int] = {}
+    for node in dl.delta_postorder([delta]):
+        if isinstance(node, dl.Gather):
+            arity[id(node.fn)] = len(node.outer)
+        elif isinstance(node, dl.Scatter):
+            arity[id(node.fn)] = node.n_vars
+    namer = Namer()
+    declared: list[str] = []
+
+    def table_name(table: np.ndarray) -> str:
+        name = namer.fresh("k", numbered=True)
+        declared.append(f"{name} : {constant_type(table)}")
+        return name
+
+    def describe_fn(fn: IndexFn[Any]) -> str:
+        return f"({index_fn_text(fn, arity.get(id(fn)), table_name=table_name)})"
+
+    text = dl.format_delta(delta, describe=primal_text, describe_fn=describe_fn)
+    return "\n".join([*declared, text])
+
+
+# --------------------------------------------------------------------------------------
 # Structured dump
 # --------------------------------------------------------------------------------------
 
@@ -461,4 +628,5 @@ install_views(
     print_let_program=print_let_program,
     input_names=input_names,
     constant_table=constant_table,
+    print_delta=print_delta,
 )

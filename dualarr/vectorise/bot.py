@@ -115,10 +115,18 @@ class Rewrite:
     figure: str
     requests: tuple[Request, ...]
     assemble: Callable[[Sequence[Term]], Term]
+    extension: str = ""  # what the kit adds to the paper's rule ("" for the paper's own)
 
 
 def _same(results: Sequence[Term]) -> Term:
     return results[0]
+
+
+# What the kit adds to the paper's rules (``Rewrite.extension``, shown as the step's note)
+_GUARD = "a bounds guard, as op(0, …, 0) may not be 0 where the index is out of range"
+_HOIST = "hoisting, an array computed in the index is vectorised once and let-bound"
+_ARG = "argmin/argmax/argsort, which the paper's language does not have"
+_CONTRACT = "contraction, as horde-ad's contractAst (book/rules.md §5.5)"
 
 
 # --------------------------------------------------------------------------------------
@@ -133,6 +141,12 @@ class BotStep:
     ``before`` is the subterm rewritten (``build1 k (λi. …)``), ``after`` its
     replacement, in which the remaining ``build1``s are still to be vectorised;
     ``whole`` is the program after this step (built on first access).
+
+    ``kind`` says whose rule it is: ``"paper"`` (``figure`` cites it), ``"extension"``
+    (the kit's addition to the rule of ``figure``, named by ``note``: a select for a
+    scalar cond, a bounds guard, hoisting, contraction …) or ``"simplification"`` (the
+    cleanup after the bot, :func:`dualarr.vectorise.simplify.simplification_steps`).
+    ``label`` says it in words.
     """
 
     number: int
@@ -141,6 +155,8 @@ class BotStep:
     before_thunk: Callable[[], Term]
     after_thunk: Callable[[], Term]
     whole_thunk: Callable[[], tuple[Term, ...]]
+    kind: str = "paper"
+    note: str = ""
     _cache: dict[str, object] = field(default_factory=dict)
 
     def _get(self, name: str, thunk: Callable[[], object]) -> object:
@@ -160,11 +176,21 @@ class BotStep:
     def whole(self) -> tuple[Term, ...]:
         return self._get("whole", self.whole_thunk)  # type: ignore[return-value]
 
+    @property
+    def label(self) -> str:
+        """The rule and whose it is: ``build1-op (Fig. 9)``, ``build1-cond-scalar (kit
+        extension of Fig. 9: …)``, ``sumOuter-contract (simplification: …)``."""
+        if self.kind == "simplification":
+            return f"{self.rule} (simplification: {self.note})"
+        if self.kind == "extension":
+            return f"{self.rule} (kit extension of {self.figure}: {self.note})"
+        return f"{self.rule} ({self.figure})"
+
     def __repr__(self) -> str:
-        return f"<BotStep {self.number}: {self.rule} ({self.figure})>"
+        return f"<BotStep {self.number}: {self.label}>"
 
     def __str__(self) -> str:
-        return f"{self.number}. {self.rule} ({self.figure})\n  {self.before}\n  ⟶ {self.after}"
+        return f"{self.number}. {self.label}\n  {self.before}\n  ⟶ {self.after}"
 
 
 # --------------------------------------------------------------------------------------
@@ -219,6 +245,7 @@ class Rewriter:
         return Rewrite(
             rule, "Fig. 10", requests,
             lambda rs: self.guard(ok, Op(op, tuple(rs)), shape),
+            _GUARD,
         )
 
     def guard(self, ok: Term, term: Term, shape: tuple[int, ...]) -> Term:
@@ -414,7 +441,10 @@ class Vectoriser(Rewriter):
                 term = Let(var, value, term)
             return term
 
-        return Rewrite(rule, figure, (*base, *(Vec(node) for node, _ in heavy_list)), assemble)
+        return Rewrite(
+            rule, figure, (*base, *(Vec(node) for node, _ in heavy_list)), assemble,
+            _HOIST if heavy_list else "",
+        )
 
     # -- Fig. 9: push build1 down -----------------------------------------------------
 
@@ -443,6 +473,7 @@ class Vectoriser(Rewriter):
                 return Rewrite(
                     "build1-cond-scalar", "Fig. 9", (Vec(c), Vec(a), Vec(b)),
                     lambda rs: Op("select", tuple(rs)),
+                    "a select for a scalar cond, an elementwise choice without fromList",
                 )
             case Cond(cond=c, if_true=a, if_false=b):
                 selector = Cond(c, int_const(0), int_const(1))
@@ -505,11 +536,13 @@ class Vectoriser(Rewriter):
                 return Rewrite(
                     "build1-argmin", "Fig. 9", (Vec(a),),
                     lambda rs: ArgMin(Transpose(_swap01(len(rs[0].shape)), rs[0])),
+                    _ARG,
                 )
             case ArgMax(array=a):
                 return Rewrite(
                     "build1-argmax", "Fig. 9", (Vec(a),),
                     lambda rs: ArgMax(Transpose(_swap01(len(rs[0].shape)), rs[0])),
+                    _ARG,
                 )
             case ArgSort(array=a):  # sort along the element's outer dimension, batch inside
                 return Rewrite(
@@ -518,13 +551,15 @@ class Vectoriser(Rewriter):
                         _swap01(len(rs[0].shape)),
                         ArgSort(Transpose(_swap01(len(rs[0].shape)), rs[0])),
                     ),
+                    _ARG,
                 )
             case Contract(spec=spec, left=a, right=b):
                 left, right, out = parse_contraction(spec)
                 z = next(c for c in _SPEC_LETTERS if c not in spec)
                 return Rewrite(
-                    "build1-contract", "§7.6", (Vec(a), Vec(b)),
+                    "build1-contract", "Fig. 9", (Vec(a), Vec(b)),
                     lambda rs: Contract(f"{z}{left},{z}{right}->{z}{out}", rs[0], rs[1]),
+                    _CONTRACT,
                 )
             case Share(array=a):
                 return Rewrite("build1-share", "§7.2", (Vec(a),), _same)
@@ -575,7 +610,7 @@ class Vectoriser(Rewriter):
                 inner = Op(op, tuple(Index(arg, ix) for arg in args))
                 guarded = self.guard(ix_.all_in_range(ix, a.shape), inner, inner.shape)
                 self._keep(inner, guarded)
-                return Rewrite("index-op", "Fig. 10", (Vec(guarded),), _same)
+                return Rewrite("index-op", "Fig. 10", (Vec(guarded),), _same, _GUARD)
             case Let(var=x, bound=bound, body=body):
                 return self.let_rule("index-let", x, bound, VecIndex(body, ix))
             case Cond(cond=c, if_true=p, if_false=q):
@@ -594,7 +629,7 @@ class Vectoriser(Rewriter):
                 node = ArgMin if isinstance(a, ArgMin) else ArgMax
                 pushed = node(Index(Transpose(_to_position(len(ix), len(b.shape)), b), ix))
                 self._keep(pushed)
-                return Rewrite("index-argmin", "Fig. 10", (Vec(pushed),), _same)
+                return Rewrite("index-argmin", "Fig. 10", (Vec(pushed),), _same, _ARG)
             case Transpose(perm=p, array=b):
                 pushed = self._index_transpose(p, b, ix)
                 return Rewrite("index-tr", "Fig. 10", (Vec(pushed),), _same)
@@ -770,6 +805,8 @@ class _Recorder:
                 lambda: rewriter.placeholder(request),
                 lambda: rewrite.assemble([rewriter.placeholder(r) for r in rewrite.requests]),
                 lambda: self.whole(number),
+                "extension" if rewrite.extension else "paper",
+                rewrite.extension,
             )
         )
 

@@ -26,7 +26,7 @@ already simplified parts and simplifies only the few nodes it creates.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import fields
 
 import numpy as np
@@ -71,9 +71,10 @@ from ..lang.terms import (
     rebuild,
     static_int_value,
     substitute_free,
+    transform,
 )
 from ..lang.trampoline import collector_paused
-from .bot import INDEX_NORMAL_FORMS, IndexPusher, Push
+from .bot import INDEX_NORMAL_FORMS, BotStep, IndexPusher, Push
 
 _FOLD_LIMIT = 64  # fold constants of at most this many elements (keeps terms readable)
 
@@ -100,18 +101,30 @@ class Simplifier:
         # second run (after let inlining, say) visits only the nodes it has not seen
         self.done: dict[int, Term] = {}
         self._alive: list[Term] = []  # keeps the ids in ``done`` unique
+        # told ``(node, node over simple children, its simple form)`` for each node of
+        # the outermost run that a rule rewrote (the steps of :func:`simplification_steps`)
+        self.on_rewrite: Callable[[Term, Term, Term], None] | None = None
+        self._depth = 0
 
     def run(self, roots: Sequence[Term]) -> list[Term]:
         done = self.done
-        for node in postorder(roots, lambda n: () if id(n) in done else children(n)):
-            if id(node) in done:
-                continue
-            self.rebuild(node, tuple(done[id(k)] for k in children(node)))
+        self._depth += 1
+        try:
+            for node in postorder(roots, lambda n: () if id(n) in done else children(n)):
+                if id(node) in done:
+                    continue
+                self.rebuild(node, tuple(done[id(k)] for k in children(node)))
+        finally:
+            self._depth -= 1
         return [done[id(r)] for r in roots]
 
     def rebuild(self, node: Term, kids: tuple[Term, ...]) -> Term:
         """``node`` over simple ``kids``, simplified (and remembered)."""
-        simple = self.canonical(self.mk(rebuild(node, kids)))
+        built = rebuild(node, kids)
+        made = self.mk(built)
+        simple = self.canonical(made)
+        if made is not built and self.on_rewrite is not None and self._depth == 1:
+            self.on_rewrite(node, built, simple)
         self.done[id(node)] = simple
         self.done.setdefault(id(simple), simple)
         self._alive += (node, simple)
@@ -617,3 +630,93 @@ def simplify(roots: Sequence[Term], supply: IdSupply) -> list[Term]:
     """Simplify a term DAG (see the module docstring for the rules)."""
     with collector_paused():
         return Simplifier(supply).run(roots)
+
+
+# --------------------------------------------------------------------------------------
+# The simplification as steps (after the bot's, for the BotStepper)
+# --------------------------------------------------------------------------------------
+
+
+def simplification_steps(
+    roots: Sequence[Term], supply: IdSupply, first: int = 1
+) -> tuple[list[Term], list[BotStep]]:
+    """:func:`simplify` on ``roots`` (the bot's result), with each node a rule rewrote as
+    a :class:`BotStep` of kind ``"simplification"`` numbered from ``first``: the node
+    before (over its simplified operands) and after, the rule's name and origin, and the
+    whole program after the step.  Not a rule of the paper: the cleanup of §5.1/§7.1."""
+    originals = tuple(roots)
+    simplifier = Simplifier(supply)
+    rewritten: dict[int, tuple[int, Term]] = {}  # id(original node) -> (step number, simple)
+    steps: list[BotStep] = []
+
+    def whole(upto: int) -> tuple[Term, ...]:
+        def rewrite(node: Term, kids: tuple[Term, ...]) -> Term:
+            done = rewritten.get(id(node))
+            return done[1] if done is not None and done[0] <= upto else rebuild(node, kids)
+
+        return tuple(transform(originals, rewrite))
+
+    def record(node: Term, before: Term, after: Term) -> None:
+        number = first + len(steps)
+        rewritten[id(node)] = (number, after)
+        rule, note = simplification_rule(before, after)
+        steps.append(
+            BotStep(
+                number, rule, "simplification", lambda: before, lambda: after,
+                lambda: whole(number), "simplification", note,
+            )
+        )
+
+    simplifier.on_rewrite = record
+    with collector_paused():
+        terms = simplifier.run(originals)
+    return terms, steps
+
+
+def simplification_rule(before: Term, after: Term) -> tuple[str, str]:
+    """The name and origin of the simplification that turned ``before`` into ``after``
+    (the rules of the module docstring), told apart by the constructs involved."""
+    match before:
+        case SumOuter(array=Replicate()):
+            return "sumOuter-replicate", "sumOuter (replicate n e) is e * n (horde-ad astSum)"
+        case SumOuter() if isinstance(after, Contract):
+            return "sumOuter-contract", (
+                "a sum of products is a contraction, dot or matmul; a kit extension, as "
+                "horde-ad's contractAst, book/rules.md §5.5"
+            )
+        case Contract():
+            return "contract-scale", "a contraction with a rank-0 operand is a scaling"
+        case Gather(array=Gather()) if isinstance(after, Gather):
+            return "gather-gather", "a gather of a gather fuses into one (horde-ad astGather)"
+        case Gather() if isinstance(after, Transpose):
+            return "gather-tr", "a gather that permutes dimensions is a tr"
+        case Gather() if isinstance(after, Replicate):
+            return "gather-replicate", "a gather ignoring a variable is a replicate"
+        case Gather() if not isinstance(after, Gather):
+            return "gather-identity", "a gather with the identity index is its array (§7.1)"
+        case Gather():
+            return "gather-index", "the gather's index function, simplified"
+        case Scatter():
+            return "scatter-bijection", "a scatter of a bijection is a gather of its inverse"
+        case Let():
+            return "dead-let", "a let whose variable is unused is dropped"
+        case Cond():
+            return "cond-constant", "a cond on a constant is its branch"
+        case Index() if isinstance(after, Const):
+            return "constant-fold", "indexing a constant, folded"
+        case Index():
+            return "index-push", "the index pushed down again (Fig. 10)"
+        case Transpose() | Reshape():
+            return "tr-reshape", "tr and reshape composed, identities dropped, constants folded"
+        case Op() if isinstance(after, Const):
+            return "constant-fold", "an operation on constants, folded"
+        case FromIntegral() | Floor():
+            return "constant-fold", "a cast of a constant, folded"
+        case Op(op="lt" | "le" | "gt" | "ge" | "eq" | "ne" | "and" | "or" | "not"):
+            return "bounds-decided", "a bounds check that the shapes decide (§5.2)"
+        case Op(op="select"):
+            return "select-decided", "a select on a known condition is its branch"
+        case Op() if before.dtype.is_float:
+            return "arithmetic", "a * 1, 1 * a, a / 1 are a; a * -1 is -a (exact in IEEE)"
+        case _:
+            return "index-arithmetic", "integer index arithmetic, normalised"

@@ -4,6 +4,8 @@
 ``BackpropStepper`` through the reverse pass of Fig. 17; ``ExplosionPlot`` plots Delta
 size and gradient time against n for the methods of §2, §4 and §6;
 ``PipelineExplorer`` shows every stage of a program in tabs, with an editable source.
+Drawings fit the output area with a zoom control (:mod:`dualarr_widgets.view`), and
+actions that take time disable their button and show a progress bar.
 """
 
 from __future__ import annotations

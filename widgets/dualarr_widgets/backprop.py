@@ -1,14 +1,19 @@
 """``BackpropStepper``: the reverse pass of Fig. 17, one Share node at a time.
 
-Each step shows which Share id is evaluated (largest first, each exactly once), the
-Delta DAG with that node highlighted, and the ``accum`` (by Share id, decreasing) and
-``grad`` (by input) maps after the step.  State lives in traitlets (``step``,
-``total``) and output is written with ``append_stdout``/``append_display_data``, so
-the widget works, and is tested, without a kernel.
+Each step says "step k of n" once and which Share id it evaluates (largest first, each
+exactly once), and draws the Delta DAG with each node's cotangent so far, that Share
+node highlighted (gold), the cotangent flowing into it as a note, the Shares whose
+accumulated cotangent the step changed in blue and the inputs whose gradient it changed
+in green; beside the drawing,
+the ``accum`` (by Share id, decreasing) and ``grad`` (by input) maps after the step.
+State lives in traitlets (``step``, ``total``, ``highlighted_id``) and output is written
+with ``append_stdout``, so the widget works, and is tested, without a kernel.
 """
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -20,22 +25,43 @@ from dualarr.ad import delta as dl
 from dualarr.ad.reverse import ReverseStep, reverse_steps
 from dualarr.api import dual_run, vectorised_program
 from dualarr.interp.evaluate import NumpyAlgebra
-from dualarr.show.drawing import delta_graph
+from dualarr.show.drawing import Drawing, delta_graph, reverse_cotangents
+
+from .snapshot import StaticSnapshot
+from .view import DrawingView, beside
 
 __all__ = ["BackpropStepper"]
 
 
-def _show(value: Any) -> str:
+def _show(value: Any, limit: int = 70) -> str:
     text = np.array2string(np.asarray(value), precision=4, separator=", ")
-    return text if len(text) <= 70 else text[:69] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class BackpropStepper(widgets.VBox):  # type: ignore[misc]
+def _same(a: Any, b: Any) -> bool:
+    return a is b or bool(np.array_equal(np.asarray(a), np.asarray(b)))
+
+
+_NODE = re.compile(r"^\s*(\w+) \[")
+
+
+def _node_keys(root: dl.Delta, drawing: Drawing) -> dict[int, str] | None:
+    """The DOT name of each node of ``delta_graph(root)`` (by ``id``), as that function
+    names them (``d<k>`` in postorder); ``None`` when the drawing names them otherwise."""
+    keys = {id(d): f"d{k}" for k, d in enumerate(dl.delta_postorder([root]))}
+    declared = {m.group(1) for line in drawing.body if (m := _NODE.match(line))}
+    declared -= {"graph", "node", "edge"}  # default attribute statements
+    return keys if declared == set(keys.values()) else None
+
+
+class BackpropStepper(StaticSnapshot, widgets.VBox):  # type: ignore[misc]
     """Step through the reverse pass of ``f``'s Delta at ``arrays`` (or of a given
     ``delta`` with a ``cotangent``): ``next()``/``prev()`` or the buttons."""
 
     step = traitlets.Int(0).tag(sync=True)
     total = traitlets.Int(0).tag(sync=True)
+    # the id of the Share node the step evaluates (the seed step: the root's, -1 if none)
+    highlighted_id = traitlets.Int(-1).tag(sync=True)
 
     def __init__(
         self,
@@ -55,20 +81,27 @@ class BackpropStepper(widgets.VBox):  # type: ignore[misc]
             names = names or {k: program.inputs[k].hint for k in floats}
         self.delta = delta
         self.input_names = names or {}
-        seed = np.ones(delta.shape) if cotangent is None else np.asarray(cotangent)
-        self.steps: list[ReverseStep] = list(reverse_steps(NumpyAlgebra(), delta, seed))
+        self.seed = np.ones(delta.shape) if cotangent is None else np.asarray(cotangent)
+        self.steps: list[ReverseStep] = list(reverse_steps(NumpyAlgebra(), delta, self.seed))
+        self.shares = {
+            d.id: d for d in dl.delta_postorder([delta]) if isinstance(d, dl.Share)
+        }
         self.previous_button = widgets.Button(description="◀ prev")
         self.next_button = widgets.Button(description="next ▶")
-        self.heading = widgets.HTML()
+        self.heading = widgets.HTML(layout=widgets.Layout(flex="1 1 20em", min_width="0"))
         self.output = widgets.Output()
+        self.view = DrawingView(max_height="560px")
         self.previous_button.on_click(lambda _: self.prev())
         self.next_button.on_click(lambda _: self.next())
-        super().__init__(
-            children=[
-                widgets.HBox([self.previous_button, self.next_button, self.heading]),
-                self.output,
-            ]
+        controls = widgets.HBox(
+            [self.previous_button, self.next_button, self.heading],
+            layout=widgets.Layout(flex_flow="row wrap", align_items="center", width="100%"),
         )
+        super().__init__(
+            children=[controls, beside(self.output, self.view, "30em")],
+            layout=widgets.Layout(width="100%", min_width="0"),
+        )
+        self.add_class("dualarr-backprop-stepper")
         self.total = len(self.steps)
         self.observe(self._render, names="step")
         self._render()
@@ -82,6 +115,25 @@ class BackpropStepper(widgets.VBox):  # type: ignore[misc]
     def current(self) -> ReverseStep:
         return self.steps[self.step]
 
+    @property
+    def highlighted(self) -> dl.Delta:
+        """The node the step names: the Share it evaluates (not that Share's Delta, which
+        the cotangent then flows into); in the seed step, the root."""
+        s = self.current
+        return self.delta if s.share_id is None else self.shares[s.share_id]
+
+    @property
+    def cotangent(self) -> Any:
+        """The cotangent flowing in this step: the seed, then the accumulated cotangent
+        of the evaluated Share (Fig. 17: ``accum[id]``, taken before the step)."""
+        s = self.current
+        if s.share_id is None:
+            return self.seed
+        return self.steps[self.step - 1].accum[s.share_id]
+
+    def __repr__(self) -> str:
+        return f"<BackpropStepper: step {self.step + 1} of {self.total}>"
+
     def next(self) -> None:
         if self.step < self.total - 1:
             self.step += 1
@@ -90,14 +142,20 @@ class BackpropStepper(widgets.VBox):  # type: ignore[misc]
         if self.step > 0:
             self.step -= 1
 
-    def describe(self) -> str:
-        """The current step as text: what was evaluated, then ``accum`` and ``grad``."""
+    def what(self) -> str:
+        """What the current step does, in one line (without its number)."""
+        c = _show(self.cotangent, 40)
+        if self.current.share_id is None:
+            return f"seed: the cotangent c = {c} goes into the root (evalD c0 d, Fig. 17)"
+        return (
+            f"evaluate Share {self.current.share_id}: its accumulated cotangent c = {c} "
+            "flows into its Delta (Fig. 17)"
+        )
+
+    def state(self) -> str:
+        """``accum`` and ``grad`` after the current step, as text."""
         s = self.current
-        if s.share_id is None:
-            what = "seed: the cotangent goes into the root (evalD c0 d)"
-        else:
-            what = f"evaluate Share {s.share_id}: its accumulated cotangent goes into its Delta"
-        lines = [f"step {s.number + 1}/{self.total}: {what}", "accum (pending Shares):"]
+        lines = ["accum (pending Shares):"]
         lines += [f"  s{i} = {_show(v)}" for i, v in sorted(s.accum.items(), reverse=True)]
         lines += ["  (empty)"] if not s.accum else []
         lines.append("grad:")
@@ -106,10 +164,52 @@ class BackpropStepper(widgets.VBox):  # type: ignore[misc]
         lines += ["  (empty)"] if not s.grad else []
         return "\n".join(lines)
 
+    def describe(self) -> str:
+        """The current step as text: "step k of n", what it evaluates, ``accum``, ``grad``."""
+        return f"step {self.step + 1} of {self.total}: {self.what()}\n{self.state()}"
+
+    def drawing(self) -> Drawing:
+        """The Delta DAG for the current step, each node with the cotangent the reverse
+        pass has given it so far: the named Share gold, a note with the cotangent
+        flowing into it, the Shares whose ``accum`` the step changed blue and the inputs
+        whose ``grad`` it changed green."""
+        s = self.current
+        target = self.highlighted
+        cotangents, _ = reverse_cotangents(self.delta, self.steps[: self.step + 1], self.seed)
+        drawing = delta_graph(
+            self.delta, f"backprop{s.number}", highlight=target, cotangents=cotangents,
+            input_names=self.input_names,
+        )
+        keys = _node_keys(self.delta, drawing)
+        if keys is None:
+            return drawing
+        before = self.steps[self.step - 1] if self.step else None
+        old_accum = before.accum if before is not None else {}
+        old_grad = before.grad if before is not None else {}
+        for i, c in s.accum.items():
+            if i not in old_accum or not _same(c, old_accum[i]):
+                drawing.node(keys[id(self.shares[i])], style="filled", fillcolor="lightblue")
+        changed = {
+            k for k, g in s.grad.items() if k not in old_grad or not _same(g, old_grad[k])
+        }
+        for d in dl.delta_postorder([self.delta]):
+            if isinstance(d, dl.Input) and d.index in changed:
+                drawing.node(keys[id(d)], style="filled", fillcolor="palegreen")
+        drawing.node(
+            "cotangent", f"c = {_show(self.cotangent, 28)}", shape="note", style="filled",
+            fillcolor="lightblue", color="blue",
+        )
+        drawing.edge("cotangent", keys[id(target)], color="blue", style="dashed", penwidth="2")
+        return drawing
+
     def _render(self, change: Any = None) -> None:
-        self.heading.value = f"<b>step {self.step + 1} of {self.total}</b>"
+        target = self.highlighted
+        self.highlighted_id = target.id if isinstance(target, dl.Share) else -1
+        self.heading.value = (
+            f"<b>step {self.step + 1} of {self.total}</b>: {html.escape(self.what())}"
+        )
         self.previous_button.disabled = self.step == 0
         self.next_button.disabled = self.step == self.total - 1
         self.output.outputs = ()
-        self.output.append_stdout(self.describe() + "\n")
-        self.output.append_display_data(delta_graph(self.delta, highlight=self.current.node))
+        self.output.append_stdout(self.state() + "\n")
+        self.view.show(self.drawing())

@@ -34,10 +34,15 @@ from dualarr.lang.errors import DualarrError
 from dualarr.pipeline import Pipeline
 
 from .botstepper import BotStepper
+from .snapshot import StaticSnapshot
+from .view import DrawingView, Progress, beside, busy, collapsed
 
 __all__ = ["PipelineExplorer", "SourceError"]
 
 TABS = ("source", "vectorised", "forward", "delta", "shared", "gradient", "python", "check")
+DRAWN = ("source", "forward", "delta", "shared", "gradient")  # text beside a drawing
+# (the vectorised tab draws with its BotStepper)
+_STEPS = 1 + 7 + len(DRAWN) + 1  # progress: trace and bot, each stage, each drawing, check
 SOURCE_FILE = "<PipelineExplorer>"  # the file name the edited source is compiled under
 
 
@@ -157,7 +162,7 @@ def describe(err: BaseException, origin: Origin) -> SourceError:
     return SourceError(type(err).__name__, message, line, origin.text(line))
 
 
-class PipelineExplorer(widgets.VBox):  # type: ignore[misc]
+class PipelineExplorer(StaticSnapshot, widgets.VBox):  # type: ignore[misc]
     """All stages of ``f`` traced on ``arrays``, with an editable source.
 
     ``error`` is the last failure of the source as text ("" after a good run);
@@ -171,6 +176,7 @@ class PipelineExplorer(widgets.VBox):  # type: ignore[misc]
     error_message = traitlets.Unicode("").tag(sync=True)
     error_line = traitlets.Int(0).tag(sync=True)
     error_source = traitlets.Unicode("").tag(sync=True)
+    busy = traitlets.Bool(False).tag(sync=True)  # a run is under way (the button is disabled)
 
     def __init__(self, f: Callable[..., Any], *arrays: Any, code: str | None = None) -> None:
         self.arrays = arrays
@@ -181,28 +187,51 @@ class PipelineExplorer(widgets.VBox):  # type: ignore[misc]
         self.editor = widgets.Textarea(
             value=source, layout=widgets.Layout(width="100%", height="8em")
         )
-        self.run_button = widgets.Button(description="run")
-        self.message = widgets.HTML()
-        self.outputs = {name: widgets.Output() for name in TABS}
-        self.bot_box = widgets.VBox([self.outputs["vectorised"]])
-        pages = [self.bot_box if n == "vectorised" else self.outputs[n] for n in TABS]
-        self.tabs = widgets.Tab(children=pages, titles=list(TABS))
-        self.run_button.on_click(lambda _: self.run())
-        super().__init__(
-            children=[self.editor, widgets.HBox([self.run_button, self.message]), self.tabs]
+        self.run_button = widgets.Button(
+            description="run", tooltip="trace the code above and show every stage"
         )
+        self.progress = Progress()
+        self.message = widgets.HTML(layout=widgets.Layout(flex="1 1 auto", min_width="0"))
+        self.outputs = {name: widgets.Output() for name in TABS}
+        self.views = {name: DrawingView(max_height="380px") for name in DRAWN}
+        self.bot_box = widgets.VBox([collapsed(self.outputs["vectorised"], "7em")])
+        pages = {name: beside(self.outputs[name], self.views[name], "14em") for name in DRAWN}
+        pages["vectorised"] = self.bot_box
+        pages.update({n: collapsed(self.outputs[n], "36em") for n in ("python", "check")})
+        self.tabs = widgets.Tab(children=[pages[n] for n in TABS], titles=list(TABS))
+        self.run_button.on_click(lambda _: self.run())
+        controls = widgets.HBox(
+            [self.run_button, self.progress, self.message],
+            layout=widgets.Layout(align_items="center", width="100%"),
+        )
+        super().__init__(
+            children=[self.editor, controls, self.tabs],
+            layout=widgets.Layout(width="100%", min_width="0"),
+        )
+        self.add_class("dualarr-pipeline-explorer")
         self.code = source
         if code is None and first:  # the editor shows f's own lines, from line ``first``
             origin = Origin(inspect.getfile(f), first, tuple(source.splitlines()))
         else:  # the editor does not show f's own lines: no line of it can be named
             origin = Origin(SOURCE_FILE, 1, ())
-        self._show(f, origin)
+        with busy(self, [self.run_button], self.progress, _STEPS, "tracing"):
+            self._show(f, origin)
+
+    def __repr__(self) -> str:
+        name = getattr(self.function, "__name__", "function")
+        state = f"error: {self.error_type}" if self.error else f"{len(TABS)} stages"
+        return f"<PipelineExplorer {name}: {state}>"
 
     # -- running -------------------------------------------------------------------
 
     def run(self) -> None:
         """Execute the text area's code and show the stages of the function it defines
-        (the first ``def``; ``da`` and ``np`` are in scope)."""
+        (the first ``def``; ``da`` and ``np`` are in scope).  While it runs the *run*
+        button is disabled and a progress bar names the stage being computed."""
+        with busy(self, [self.run_button], self.progress, _STEPS, "tracing"):
+            self._run()
+
+    def _run(self) -> None:
         self.code = self.editor.value
         origin = Origin(SOURCE_FILE, 1, tuple(self.code.splitlines()))
         try:
@@ -229,13 +258,19 @@ class PipelineExplorer(widgets.VBox):  # type: ignore[misc]
         for out in self.outputs.values():
             out.outputs = ()
             out.append_stdout(f"(cleared: the edited source failed)\n{report}\n")
+        for view in self.views.values():
+            view.show(None)
         self.bot_box.children = (self.outputs["vectorised"],)
 
     def _show(self, f: Callable[..., Any], origin: Origin) -> None:
+        step = self.progress.advance
         try:
             p = da.pipeline(f, *self.arrays)
             names = [name for name in p.stages if name != "bot_steps"]
-            shown = {name: getattr(p, name) for name in names}
+            shown = {}
+            for name in names:
+                step(f"computing the {name} stage")
+                shown[name] = getattr(p, name)
         except Exception as err:  # any failure of the user's program, not only dualarr's
             self._fail(describe(err, origin))
             return
@@ -245,6 +280,8 @@ class PipelineExplorer(widgets.VBox):  # type: ignore[misc]
         self.message.value = f"<b>{p.source.name}</b> {html.escape(p.source.signature())}"
         for out in self.outputs.values():
             out.outputs = ()
+        for view in self.views.values():
+            view.show(None)
         for name in ("source", "vectorised", "forward", "delta", "shared", "gradient"):
             out = self.outputs[name]
             if name not in shown:
@@ -252,15 +289,20 @@ class PipelineExplorer(widgets.VBox):  # type: ignore[misc]
                 continue
             stage = shown[name]
             out.append_stdout(str(stage).rstrip("\n") + "\n")
+            if name == "vectorised":  # drawn step by step by the BotStepper below
+                continue
+            step(f"drawing the {name} stage")
             if name == "source" and stage.numpy_calls:  # NumPy code: each call's lowering
                 listing = stage.numpy_source()
                 out.append_stdout(f"\nas written with dualarr.numpy:\n{listing}\n")
-                out.append_display_data(stage.numpy_graph())  # a box per call
+                self.views[name].show(stage.numpy_graph())  # a box per call
                 continue
-            out.append_display_data(stage.graph())
-        self.bot_box.children = (self.outputs["vectorised"], BotStepper(stages=p))
+            self.views[name].show(stage.graph())
+        stepper = BotStepper(stages=p, max_height="360px")
+        self.bot_box.children = (self.outputs["vectorised"], stepper)
         if "python" in shown:
             self.outputs["python"].append_stdout(shown["python"])
+            step("checking the gradient (check_grad)")
             self._check(f, origin)
         else:
             self.outputs["python"].append_stdout("(no gradient program: one float output needed)\n")

@@ -408,8 +408,8 @@ def _bot_hints(which: str, message: str) -> list[str]:
             ]
         if "permutation" in message:
             return [
-                "Hint: a permutation lists every dimension of vec(e.array): for rank r it is "
-                "(1, 0, 2, …, r - 1)."
+                "Hint: a permutation lists every dimension of vec(e.array) once, so for rank "
+                "r it has r entries. Which two dimensions change places, and which stay?"
             ]
         if "has type" in message:
             return [

@@ -18,9 +18,11 @@ from .feedback import (
     Feedback,
     _arr,
     _close,
+    _delta_arithmetic_hints,
     _describe_error,
     _fail,
     _is_delta,
+    _misbuilt_delta,
     _mismatches,
     _not_implemented,
     _num,
@@ -111,20 +113,22 @@ def _delta_hints(
             p = next(p for p in bad if not np.isfinite(got[p]))
             reason = {
                 "softplus": "exp(x) overflows to inf for large x, and inf / inf is nan. "
-                "Write the factor so that it never overflows: 1 / (1 + exp(-x)) does not, "
-                "and neither does exp(x - y) with the output y that your rule is given.",
+                "Rewrite the factor so that no intermediate value overflows: divide its "
+                "numerator and denominator by the same large quantity, or use the output "
+                "y = log(1 + exp(x)) that your rule is given.",
                 "cube": "is there a division by x? At x = 0 it gives nan. Write the factor "
                 "without dividing.",
-                "hypot": "a * a overflows for a = 1e200 (and 0 / 0 is nan). Divide by the "
-                "output y = hypot(a, b), which your rule is given, instead of recomputing it.",
+                "hypot": "a * a overflows for a = 1e200 (and 0 / 0 is nan). Do not recompute "
+                "sqrt(a ** 2 + b ** 2): your rule is given the output y = hypot(a, b), "
+                "computed without overflow.",
             }[op.name]
             return [f"Hint: at {_point(op, xs, p)} your derivative is {_num(got[p])}: {reason}"]
         huge = all(max(abs(float(x[p])) for x in xs) > 1e100 for p in bad)
         if op.name == "hypot" and huge:
             return [
-                "Hint: only the point a = b = 1e200 is wrong: a * a overflows to inf there, so "
-                "a / sqrt(a * a + b * b) is 0. Divide by the output y = hypot(a, b), which your "
-                "rule is given, instead of recomputing it."
+                "Hint: only the point a = b = 1e200 is wrong: a * a overflows to inf there. "
+                "Do not recompute sqrt(a ** 2 + b ** 2): your rule is given the output "
+                "y = hypot(a, b), computed without overflow."
             ]
         if near(got, 0.0):
             return [
@@ -196,13 +200,20 @@ def check_delta_rule(op: str, rule: Callable[..., Any]) -> Feedback:
     except NotImplementedError:
         return _not_implemented(title, "your Delta rule")
     except Exception as err:
-        return _fail(title, f"your rule raised {_describe_error(err)}")
+        return _fail(
+            title, f"your rule raised {_describe_error(err)}", *_delta_arithmetic_hints(err)
+        )
     if not _is_delta(d):
         return _fail(
             title,
             f"your rule returned a {type(d).__name__}, not a Delta",
             "Hint: the rule returns the Delta of the output, built from the Deltas it is "
             "given, e.g. dl.Scale(factor, dx) (Fig. 14); the factor is a primal array.",
+        )
+    misbuilt = _misbuilt_delta(d)
+    if misbuilt is not None:
+        return _fail(
+            title, "your Delta holds a value that is not a Delta where a Delta belongs", misbuilt
         )
     if tuple(d.shape) != (m,):
         return _fail(
@@ -284,7 +295,11 @@ def _composition_check(spec: _DeltaOp, rule: Callable[..., Any], title: str) -> 
             out = alg.sum_outer(alg.dual(y, d))
             g = np.asarray(reverse(NumpyAlgebra(), out.delta, np.ones(())).get(0, 0.0))
     except Exception as err:
-        return _fail(title, f"inside a program, your rule raised {_describe_error(err)}")
+        return _fail(
+            title,
+            f"inside a program, your rule raised {_describe_error(err)}",
+            *_delta_arithmetic_hints(err),
+        )
     h = 1e-6
     expected = np.array(
         [(primal(x0 + h * e) - primal(x0 - h * e)) / (2 * h) for e in np.eye(4)]

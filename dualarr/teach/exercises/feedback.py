@@ -167,7 +167,64 @@ def _short(term: Term, limit: int = 160) -> str:
 
 
 _DELTA_TYPES: tuple[type, ...] = dl.Delta.__args__
+_DELTA_NAMES = frozenset(t.__name__ for t in _DELTA_TYPES)
 
 
 def _is_delta(value: object) -> TypeGuard[dl.Delta]:
     return isinstance(value, _DELTA_TYPES)
+
+
+def _delta_arithmetic_hints(err: BaseException) -> list[str]:
+    """Hints for student code that computes with Delta nodes as if they were numbers
+    (``2.0 * dx``, ``d1 + d2``): a Delta is a term built with the constructors of
+    Fig. 14 (``dl.Scale``, ``dl.Add``), which the hints name without giving the rule."""
+    if not isinstance(err, TypeError):
+        return []
+    text = str(err)
+    if not any(f"'{name}'" in text for name in _DELTA_NAMES):
+        return []
+    if any(f"for {op}" in text for op in ("*", "/", "@", "**")) or "unary -" in text:
+        return [
+            "Hint: a Delta is a term, not a number: arithmetic such as `2.0 * dx` or `-dx` "
+            "is not defined on it. Scaling a Delta by a primal factor is the Delta "
+            "constructor dl.Scale(factor, dx) (Fig. 14); the factor is a number or an "
+            "array of the Delta's shape."
+        ]
+    if any(f"for {op}" in text for op in ("+", "-")):
+        return [
+            "Hint: Deltas are not added with `+`: the Delta of a sum is the constructor "
+            "dl.Add(d1, d2) (Fig. 14). A difference is a sum with one Delta scaled by -1."
+        ]
+    return ["Hint: build Deltas with the constructors of Fig. 14 (dl.Scale, dl.Add, …)."]
+
+
+def _misbuilt_delta(d: dl.Delta) -> str | None:
+    """What is wrong when a Delta node holds something that is not a Delta where a
+    Delta belongs (``dl.Scale(dx, factor)``, ``dl.Add(d, 0.0)``): a hint, else ``None``."""
+    stack: list[object] = [d]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or not _is_delta(node):
+            continue
+        seen.add(id(node))
+        if isinstance(node, dl.Scale) and not _is_delta(node.delta):
+            if _is_delta(node.factor):
+                return (
+                    "Hint: dl.Scale takes the primal factor first and the Delta second "
+                    "(Scale(factor, delta), Fig. 14); yours has them the other way round."
+                )
+            return (
+                f"Hint: the second argument of dl.Scale must be a Delta, not a "
+                f"{type(node.delta).__name__}."
+            )
+        if isinstance(node, dl.Add):
+            wrong = [k for k in (node.left, node.right) if not _is_delta(k)]
+            if wrong:
+                return (
+                    f"Hint: dl.Add adds two Deltas; one of yours is a "
+                    f"{type(wrong[0]).__name__}. A primal value enters a Delta only as the "
+                    "factor of a dl.Scale (Fig. 14)."
+                )
+        stack.extend(dl.delta_children(node))
+    return None

@@ -88,7 +88,10 @@ def check_diffs(diffs: Callable[[Tensor], Tensor]) -> Feedback:
             first = bad[0]
             hint = "Hint: out[i] = x[f(i)] for a gather with index function f (§3.3)."
             if _close(got, -expected):
-                hint = "Hint: every element has the wrong sign: it is x[i + 1] - x[i]."
+                hint = (
+                    "Hint: every element has the wrong sign: diffs subtracts each element "
+                    "from the one after it, as np.diff does."
+                )
             elif [p[0] for p in bad] == [n - 2] and got[n - 2] == -x[n - 2]:
                 hint = (
                     "Hint: only the last element is wrong, and it is -x[n - 2]: x[i + 1] "

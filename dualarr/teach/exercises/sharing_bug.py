@@ -16,6 +16,7 @@ from ...lang.errors import DualarrError
 from .feedback import (
     F64,
     Feedback,
+    _delta_arithmetic_hints,
     _describe_error,
     _fail,
     _is_delta,
@@ -142,6 +143,7 @@ def check_sharing(num: Callable[[float, dl.Delta], Any]) -> Feedback:
                 return _not_implemented("the dual-number class", "your code")
             except Exception as err:
                 problem = f"{case.name}: running it raised {_describe_error(err)}"
+                hints.extend(_delta_arithmetic_hints(err))
                 break
             if not _is_delta(delta):
                 problem = (

@@ -586,6 +586,32 @@ def test_drawing_view_fits_by_default_and_zooms() -> None:
     assert view.image.value == "" and view.zoom_buttons.layout.display == "none"
 
 
+def test_a_drawing_too_tall_to_fit_readably_starts_at_fit_width() -> None:
+    """``fit`` never shrinks a drawing below READABLE_SCALE unless the learner asks."""
+    from dualarr.show.drawing import term_graph
+    from dualarr_widgets.view import _HEIGHT, READABLE_SCALE, DrawingView, _natural_size
+
+    def chain(n: int) -> Any:
+        def f(x: Any) -> Any:
+            for _ in range(n):
+                x = da.sin(x)
+            return x
+
+        return term_graph(list(da.trace(f, np.arange(3.0)).outputs))
+
+    view = DrawingView(chain(2), max_height="400px")
+    assert view.zoom == "fit"
+    view.show(chain(40))
+    height = _natural_size(view.svg, _HEIGHT)
+    assert height * READABLE_SCALE > 400 and view.zoom == "fit width"
+    view.show(chain(2))
+    assert view.zoom == "fit"
+    view.show(chain(40))
+    view.zoom_buttons.value = "fit"  # the learner's choice is kept for later drawings
+    view.show(chain(41))
+    assert view.zoom == "fit" and view.chosen
+
+
 def test_widgets_have_a_short_repr() -> None:
     from dualarr_widgets import BotStepper, ExplosionPlot, PipelineExplorer
 

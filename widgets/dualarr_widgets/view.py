@@ -25,23 +25,33 @@ import traitlets
 
 from dualarr.show.drawing import DOT_HINT
 
-__all__ = ["ZOOMS", "DrawingView", "Progress", "beside", "busy", "collapsed"]
+__all__ = ["READABLE_SCALE", "ZOOMS", "DrawingView", "Progress", "beside", "busy", "collapsed"]
 
 ZOOMS = ("fit", "fit width", "100%", "150%", "200%")
 """The zoom levels: ``fit`` scales the drawing down to its box (all of it on screen),
 ``fit width`` to the box's width (a tall drawing scrolls up and down); the others are
 its natural size times a factor, panned by scrolling."""
 
+READABLE_SCALE = 0.5
+"""``fit`` never shrinks a drawing's height below this factor: a drawing that would need
+more (a long chain of Shares) starts at ``fit width`` instead, so its 11-pt labels stay
+readable and it scrolls up and down; the learner can still pick ``fit``."""
+
 _WIDTH = re.compile(r"<svg\b[^>]*?\swidth=\"([0-9.]+)(pt|px)?\"")
+_HEIGHT = re.compile(r"<svg\b[^>]*?\sheight=\"([0-9.]+)(pt|px)?\"")
 
 
-def _natural_width(svg: str) -> float:
-    """The SVG's width in CSS pixels (Graphviz writes points: 1 pt = 4/3 px)."""
-    found = _WIDTH.search(svg)
+def _natural_size(svg: str, pattern: re.Pattern[str]) -> float:
+    """The SVG's width or height in CSS pixels (Graphviz writes points: 1 pt = 4/3 px)."""
+    found = pattern.search(svg)
     if found is None:
         return 0.0
     value = float(found.group(1))
     return value * 4 / 3 if found.group(2) in (None, "pt") else value
+
+
+def _natural_width(svg: str) -> float:
+    return _natural_size(svg, _WIDTH)
 
 
 class DrawingView(widgets.VBox):  # type: ignore[misc]
@@ -72,6 +82,9 @@ class DrawingView(widgets.VBox):  # type: ignore[misc]
         )
         self.add_class("dualarr-drawing-view")
         traitlets.link((self.zoom_buttons, "value"), (self, "zoom"))
+        self.chosen = False  # the learner picked a zoom: keep it for later drawings
+        self._choosing = False
+        self.zoom_buttons.observe(self._picked, names="value")
         self.observe(self._render, names=["zoom", "svg", "text"])
         self.show(drawing)
 
@@ -85,7 +98,24 @@ class DrawingView(widgets.VBox):  # type: ignore[misc]
                 text = f"{drawing.source}\n{DOT_HINT}"
         with self.hold_trait_notifications():
             self.svg, self.text = svg, text
+        if not self.chosen:
+            self._choosing = True
+            try:
+                self.zoom = "fit width" if self._too_tall_to_fit() else "fit"
+            finally:
+                self._choosing = False
         self._render()
+
+    def _picked(self, change: Any) -> None:
+        if not self._choosing:
+            self.chosen = True
+
+    def _too_tall_to_fit(self) -> bool:
+        """Whether ``fit`` would shrink the drawing below :data:`READABLE_SCALE`."""
+        height = _natural_size(self.svg, _HEIGHT)
+        limit = float(self.max_height.removesuffix("px")) if self.max_height.endswith(
+            "px") else 0.0
+        return limit > 0 and height * READABLE_SCALE > limit
 
     @property
     def width(self) -> float:

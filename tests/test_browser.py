@@ -29,6 +29,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -191,58 +192,67 @@ def _visible_panel(explorer: Any) -> Any:
     return explorer.locator(":scope > .widget-tab-contents > .lm-Widget:not(.lm-mod-hidden)")
 
 
-def test_pipeline_explorer_in_jupyterlab(lab: tuple[str, str]) -> None:
-    from playwright.sync_api import expect, sync_playwright
+@contextmanager
+def _notebook_page(lab: tuple[str, str], notebook: str) -> Iterator[Any]:
+    """A 1400 x 1000 Chromium page on ``notebook`` in JupyterLab, all its cells run."""
+    from playwright.sync_api import sync_playwright
 
     base, token = lab
-    shots = _screenshots()
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            _open(page, base, token, NOTEBOOK)
-            explorer = page.locator(".widget-tab").first
-            explorer.wait_for(state="attached", timeout=120_000)
-            explorer.scroll_into_view_if_needed()
-            tab_titles = explorer.locator(".lm-TabBar-tab")
-            expect(tab_titles).to_have_count(len(TABS), timeout=60_000)
-            page.screenshot(path=str(shots / "00-explorer.png"))
-
-            for k, name in enumerate(TABS):
-                explorer.locator(".lm-TabBar-tab", has_text=name).first.click()
-                panel = _visible_panel(explorer)
-                expect(panel).to_have_count(1)
-                outputs = panel.locator(".jp-OutputArea-output")
-                expect(outputs.first).to_be_visible(timeout=30_000)
-                assert panel.inner_text().strip(), f"the {name} tab is empty"
-                if name in DRAWN:
-                    svg = panel.locator('img[src^="data:image/svg+xml"]').first
-                    expect(svg).to_be_visible(timeout=30_000)
-                if name == "source":
-                    expect(panel).to_contain_text("build1 5")
-                if name == "vectorised":
-                    expect(panel).to_contain_text("gather")
-                if name == "python":
-                    expect(panel).to_contain_text("def grad_")
-                if name == "check":
-                    expect(panel).to_contain_text("SymPy", timeout=30_000)
-                    assert "FAIL" not in panel.inner_text()
-                panel.scroll_into_view_if_needed()
-                page.screenshot(path=str(shots / f"{k + 1:02d}-{name}.png"))
-
-            # The bot stepper, in the vectorised tab: its rule name, then the next rule.
-            explorer.locator(".lm-TabBar-tab", has_text="vectorised").first.click()
-            panel = _visible_panel(explorer)
-            expect(panel).to_contain_text("1. build1-op")
-            expect(panel).to_contain_text("Fig. 9")
-            panel.get_by_role("button", name="next ▶").click()
-            expect(panel).to_contain_text("2. build1-index", timeout=30_000)
-            expect(panel).to_contain_text("Fig. 11")
-            expect(panel.locator('img[src^="data:image/svg+xml"]').first).to_be_visible()
-            panel.scroll_into_view_if_needed()
-            page.screenshot(path=str(shots / "10-bot-stepper-step-2.png"))
+            _open(page, base, token, notebook)
+            yield page
         finally:
             browser.close()
+
+
+def test_pipeline_explorer_in_jupyterlab(lab: tuple[str, str]) -> None:
+    from playwright.sync_api import expect
+
+    shots = _screenshots()
+    with _notebook_page(lab, NOTEBOOK) as page:
+        explorer = page.locator(".widget-tab").first
+        explorer.wait_for(state="attached", timeout=120_000)
+        explorer.scroll_into_view_if_needed()
+        tab_titles = explorer.locator(".lm-TabBar-tab")
+        expect(tab_titles).to_have_count(len(TABS), timeout=60_000)
+        page.screenshot(path=str(shots / "00-explorer.png"))
+
+        for k, name in enumerate(TABS):
+            explorer.locator(".lm-TabBar-tab", has_text=name).first.click()
+            panel = _visible_panel(explorer)
+            expect(panel).to_have_count(1)
+            outputs = panel.locator(".jp-OutputArea-output")
+            expect(outputs.first).to_be_visible(timeout=30_000)
+            assert panel.inner_text().strip(), f"the {name} tab is empty"
+            if name in DRAWN:
+                svg = panel.locator('img[src^="data:image/svg+xml"]').first
+                expect(svg).to_be_visible(timeout=30_000)
+            if name == "source":
+                expect(panel).to_contain_text("build1 5")
+            if name == "vectorised":
+                expect(panel).to_contain_text("gather")
+            if name == "python":
+                expect(panel).to_contain_text("def grad_")
+            if name == "check":
+                expect(panel).to_contain_text("SymPy", timeout=30_000)
+                assert "FAIL" not in panel.inner_text()
+            panel.scroll_into_view_if_needed()
+            page.screenshot(path=str(shots / f"{k + 1:02d}-{name}.png"))
+
+        # The bot stepper, in the vectorised tab: its rule name, then the next rule.
+        explorer.locator(".lm-TabBar-tab", has_text="vectorised").first.click()
+        panel = _visible_panel(explorer)
+        expect(panel).to_contain_text("1. build1-op")
+        expect(panel).to_contain_text("Fig. 9")
+        panel.get_by_role("button", name="next ▶").click()
+        expect(panel).to_contain_text("2. build1-index", timeout=30_000)
+        expect(panel).to_contain_text("Fig. 11")
+        expect(panel.locator('img[src^="data:image/svg+xml"]').first).to_be_visible()
+        panel.scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / "10-bot-stepper-step-2.png"))
 
 
 def _open(page: Any, base: str, token: str, notebook: str) -> None:
@@ -279,100 +289,93 @@ def _fits(widget: Any, what: str, height: bool = True, zoomed: bool = False) -> 
 
 
 def test_each_widget_as_a_learner_sees_it(lab: tuple[str, str]) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    base, token = lab
     shots = _screenshots()
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            _open(page, base, token, WIDGETS)
-            page.evaluate("window.jupyterapp.shell.collapseLeft()")  # the notebook's full width
-            shown = page.evaluate("window.jupyterapp.shell.currentWidget.id")
-            notebook = page.locator(f"[id='{shown}']")  # the notebook shown (not the tour)
-            cells = notebook.locator(".jp-Cell")
-            roots = {
-                "explorer": cells.nth(1).locator(".dualarr-pipeline-explorer"),
-                "bot-stepper": cells.nth(2).locator(".dualarr-bot-stepper"),
-                "backprop-stepper": cells.nth(3).locator(".dualarr-backprop-stepper"),
-                "explosion-plot": cells.nth(4).locator(".dualarr-explosion-plot"),
-            }
-            for root in roots.values():
-                root.wait_for(state="visible", timeout=180_000)
-            plot = roots["explosion-plot"]
-            measure = plot.get_by_role("button", name="measure")
-            expect(measure).to_be_enabled(timeout=120_000)
-            expect(plot.locator("img").first).to_be_visible(timeout=60_000)
+    with _notebook_page(lab, WIDGETS) as page:
+        page.evaluate("window.jupyterapp.shell.collapseLeft()")  # the notebook's full width
+        shown = page.evaluate("window.jupyterapp.shell.currentWidget.id")
+        notebook = page.locator(f"[id='{shown}']")  # the notebook shown (not the tour)
+        cells = notebook.locator(".jp-Cell")
+        roots = {
+            "explorer": cells.nth(1).locator(".dualarr-pipeline-explorer"),
+            "bot-stepper": cells.nth(2).locator(".dualarr-bot-stepper"),
+            "backprop-stepper": cells.nth(3).locator(".dualarr-backprop-stepper"),
+            "explosion-plot": cells.nth(4).locator(".dualarr-explosion-plot"),
+        }
+        for root in roots.values():
+            root.wait_for(state="visible", timeout=180_000)
+        plot = roots["explosion-plot"]
+        measure = plot.get_by_role("button", name="measure")
+        expect(measure).to_be_enabled(timeout=120_000)
+        expect(plot.locator("img").first).to_be_visible(timeout=60_000)
 
-            for width in (1400, 820):  # a wide window, then a narrow one
-                page.set_viewport_size({"width": width, "height": 1000})
-                page.wait_for_timeout(500)
-                for name, root in roots.items():
-                    root.scroll_into_view_if_needed()
-                    _fits(root, f"{name} at {width} px", height=name != "explosion-plot")
-                    root.screenshot(path=str(shots / f"widget-{name}-{width}px.png"))
-                explorer = roots["explorer"]
-                for tab in TABS:
-                    explorer.locator(".lm-TabBar-tab", has_text=tab).first.click()
-                    panel = _visible_panel(explorer.locator(".widget-tab").first)
-                    expect(panel.locator(".jp-OutputArea-output").first).to_be_visible()
-                    _fits(explorer, f"explorer tab {tab} at {width} px")
-                    if tab in ("source", "forward", "gradient"):
-                        explorer.screenshot(
-                            path=str(shots / f"widget-explorer-{tab}-{width}px.png")
-                        )
-            page.set_viewport_size({"width": 1400, "height": 1000})
-
-            # The explorer: a bad program shows its error; run is disabled while it runs.
+        for width in (1400, 820):  # a wide window, then a narrow one
+            page.set_viewport_size({"width": width, "height": 1000})
+            page.wait_for_timeout(500)
+            for name, root in roots.items():
+                root.scroll_into_view_if_needed()
+                _fits(root, f"{name} at {width} px", height=name != "explosion-plot")
+                root.screenshot(path=str(shots / f"widget-{name}-{width}px.png"))
             explorer = roots["explorer"]
-            explorer.locator("textarea").first.fill(BAD_PROGRAM)
-            run = explorer.get_by_role("button", name="run")
-            run.evaluate(WATCH_DISABLED)
-            run.click()
-            message = explorer.locator(".widget-html", has_text="ShapeError").first
-            expect(message).to_be_visible(timeout=60_000)
-            expect(message).to_contain_text("line 2")
-            expect(message).to_contain_text("return da.sum(w + x)")
-            expect(run).to_be_enabled(timeout=60_000)
-            assert page.evaluate("window.__sawDisabled"), "run was not disabled while running"
-            _fits(explorer, "explorer showing an error")
-            explorer.screenshot(path=str(shots / "widget-explorer-error.png"))
+            for tab in TABS:
+                explorer.locator(".lm-TabBar-tab", has_text=tab).first.click()
+                panel = _visible_panel(explorer.locator(".widget-tab").first)
+                expect(panel.locator(".jp-OutputArea-output").first).to_be_visible()
+                _fits(explorer, f"explorer tab {tab} at {width} px")
+                if tab in ("source", "forward", "gradient"):
+                    explorer.screenshot(
+                        path=str(shots / f"widget-explorer-{tab}-{width}px.png")
+                    )
+        page.set_viewport_size({"width": 1400, "height": 1000})
 
-            # The steppers: the next step shows, said once.
-            stepper = roots["bot-stepper"]
-            stepper.get_by_role("button", name="next ▶").click()
-            expect(stepper).to_contain_text("2. build1-index")
-            expect(stepper).to_contain_text("Fig. 11")
-            stepper.locator(".widget-toggle-button", has_text="200%").click()
-            expect(stepper.locator(".dualarr-drawing img")).to_have_attribute(
-                "style", re.compile(r"max-width:\s*none"), timeout=30_000
-            )
-            _fits(stepper, "bot stepper at 200 %", zoomed=True)  # the drawing pans in its box
-            stepper.screenshot(path=str(shots / "widget-bot-stepper-zoomed.png"))
-            backprop = roots["backprop-stepper"]
-            backprop.get_by_role("button", name="next ▶").click()
-            expect(backprop).to_contain_text("step 2 of")
-            assert backprop.inner_text().count("step 2 of") == 1
-            expect(backprop).to_contain_text("evaluate Share")
-            backprop.screenshot(path=str(shots / "widget-backprop-stepper-step-2.png"))
+        # The explorer: a bad program shows its error; run is disabled while it runs.
+        explorer = roots["explorer"]
+        explorer.locator("textarea").first.fill(BAD_PROGRAM)
+        run = explorer.get_by_role("button", name="run")
+        run.evaluate(WATCH_DISABLED)
+        run.click()
+        message = explorer.locator(".widget-html", has_text="ShapeError").first
+        expect(message).to_be_visible(timeout=60_000)
+        expect(message).to_contain_text("line 2")
+        expect(message).to_contain_text("return da.sum(w + x)")
+        expect(run).to_be_enabled(timeout=60_000)
+        assert page.evaluate("window.__sawDisabled"), "run was not disabled while running"
+        _fits(explorer, "explorer showing an error")
+        explorer.screenshot(path=str(shots / "widget-explorer-error.png"))
 
-            # The plot: measure is disabled while measuring, with a progress bar.
-            plot.scroll_into_view_if_needed()
-            measure.evaluate(WATCH_DISABLED)
-            measure.click()
-            expect(measure).to_be_disabled(timeout=10_000)
-            expect(plot.locator(".widget-hprogress").first).to_be_visible(timeout=10_000)
-            expect(plot).to_contain_text("n = ", timeout=10_000)
-            plot.screenshot(path=str(shots / "widget-explosion-plot-measuring.png"))
-            expect(measure).to_be_enabled(timeout=120_000)
-            expect(plot.locator(".widget-hprogress")).to_have_count(0)
-            assert page.evaluate("window.__sawDisabled")
-            sizes = plot.locator("input[type=text]").first
-            sizes.fill("4, x")
-            sizes.press("Enter")
-            expect(plot).to_contain_text("not a size", timeout=30_000)
-            plot.screenshot(path=str(shots / "widget-explosion-plot-bad-sizes.png"))
-            page.screenshot(path=str(shots / "widgets-page.png"), full_page=True)
-        finally:
-            browser.close()
+        # The steppers: the next step shows, said once.
+        stepper = roots["bot-stepper"]
+        stepper.get_by_role("button", name="next ▶").click()
+        expect(stepper).to_contain_text("2. build1-index")
+        expect(stepper).to_contain_text("Fig. 11")
+        stepper.locator(".widget-toggle-button", has_text="200%").click()
+        expect(stepper.locator(".dualarr-drawing img")).to_have_attribute(
+            "style", re.compile(r"max-width:\s*none"), timeout=30_000
+        )
+        _fits(stepper, "bot stepper at 200 %", zoomed=True)  # the drawing pans in its box
+        stepper.screenshot(path=str(shots / "widget-bot-stepper-zoomed.png"))
+        backprop = roots["backprop-stepper"]
+        backprop.get_by_role("button", name="next ▶").click()
+        expect(backprop).to_contain_text("step 2 of")
+        assert backprop.inner_text().count("step 2 of") == 1
+        expect(backprop).to_contain_text("evaluate Share")
+        backprop.screenshot(path=str(shots / "widget-backprop-stepper-step-2.png"))
+
+        # The plot: measure is disabled while measuring, with a progress bar.
+        plot.scroll_into_view_if_needed()
+        measure.evaluate(WATCH_DISABLED)
+        measure.click()
+        expect(measure).to_be_disabled(timeout=10_000)
+        expect(plot.locator(".widget-hprogress").first).to_be_visible(timeout=10_000)
+        expect(plot).to_contain_text("n = ", timeout=10_000)
+        plot.screenshot(path=str(shots / "widget-explosion-plot-measuring.png"))
+        expect(measure).to_be_enabled(timeout=120_000)
+        expect(plot.locator(".widget-hprogress")).to_have_count(0)
+        assert page.evaluate("window.__sawDisabled")
+        sizes = plot.locator("input[type=text]").first
+        sizes.fill("4, x")
+        sizes.press("Enter")
+        expect(plot).to_contain_text("not a size", timeout=30_000)
+        plot.screenshot(path=str(shots / "widget-explosion-plot-bad-sizes.png"))
+        page.screenshot(path=str(shots / "widgets-page.png"), full_page=True)

@@ -200,6 +200,35 @@ def test_matmul_with_a_numpy_operand_traces(f: Callable[..., Any]) -> None:
     np.testing.assert_allclose(da.grad(lambda x: da.sum(f(x)))(x), W.sum(axis=0))
 
 
+W3 = np.linspace(-1.0, 1.0, 24).reshape(2, 3, 4)
+
+
+@pytest.mark.parametrize(
+    ("f", "shape"),
+    [(lambda t: t @ W3, (5, 3)), (lambda t: W3 @ t, (4, 5)), (lambda t: t @ t, (2, 3, 3))],
+    ids=["t @ W3", "W3 @ t", "batched t @ t"],
+)
+def test_a_batched_product_follows_numpy_matmul(
+    f: Callable[..., Any], shape: tuple[int, ...]
+) -> None:
+    """``@`` with an operand of rank 3 or more broadcasts its batch dimensions as
+    ``numpy.matmul`` does, in either operand order; its gradient agrees with central
+    differences."""
+    x = np.linspace(0.1, 0.9, int(np.prod(shape))).reshape(shape)
+
+    def loss(t: Any) -> Any:
+        return da.sum(da.sin(f(t)))
+
+    np.testing.assert_allclose(float(da.trace(loss, x)(x)), float(np.sum(np.sin(f(x)))))
+    eps = 1e-6
+    fd = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = eps
+        fd[i] = (np.sum(np.sin(f(x + e))) - np.sum(np.sin(f(x - e)))) / (2 * eps)
+    np.testing.assert_allclose(da.grad(loss)(x), fd, rtol=1e-6, atol=1e-8)
+
+
 @pytest.mark.parametrize(
     ("f", "error"),
     [

@@ -540,6 +540,14 @@ def array_method(name: str) -> Callable[..., Tensor]:
     return function
 
 
+def _matmul(a: Operand, b: Operand) -> Tensor:
+    """``a @ b``: the core matmul (ranks 1–2); a batched product (an operand of rank 3 or
+    more) follows ``numpy.matmul`` through ``dualarr.numpy`` when it is installed."""
+    batched = any((len(x.shape) if isinstance(x, Tensor) else np.ndim(x)) > 2 for x in (a, b))
+    function = _NUMPY_FUNCTIONS.get("matmul") if batched else None
+    return (function or array_method("matmul"))(a, b)
+
+
 class Tensor:
     """A traced array: a node of the program being traced, with a static shape."""
 
@@ -768,10 +776,10 @@ class Tensor:
         return elementwise("not", self)
 
     def __matmul__(self, other: Operand) -> Tensor:
-        return array_method("matmul")(self, other)
+        return _matmul(self, other)
 
     def __rmatmul__(self, other: Operand) -> Tensor:
-        return array_method("matmul")(other, self)
+        return _matmul(other, self)
 
     # -- indexing and array methods --------------------------------------------------------
 

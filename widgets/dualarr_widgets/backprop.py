@@ -28,7 +28,7 @@ from dualarr.interp.evaluate import NumpyAlgebra
 from dualarr.show.drawing import Drawing, delta_graph, reverse_cotangents
 
 from .snapshot import StaticSnapshot
-from .view import DrawingView, beside
+from .view import DrawingView, beside, controls_row
 
 __all__ = ["BackpropStepper"]
 
@@ -93,10 +93,7 @@ class BackpropStepper(StaticSnapshot, widgets.VBox):  # type: ignore[misc]
         self.view = DrawingView(max_height="560px")
         self.previous_button.on_click(lambda _: self.prev())
         self.next_button.on_click(lambda _: self.next())
-        controls = widgets.HBox(
-            [self.previous_button, self.next_button, self.heading],
-            layout=widgets.Layout(flex_flow="row wrap", align_items="center", width="100%"),
-        )
+        controls = controls_row([self.previous_button, self.next_button, self.heading])
         super().__init__(
             children=[controls, beside(self.output, self.view, "30em")],
             layout=widgets.Layout(width="100%", min_width="0"),

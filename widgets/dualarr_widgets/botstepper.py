@@ -26,7 +26,7 @@ from dualarr.vectorise.bot import BotStep
 from dualarr.vectorise.simplify import simplification_steps
 
 from .snapshot import StaticSnapshot
-from .view import DrawingView, collapsed
+from .view import DrawingView, collapsed, controls_row
 
 __all__ = ["BotStepper"]
 
@@ -74,10 +74,7 @@ class BotStepper(StaticSnapshot, widgets.VBox):  # type: ignore[misc]
         self.rule = widgets.HTML(layout=widgets.Layout(flex="1 1 18em", min_width="0"))
         self.output = collapsed(widgets.Output(), "9em")
         self.view = DrawingView(max_height=max_height)  # the drawing's box, at most
-        controls = widgets.HBox(
-            [self.previous_button, self.slider, self.next_button, self.rule],
-            layout=widgets.Layout(flex_flow="row wrap", align_items="center", width="100%"),
-        )
+        controls = controls_row([self.previous_button, self.slider, self.next_button, self.rule])
         super().__init__(
             children=[controls, self.output, self.view],
             layout=widgets.Layout(width="100%", min_width="0"),

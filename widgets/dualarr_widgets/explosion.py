@@ -27,7 +27,7 @@ from dualarr.teach.baselines import dual_arrays_gradient, scalar_gradient, unvec
 from dualarr.teach.examples import fig18
 
 from .snapshot import StaticSnapshot
-from .view import Progress, busy, collapsed
+from .view import Progress, busy, collapsed, controls_row
 
 __all__ = ["ExplosionPlot", "ExplosionRow", "measure_explosion", "parse_sizes"]
 
@@ -149,10 +149,7 @@ class ExplosionPlot(StaticSnapshot, widgets.VBox):  # type: ignore[misc]
         )
         self.measure_button.on_click(lambda _: self.measure_typed())
         self.sizes_text.observe(lambda _: self.measure_typed(), names="value")
-        controls = widgets.HBox(
-            [self.sizes_text, self.measure_button, self.progress, self.message],
-            layout=widgets.Layout(flex_flow="row wrap", align_items="center", width="100%"),
-        )
+        controls = controls_row([self.sizes_text, self.measure_button, self.progress, self.message])
         super().__init__(
             children=[controls, self.image, self.output],
             layout=widgets.Layout(width="100%", min_width="0"),

@@ -25,7 +25,10 @@ import traitlets
 
 from dualarr.show.drawing import DOT_HINT
 
-__all__ = ["READABLE_SCALE", "ZOOMS", "DrawingView", "Progress", "beside", "busy", "collapsed"]
+__all__ = [
+    "READABLE_SCALE", "ZOOMS", "DrawingView", "Progress", "beside", "busy", "collapsed",
+    "controls_row",
+]
 
 ZOOMS = ("fit", "fit width", "100%", "150%", "200%")
 """The zoom levels: ``fit`` scales the drawing down to its box (all of it on screen),
@@ -148,6 +151,14 @@ class DrawingView(widgets.VBox):  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return f"<DrawingView zoom={self.zoom}: {self.width:.0f} px wide>"
+
+
+def controls_row(controls: Sequence[widgets.Widget]) -> widgets.HBox:
+    """A widget's buttons and status in one row that wraps on a narrow screen."""
+    return widgets.HBox(
+        list(controls),
+        layout=widgets.Layout(flex_flow="row wrap", align_items="center", width="100%"),
+    )
 
 
 def collapsed(output: widgets.Widget, height: str) -> widgets.Widget:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from strategies import GeneratedProgram, programs
 
 import dualarr
+from dualarr.codegen import generate as codegen
 from dualarr.codegen.generate import HELPERS, compile_program, generate
 from dualarr.interp.evaluate import evaluate_many
 from dualarr.lang.errors import DualarrError
@@ -140,6 +141,50 @@ def test_generated_programs_agree_with_evaluator(gp: GeneratedProgram) -> None:
     assert len(got) == len(want)
     for g, w, term in zip(got, want, program.outputs, strict=True):
         assert_same(g, w, term.dtype)
+
+
+@settings(max_examples=200, suppress_health_check=SLOW_OK, deadline=None)
+@given(programs(), st.integers(1, 4))
+def test_a_program_run_in_segments_agrees_with_one_function(
+    gp: GeneratedProgram, size: int
+) -> None:
+    """Segments of ``size`` statements (a long body's compiled form) run the same code."""
+    program, _ = vectorise_program(gp.program())
+    whole = compile_program(program.inputs, program.outputs)
+    saved = codegen.SEGMENT_STATEMENTS
+    codegen.SEGMENT_STATEMENTS = size
+    try:
+        segmented = compile_program(program.inputs, program.outputs)
+    finally:
+        codegen.SEGMENT_STATEMENTS = saved
+    assert segmented.source == whole.source
+    for g, w, term in zip(segmented(*gp.arrays), whole(*gp.arrays), program.outputs, strict=True):
+        assert_same(g, w, term.dtype)
+
+
+def test_a_long_body_is_compiled_in_bounded_units(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPython's ``compile()`` grows faster than its input, so no unit passed to it holds
+    more than ``SEGMENT_STATEMENTS`` statements (counted, not timed)."""
+    units: list[int] = []
+
+    def counting_compile(source: str, filename: str, mode: str) -> Any:
+        units.append(source.count("\n"))
+        return compile(source, filename, mode)
+
+    monkeypatch.setattr(codegen, "compile", counting_compile, raising=False)
+    supply = IdSupply()
+    x = fresh_var(supply, "x", (3,), DType.FLOAT64)
+    term: Term = x
+    for _ in range(2500):
+        term = Op("sin", (Op("mul", (term, x)),))
+        term = Op("add", (term, term))  # shared: one named statement per step
+    compiled = compile_program([x], [term])
+    assert len(units) >= 3 and max(units) <= codegen.SEGMENT_STATEMENTS
+    value = np.array([0.1, -0.2, 0.3])
+    want = value
+    for _ in range(2500):
+        want = 2 * np.sin(want * value)
+    np.testing.assert_allclose(compiled(value)[0], want)
 
 
 def test_deep_chain_compiles_without_recursion() -> None:

@@ -18,6 +18,12 @@ python     the generated source over an array namespace         :mod:`dualarr.co
 
 Calling the pipeline runs the compiled gradient: ``p(*arrays, cotangent=1.0)`` returns
 ``(value, grads)`` with one gradient per float input.
+
+``da.pipeline(f, *args, contractions=False)`` skips the one kit extension that changes
+the shape of the Delta of the paper's Fig. 18: recognising a sum of products as a
+contraction (``dot0``, matmul) before differentiation.  The vectorised term keeps its
+``sumOuter (a * b)`` and the Delta is built from the paper's constructors (``SumOuter``,
+``Add``, ``Scale``, ``Gather``) instead of ``Contract``; the gradient is the same.
 """
 
 from __future__ import annotations
@@ -50,10 +56,13 @@ from .vectorise.simplify import simplify
 __all__ = ["CompiledGradient", "Pipeline", "compile_gradient", "pipeline", "vectorise_program"]
 
 
-def vectorise_program(program: Program, *, record: bool = False) -> tuple[Program, list[BotStep]]:
-    """The bot and the simplifier on a traced program: no ``build1`` is left."""
+def vectorise_program(
+    program: Program, *, record: bool = False, contractions: bool = True
+) -> tuple[Program, list[BotStep]]:
+    """The bot and the simplifier on a traced program: no ``build1`` is left.  Without
+    ``contractions`` sums of products stay ``sumOuter`` (the paper's Fig. 18)."""
     result = vectorise(program.outputs, program.supply, record=record)
-    terms = simplify(list(result.terms), program.supply)
+    terms = simplify(list(result.terms), program.supply, contractions=contractions)
     if config.check_stages:
         check_bot_normal(terms)
     vectorised = Program(
@@ -226,7 +235,13 @@ def compile_gradient(
 
 
 class Pipeline:
-    """All stages of the pipeline for ``f`` traced on ``args`` (arrays or ShapeSpecs)."""
+    """All stages of the pipeline for ``f`` traced on ``args`` (arrays or ShapeSpecs).
+
+    With ``contractions=False`` the simplifier before differentiation does not turn a
+    sum of products into a contraction (a kit extension), so ``delta`` is the paper's
+    (Fig. 18: ``SumOuter``, ``Add``, ``Scale``, ``Gather``); every later stage, the
+    compiled gradient included, is derived from that vectorised term.
+    """
 
     STAGES = (
         "source",
@@ -239,10 +254,13 @@ class Pipeline:
         "python",
     )
 
-    def __init__(self, f: Callable[..., Any], *args: Any) -> None:
+    def __init__(self, f: Callable[..., Any], *args: Any, contractions: bool = True) -> None:
         self.function = f
+        self.contractions = contractions
         self.source: Program = trace(f, *args)
-        self.vectorised, self.bot_steps = vectorise_program(self.source, record=True)
+        self.vectorised, self.bot_steps = vectorise_program(
+            self.source, record=True, contractions=contractions
+        )
         out = self.vectorised.outputs
         self.differentiable = (
             not self.vectorised.tuple_output and len(out) == 1 and out[0].dtype.is_float
@@ -327,6 +345,10 @@ class Pipeline:
         return f"```\n{self}\n```"
 
 
-def pipeline(f: Callable[..., Any], *args: Any) -> Pipeline:
-    """Trace ``f`` on ``args`` and make every stage available (see :class:`Pipeline`)."""
-    return Pipeline(f, *args)
+def pipeline(f: Callable[..., Any], *args: Any, contractions: bool = True) -> Pipeline:
+    """Trace ``f`` on ``args`` and make every stage available (see :class:`Pipeline`).
+
+    ``contractions=False`` keeps sums of products as ``sumOuter`` before differentiation
+    (no ``dot0``/matmul ``Contract``, a kit extension), so the Delta is the paper's, as in
+    Fig. 18: ``SumOuter (Add (Scale …) (Scale … (Gather …)))``.  The gradient is the same."""
+    return Pipeline(f, *args, contractions=contractions)

@@ -156,7 +156,9 @@ def test_math_is_typeset_by_the_bundled_mathjax(book: Path, pages: dict[str, Pag
     assert "notebooks/05-dual-arrays.html" in with_math
     for name in with_math:
         text = _text(book, name)
-        assert re.search(r'<span class="math notranslate nohighlight">\\\(.+?\\\)</span>', text)
+        inline = r'<span class="math notranslate nohighlight">\\\(.+?\\\)</span>'
+        display = r'<div class="math notranslate nohighlight">\s*\\\[.+?\\\]</div>'
+        assert re.search(inline, text) or re.search(display, text, re.DOTALL), name
         scripts = [u for t, a, u in pages[name].fetched if t == "script" and "mathjax" in u]
         assert scripts, f"{name} has math but loads no MathJax"
         for url in scripts:

@@ -25,7 +25,7 @@ def _cells(notebook: Any) -> list[tuple[str, str]]:
 
 def test_the_teaching_notebooks_are_all_there() -> None:
     chapters = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))
-    assert [name[:2] for name in chapters] == [f"{k:02d}" for k in range(11)]
+    assert [name[:2] for name in chapters] == [f"{k:02d}" for k in range(12)]
     assignments = sorted(p.name for p in (NOTEBOOKS / "assignments").glob("[0-9]*.ipynb"))
     students = [n for n in assignments if not n.endswith("-solution.ipynb")]
     assert len(students) >= 4
@@ -65,3 +65,18 @@ def test_the_readme_lists_the_notebooks_in_teaching_order() -> None:
     linked = re.findall(r"\]\(notebooks/(\d\d-[\w-]+\.ipynb)\)", readme)
     assert linked == sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))
     assert "notebooks/assignments/README.md" in readme
+    # the from-scratch track, in its own order, and every page of it and of the reference
+    track = re.findall(r"\]\(notebooks/from-scratch/(\d\d-[\w-]+\.ipynb)\)", readme)
+    assert track == sorted(p.name for p in (NOTEBOOKS / "from-scratch").glob("[0-9]*.ipynb"))
+    assert len(track) >= 4
+    for page in (NOTEBOOKS / "reference").glob("*.ipynb"):
+        assert f"](notebooks/reference/{page.name})" in readme
+
+
+def test_the_book_lists_every_page() -> None:
+    """Every chapter, from-scratch page and reference page is in the book's contents."""
+    index = (ROOT / "book" / "index.md").read_text()
+    for folder in ("", "from-scratch/", "reference/"):
+        for page in (NOTEBOOKS / folder).glob("*.ipynb"):
+            if folder or re.match(r"\d\d-", page.name):
+                assert f"notebooks/{folder}{page.stem}\n" in index, page

@@ -171,6 +171,16 @@ def test_bot_stepper_walks_every_rule_and_highlights_the_rewrite() -> None:
     assert "fillcolor=gold" in drawn
 
 
+def test_bot_stepper_of_the_papers_pipeline_keeps_the_sum_outer() -> None:
+    """``contractions=False`` (the paper's Fig. 18): no contraction step after the bot."""
+    from dualarr_widgets import BotStepper
+
+    stepper = BotStepper(stages=da.pipeline(fig18, np.arange(1.0, 6.0), contractions=False))
+    assert [s.rule for s in stepper.steps] == ["build1-op", "build1-index", "build1-index"]
+    (program,) = stepper.steps[-1].whole
+    assert str(program) == "sumOuter (x * gather [5] x (\\[i]. [4 - i]))"
+
+
 def test_bot_stepper_without_build1_says_so() -> None:
     from dualarr_widgets import BotStepper
 

@@ -18,7 +18,11 @@ Rules and their origin:
   a constant), composition of ``tr`` and of ``reshape``, identity ``tr``/``reshape``;
 * dead ``let``s (the bound variable unused) are dropped;
 * common subexpressions are shared: nodes of equal structure over the same children
-  become one node (hash-consing).
+  become one node (hash-consing);
+* ``sumOuter`` of a product of replicated arrays is a contraction (``dot0``, matmul; a
+  kit extension, as horde-ad's ``contractAst``).  ``contractions=False`` leaves sums of
+  products as they are, so that differentiation builds the paper's Delta constructors
+  (``SumOuter``, ``Add``, ``Scale``, ``Gather``: Fig. 18) instead of ``Contract``.
 
 The pass is bottom-up over the DAG (linear, sharing kept); a rule builds its result from
 already simplified parts and simplifies only the few nodes it creates.
@@ -93,8 +97,9 @@ def _position_of(var: Var, terms: Sequence[Term]) -> int | None:
 class Simplifier:
     """Bottom-up simplification of a term DAG."""
 
-    def __init__(self, supply: IdSupply) -> None:
+    def __init__(self, supply: IdSupply, *, contractions: bool = True) -> None:
         self.supply = supply
+        self.contractions = contractions  # sumOuter of a product → contract (kit extension)
         self.fv = FreeVars()
         self.table: dict[Hashable, Term] = {}  # structure -> the one node (hash-consing)
         # id(node) -> its simple form, across runs: a simple node maps to itself, so a
@@ -170,7 +175,7 @@ class Simplifier:
                     for extent in reversed(e.shape):
                         factor = Replicate(extent, factor)
                     return self.mk(Op("mul", (e, factor)))
-                contracted = _contraction_of_sum(a)
+                contracted = _contraction_of_sum(a) if self.contractions else None
                 return t if contracted is None else contracted
             case Replicate():
                 return t
@@ -626,10 +631,13 @@ def _contraction_of_sum(a: Term) -> Term | None:
     return Contract(f"{spec_x},{spec_y}->{out}", x, y)
 
 
-def simplify(roots: Sequence[Term], supply: IdSupply) -> list[Term]:
-    """Simplify a term DAG (see the module docstring for the rules)."""
+def simplify(
+    roots: Sequence[Term], supply: IdSupply, *, contractions: bool = True
+) -> list[Term]:
+    """Simplify a term DAG (see the module docstring for the rules); without
+    ``contractions`` a sum of products stays a ``sumOuter`` (the paper's Fig. 18)."""
     with collector_paused():
-        return Simplifier(supply).run(roots)
+        return Simplifier(supply, contractions=contractions).run(roots)
 
 
 # --------------------------------------------------------------------------------------
@@ -638,14 +646,15 @@ def simplify(roots: Sequence[Term], supply: IdSupply) -> list[Term]:
 
 
 def simplification_steps(
-    roots: Sequence[Term], supply: IdSupply, first: int = 1
+    roots: Sequence[Term], supply: IdSupply, first: int = 1, *, contractions: bool = True
 ) -> tuple[list[Term], list[BotStep]]:
     """:func:`simplify` on ``roots`` (the bot's result), with each node a rule rewrote as
     a :class:`BotStep` of kind ``"simplification"`` numbered from ``first``: the node
     before (over its simplified operands) and after, the rule's name and origin, and the
-    whole program after the step.  Not a rule of the paper: the cleanup of §5.1/§7.1."""
+    whole program after the step.  Not a rule of the paper: the cleanup of §5.1/§7.1.
+    ``contractions`` as for :func:`simplify`."""
     originals = tuple(roots)
-    simplifier = Simplifier(supply)
+    simplifier = Simplifier(supply, contractions=contractions)
     rewritten: dict[int, tuple[int, Term]] = {}  # id(original node) -> (step number, simple)
     steps: list[BotStep] = []
 

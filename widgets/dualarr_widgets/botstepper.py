@@ -39,7 +39,8 @@ def _simplifications(stages: Pipeline) -> list[BotStep]:
     steps = stages.bot_steps
     bot_result = steps[-1].whole if steps else stages.source.outputs
     supply = IdSupply(stages.source.supply.next_id)
-    return simplification_steps(bot_result, supply, len(steps) + 1)[1]
+    contractions = stages.contractions  # contractions=False: the paper's sumOuter stays
+    return simplification_steps(bot_result, supply, len(steps) + 1, contractions=contractions)[1]
 
 
 class BotStepper(StaticSnapshot, widgets.VBox):  # type: ignore[misc]

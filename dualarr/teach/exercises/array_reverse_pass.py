@@ -1,0 +1,407 @@
+"""Assignment 7: the reverse pass over array Deltas (paper Fig. 17, §6).
+
+The student writes ``reverse_pass(delta, c)``: the gradient of every input (by its
+``Input`` index) given the cotangent ``c`` of the Delta's output.  First on Deltas
+without ``Share`` (``evalD`` as a walk), then on DAGs: cotangents are accumulated per
+Share id and each Share is evaluated once, from the largest id down.  The checker
+compares with :func:`dualarr.ad.reverse.reverse` on the Deltas of programs and random
+Delta DAGs, and measures that the work grows linearly on sharing chains.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from ...ad import delta as dl
+from ...ad.reverse import reverse, transpose_step
+from ...interp.evaluate import NumpyAlgebra
+from ...lang.errors import format_shape
+from ...lang.terms import assert_never
+from .feedback import (
+    F64,
+    Feedback,
+    _arr,
+    _describe_error,
+    _fail,
+    _mismatches,
+    _not_implemented,
+    _num,
+    _ok,
+    _pos,
+    _require_callable,
+)
+from .let_conversion import (
+    _growth,
+    delta_cases,
+    doubling_chain,
+    fibonacci_chain,
+    random_delta,
+    run_metered,
+    show_delta,
+)
+
+ReversePass = Callable[[dl.Delta, np.ndarray], Any]
+
+
+def operand_cotangent(d: dl.UnaryDelta, c: np.ndarray) -> np.ndarray:
+    """The cotangent of ``d``'s operand ``d.delta`` given the cotangent ``c`` of ``d``:
+    the transposition rule of the one linear operation ``d`` applies (Fig. 17; the
+    rules of assignment 6), on NumPy arrays."""
+    with np.errstate(all="ignore"):
+        return np.asarray(transpose_step(NumpyAlgebra(), d, np.asarray(c)))
+
+
+def library_gradient(d: dl.Delta, c: np.ndarray) -> dict[int, np.ndarray]:
+    """dualarr's reverse pass (:func:`dualarr.ad.reverse.reverse`) on NumPy arrays."""
+    with np.errstate(all="ignore"):
+        grads = reverse(NumpyAlgebra(), d, np.asarray(c))
+    return {k: np.asarray(v, dtype=np.float64) for k, v in grads.items()}
+
+
+def without_shares(d: dl.Delta) -> dl.Delta:
+    """The same linear map with every ``Share`` removed (a tree when walked)."""
+    new: dict[int, dl.Delta] = {}
+    for node in dl.delta_postorder([d]):
+        kids = [new[id(k)] for k in dl.delta_children(node)]
+        match node:
+            case dl.Zero() | dl.Input():
+                out: dl.Delta = node
+            case dl.Share():
+                out = kids[0]
+            case dl.Add():
+                out = dl.Add(kids[0], kids[1])
+            case dl.FromList():
+                out = dl.FromList(tuple(kids))
+            case (
+                dl.Scale() | dl.Index() | dl.Gather() | dl.Scatter() | dl.SumOuter()
+                | dl.Replicate() | dl.Transpose() | dl.Reshape() | dl.Convert() | dl.Contract()
+            ):
+                out = dataclasses.replace(node, delta=kids[0])
+            case _:
+                assert_never(node)
+        new[id(node)] = out
+    return new[id(d)]
+
+
+# --------------------------------------------------------------------------------------
+# Test cases
+# --------------------------------------------------------------------------------------
+
+_TREE_HINT = {
+    "input": "Hint: at an Input the cotangent is the gradient of that input (Fig. 17's "
+    "`grad`), kept by its index.",
+    "twice": "Hint: Input 0 is reached twice here: its gradient must collect both "
+    "contributions, not keep the last one.",
+    "add": "Hint: Add u1 u2 is a sum: the output's cotangent flows into both operands.",
+    "zero": "Hint: Zero is the zero map: nothing flows through it (and nothing needs to be "
+    "computed for it).",
+    "scale": "Hint: at a node with one operand (Scale, Gather, SumOuter, …) the operand's "
+    "cotangent is operand_cotangent(d, c): continue into d.delta with it.",
+    "fromlist": "Hint: FromList [u0, …, un] stacks its operands: operand q is row q of the "
+    "output, so it receives row q of the cotangent.",
+}
+
+
+def _tree_cases() -> list[tuple[str, dl.Delta, str]]:
+    """Share-free Deltas, smallest first, each with the hint for the node it tests."""
+    x = dl.Input(0, (3,), F64)
+    w = np.array([2.0, -1.0, 0.5])
+    hand: list[tuple[str, dl.Delta, str]] = [
+        ("Input 0", x, "input"),
+        ("Scale [2,-1,0.5] (Input 0)", dl.Scale(w, x), "scale"),
+        ("Add (Input 0) (Input 1)", dl.Add(x, dl.Input(1, (3,), F64)), "add"),
+        ("Add (Input 0) (Scale [2,-1,0.5] (Input 0))", dl.Add(x, dl.Scale(w, x)), "twice"),
+        ("Add Zero[3] (Input 0)", dl.Add(dl.Zero((3,), F64), x), "zero"),
+        ("FromList [Input 0, Scale [2,-1,0.5] (Input 1)]",
+         dl.FromList((x, dl.Scale(w, dl.Input(1, (3,), F64)))), "fromlist"),
+        ("SumOuter (Replicate 2 (Input 0))", dl.SumOuter(dl.Replicate(2, x)), "scale"),
+    ]
+    randoms = [(f"random Delta #{s} without Share", without_shares(random_delta(s, 8)), "")
+               for s in range(10)]
+    return hand + randoms
+
+
+def _dag_cases() -> list[tuple[str, dl.Delta]]:
+    return delta_cases() + [(f"random Delta DAG #{s}", random_delta(s, 24)) for s in range(20, 32)]
+
+
+# --------------------------------------------------------------------------------------
+# Typical wrong reverse passes, to recognise them by their results
+# --------------------------------------------------------------------------------------
+
+
+def _walk(
+    d: dl.Delta,
+    c: np.ndarray,
+    grad: dict[int, np.ndarray],
+    at_share: Callable[[dl.Share, np.ndarray], None],
+    overwrite_inputs: bool = False,
+    right_first: bool = False,
+) -> None:
+    """Task 1's walk, with ``at_share`` deciding what happens at a Share; operands are
+    visited left to right (or right to left)."""
+    stack: list[tuple[np.ndarray, dl.Delta]] = [(c, d)]
+    while stack:
+        c, d = stack.pop()
+        match d:
+            case dl.Zero():
+                pass
+            case dl.Input(index=n):
+                grad[n] = c if overwrite_inputs or n not in grad else grad[n] + c
+            case dl.Share():
+                at_share(d, c)
+            case dl.Add() | dl.FromList():
+                kids = [(c, d.left), (c, d.right)] if isinstance(d, dl.Add) else [
+                    (c[q], x) for q, x in enumerate(d.deltas)
+                ]
+                stack += kids if right_first else kids[::-1]
+            case (
+                dl.Scale() | dl.Index() | dl.Gather() | dl.Scatter() | dl.SumOuter()
+                | dl.Replicate() | dl.Transpose() | dl.Reshape() | dl.Convert() | dl.Contract()
+            ):
+                stack.append((operand_cotangent(d, c), d.delta))
+            case _:
+                assert_never(d)
+
+
+def _pending_pass(
+    d: dl.Delta,
+    c: np.ndarray,
+    pick: Callable[[dict[int, Any]], int],
+    overwrite: bool,
+    right_first: bool = False,
+) -> dict[int, np.ndarray]:
+    grad: dict[int, np.ndarray] = {}
+    accum: dict[int, np.ndarray] = {}
+    fragment: dict[int, dl.Delta] = {}
+    done: set[int] = set()
+
+    def at_share(s: dl.Share, c: np.ndarray) -> None:
+        if s.id in done:
+            return
+        accum[s.id] = c if overwrite or s.id not in accum else accum[s.id] + c
+        fragment[s.id] = s.delta
+
+    _walk(d, c, grad, at_share, right_first=right_first)
+    while accum:
+        i = pick(accum)
+        done.add(i)
+        _walk(fragment.pop(i), accum.pop(i), grad, at_share, right_first=right_first)
+    return grad
+
+
+def _eager_pass(d: dl.Delta, c: np.ndarray, right_first: bool) -> dict[int, np.ndarray]:
+    """Evaluates a Share at its first use, with the cotangent of that use only."""
+    grad: dict[int, np.ndarray] = {}
+    done: set[int] = set()
+
+    def at_share(s: dl.Share, c: np.ndarray) -> None:
+        if s.id not in done:
+            done.add(s.id)
+            _walk(s.delta, c, grad, at_share, right_first=right_first)
+
+    _walk(d, c, grad, at_share, right_first=right_first)
+    return grad
+
+
+def _overwriting_inputs(d: dl.Delta, c: np.ndarray) -> dict[int, np.ndarray]:
+    grad: dict[int, np.ndarray] = {}
+    accum: dict[int, np.ndarray] = {}
+    fragment: dict[int, dl.Delta] = {}
+
+    def at_share(s: dl.Share, c: np.ndarray) -> None:
+        accum[s.id] = c if s.id not in accum else accum[s.id] + c
+        fragment[s.id] = s.delta
+
+    _walk(d, c, grad, at_share, overwrite_inputs=True)
+    while accum:
+        i = max(accum)
+        _walk(fragment.pop(i), accum.pop(i), grad, at_share, overwrite_inputs=True)
+    return grad
+
+
+_ORDER_HINT = (
+    "Hint: a Share was evaluated before all of its cotangent had arrived. When can no "
+    "other node add to accum[id] any more? Every node that uses Share id is above it, and "
+    "Invariant 1 (§2.5) says how their ids compare: choose the next Share accordingly."
+)
+
+_MISTAKES: tuple[tuple[Callable[[dl.Delta, np.ndarray], dict[int, np.ndarray]], str], ...] = (
+    (
+        partial(_pending_pass, pick=min, overwrite=False),
+        _ORDER_HINT,
+    ),
+    (
+        partial(_pending_pass, pick=lambda accum: next(iter(accum)), overwrite=False),
+        _ORDER_HINT,
+    ),
+    (partial(_eager_pass, right_first=False), _ORDER_HINT),
+    (partial(_eager_pass, right_first=True), _ORDER_HINT),
+    *(
+        (
+            partial(_pending_pass, pick=max, overwrite=True, right_first=right_first),
+            "Hint: a Share used in several places receives a cotangent from each use; they "
+            "must add up in accum[id] (sharing in the primal is addition in the dual, §2.5), "
+            "not replace each other.",
+        )
+        for right_first in (False, True)
+    ),
+    (_overwriting_inputs, _TREE_HINT["twice"].replace("here", "in this Delta")),
+)
+
+
+# --------------------------------------------------------------------------------------
+# The check
+# --------------------------------------------------------------------------------------
+
+
+def _as_gradient(result: object) -> dict[int, np.ndarray] | str:
+    if not isinstance(result, dict):
+        return f"your reverse pass returned a {type(result).__name__}, not a dict"
+    out: dict[int, np.ndarray] = {}
+    for key, value in result.items():
+        if not isinstance(key, int | np.integer):
+            return f"your gradient dict has the key {key!r}: use the Input's index (an int)"
+        try:
+            out[int(key)] = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            return f"the gradient of input {key} is a {type(value).__name__}, not an array"
+    return out
+
+
+def _inputs(d: dl.Delta) -> dict[int, tuple[int, ...]]:
+    return {n.index: tuple(n.shape) for n in dl.delta_postorder([d]) if isinstance(n, dl.Input)}
+
+
+def _compare(
+    d: dl.Delta, expected: dict[int, np.ndarray], got: dict[int, np.ndarray]
+) -> str | None:
+    """The first difference between two gradients (by input), or None."""
+    shapes = _inputs(d)
+    for n in sorted(set(expected) | set(got)):
+        if n not in shapes:
+            return f"there is no Input {n} in this Delta, but your result has a gradient for it"
+        want = np.broadcast_to(expected.get(n, np.zeros(shapes[n])), shapes[n])
+        if n not in got:
+            if not np.any(want):
+                continue
+            return f"no gradient for Input {n}; expected {_arr(want)}"
+        mine = got[n]
+        if mine.shape != shapes[n]:
+            return (
+                f"the gradient of Input {n} has shape {format_shape(mine.shape)}, but Input "
+                f"{n} has shape {format_shape(shapes[n])}"
+            )
+        bad = _mismatches(want, mine)
+        if bad:
+            at = bad[0]
+            more = f" ({len(bad)} of {mine.size} elements wrong)" if len(bad) > 1 else ""
+            return (
+                f"Input {n}, element {_pos(at)}: expected {_num(want[at])}, got "
+                f"{_num(mine[at])}{more}\nexpected {_arr(want)}\nyours    {_arr(mine)}"
+            )
+    return None
+
+
+def _recognise(reverse_pass: ReversePass, cases: list[tuple[str, dl.Delta, str]]) -> list[str]:
+    """The hint of the typical mistake that explains the answer on ``cases[0]`` (where it
+    is wrong); when several do, the later cases decide between them."""
+    candidates = list(_MISTAKES)
+    for k, (_, d, _) in enumerate(cases[:12]):
+        c = _seed_cotangent(d, k)
+        run = run_metered(partial(reverse_pass, d, c.copy()), 200_000)
+        got = _as_gradient(run.result) if run.error is None and not run.exceeded else ""
+        if isinstance(got, str):
+            break
+        with np.errstate(all="ignore"):
+            kept = [(m, h) for m, h in candidates if _compare(d, m(d, c), got) is None]
+        if k == 0 or kept:
+            candidates = kept
+        if len({h for _, h in candidates}) <= 1:
+            break
+    return [candidates[0][1]] if candidates else []
+
+
+def _seed_cotangent(d: dl.Delta, k: int) -> np.ndarray:
+    return np.round(np.random.default_rng(1000 + k).normal(size=d.shape), 2)
+
+
+def check_reverse_pass(reverse_pass: ReversePass, shared: bool = True) -> Feedback:
+    """Check a reverse pass ``reverse_pass(delta, c)`` → ``{input index: gradient}``
+    (Fig. 17) against :func:`dualarr.ad.reverse.reverse`.
+
+    ``shared=False`` (task 1): Deltas without Share, smallest first, each testing one
+    constructor.  ``shared=True`` (task 2): hand-made sharing patterns, program Deltas
+    and random Delta DAGs; then the work on two sharing chains of 8 and 16 steps must
+    grow linearly.
+    """
+    _require_callable(reverse_pass, "reverse_pass", "check_reverse_pass")
+    title = "the reverse pass (Fig. 17) " + ("on Delta DAGs" if shared else "without Share")
+    cases: list[tuple[str, dl.Delta, str]] = (
+        [(name, d, "") for name, d in _dag_cases()] if shared else _tree_cases()
+    )
+    for k, (name, d, hint_key) in enumerate(cases):
+        c = _seed_cotangent(d, k)
+        expected = library_gradient(d, c)
+        run = run_metered(partial(reverse_pass, d, c.copy()), 1_000_000)
+        if isinstance(run.error, NotImplementedError):
+            return _not_implemented("the reverse pass", "your reverse pass")
+        where = f"on {name}:\n{show_delta(d)}\nwith the cotangent c = {_arr(c)}"
+        if run.exceeded:
+            return _fail(
+                title,
+                f"{where}\nyour reverse pass ran for more than 1000000 Python lines on a "
+                f"Delta of {dl.size([d]).nodes} nodes",
+                "Hint: a Delta DAG walked as a tree visits a shared node once per path to "
+                "it: at a Share, collect the cotangent instead of walking below it.",
+            )
+        if run.error is not None:
+            return _fail(title, f"{where}\nyour reverse pass raised {_describe_error(run.error)}")
+        got = _as_gradient(run.result)
+        if isinstance(got, str):
+            return _fail(
+                title,
+                f"{where}\n{got}",
+                "Hint: return a dict from each Input's index to its gradient, an array of "
+                "that Input's shape.",
+            )
+        problem = _compare(d, expected, got)
+        if problem is None:
+            continue
+        hints = [_TREE_HINT[hint_key]] if hint_key else []
+        if shared:
+            hints += _recognise(reverse_pass, cases[k:])
+        return _fail(title, where, problem, *hints)
+    if not shared:
+        return _ok(
+            f"{title}: agrees with dualarr on all {len(cases)} Deltas",
+            "Zero, Input, Add, FromList and the one-operand nodes are right",
+        )
+    for name, chain in (
+        ("the doubling chain y = y + y", doubling_chain),
+        ("the chain y(k+1) = y(k) + 0.5 y(k-1)", fibonacci_chain),
+    ):
+        work = {}
+        for n in (8, 16):
+            d = chain(n)
+            work[n] = run_metered(partial(reverse_pass, d, np.ones(d.shape)), 400_000)
+        if work[16].exceeded or work[16].lines > 3 * work[8].lines + 500:
+            grew = _growth(work[8].lines, work[16].lines, work[16].exceeded)
+            return _fail(
+                f"{title}: right gradients, but the work is not linear",
+                f"on {name}: doubling its length from 8 to 16 steps multiplied the work of "
+                f"your reverse pass by {grew}",
+                "Hint: in a chain, each Share is reached along exponentially many paths. "
+                "Fig. 17 evaluates the Delta below a Share once, with all of its cotangent "
+                "added up first.",
+            )
+    return _ok(
+        f"{title}: agrees with dualarr on all {len(cases)} Deltas",
+        "cotangents collected per Share id, each Share evaluated once: the work grows "
+        "linearly on two sharing chains",
+    )

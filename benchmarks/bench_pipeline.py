@@ -5,7 +5,8 @@ every stage down to code generation: trace, bot + simplify (``vectorised``), the
 forward pass and Eq. 6 extraction (``forward``, ``delta``), the symbolic reverse pass
 (``shared``), share → let and gradient simplification (``gradient``), and generating and
 compiling the Python source (``python``).  Each size is timed ``--repeat`` times; the
-table shows the fastest run per stage and the ratio of the totals between sizes.
+table shows the fastest run per stage and the ratio of the totals between sizes.  Times
+are CPU seconds of this process (``time.process_time``), not wall-clock seconds.
 
 Table 2: the programs of ``pipeline_programs.py`` that used to be quadratic, at
 ``--sizes`` operations (let chains at most 3,500 deep, in a 1,000-element build): the
@@ -51,13 +52,18 @@ from dualarr.pipeline import vectorise_program
 
 STAGES = ("trace", "vectorised", "forward+delta", "shared", "gradient", "python")
 
+CLOCK = time.process_time
+"""Seconds of CPU this process used: the pipeline is single-threaded Python, and on a
+shared machine the wall clock also counts the time another tenant held the core (steal),
+which made the same 10,000-op stage measure 9x-16x its 1,000-op run within one session."""
+
 
 def stage_times(
     f: Callable[..., Any], args: tuple[np.ndarray, ...], memory: bool = False
 ) -> tuple[dict[str, float], int]:
     """Seconds per stage, or with ``memory`` the peak MB each stage allocates."""
     times: dict[str, float] = {}
-    clock = time.perf_counter()
+    clock = CLOCK()
     if memory:
         tracemalloc.start()
 
@@ -68,7 +74,7 @@ def stage_times(
             tracemalloc.reset_peak()
             tracemalloc.clear_traces()
             return
-        now = time.perf_counter()
+        now = CLOCK()
         times[name] = now - clock
         clock = now
 
@@ -95,9 +101,9 @@ def end_to_end(
 ) -> tuple[float, float]:
     """``da.grad(f, mode=mode)``'s first call: seconds, then peak MB (a second run)."""
     da.clear_caches()
-    start = time.perf_counter()
+    start = CLOCK()
     da.grad(f, mode=mode)(*args)
-    seconds = time.perf_counter() - start
+    seconds = CLOCK() - start
     da.clear_caches()
     tracemalloc.start()
     da.grad(f, mode=mode)(*args)
@@ -112,7 +118,7 @@ def machine_baseline(sizes: list[int], repeat: int) -> None:
     with) and a post-order walk over an ``n``-node DAG of plain tuples.  Neither is
     dualarr's code; their growth shows what caches and the allocator add at 10x the size."""
     print()
-    print("# machine baseline (not dualarr): seconds, fastest of "
+    print("# machine baseline (not dualarr): CPU seconds, fastest of "
           f"{repeat}; ratio to the previous size")
     previous: tuple[float, float] | None = None
     for n in sizes:
@@ -140,7 +146,7 @@ def working_set_baseline(sizes: list[int], repeat: int, program: str = "grad of 
     if not pairs:
         return
     print()
-    print(f"# same work, small or large working set ({program!r}): seconds per stage, "
+    print(f"# same work, small or large working set ({program!r}): CPU seconds per stage, "
           f"fastest of {repeat}; ratio to one n-op program")
     print(f"{'':<28}" + "".join(f"{s:>16}" for s in STAGES))
     make = PROGRAMS[program]
@@ -161,9 +167,9 @@ def working_set_baseline(sizes: list[int], repeat: int, program: str = "grad of 
 
 
 def _timed(action: Callable[[], Any]) -> float:
-    start = time.perf_counter()
+    start = CLOCK()
     action()
-    return time.perf_counter() - start
+    return CLOCK() - start
 
 
 def _walk(root: tuple[Any, ...]) -> int:
@@ -186,7 +192,7 @@ def _walk(root: tuple[Any, ...]) -> int:
 
 def programs_table(sizes: list[int], repeat: int) -> None:
     print()
-    print(f"# programs that used to be quadratic: seconds (fastest of {repeat}) | peak MB per "
+    print(f"# programs that used to be quadratic: CPU seconds (fastest of {repeat}) | peak MB per "
           "stage; da.grad's first call, compiled and interpreted; ratios to the previous size")
     print(f"{'program':<28}{'n':>6}{'nodes':>7}" + "".join(f"{s:>15}" for s in STAGES)
           + f"{'grad':>15}{'interpret':>15}{'time x':>8}{'mem x':>7}"
@@ -241,7 +247,7 @@ def main() -> None:
     print(f"# bench_pipeline.py  ({datetime.date.today().isoformat()}, {cores()} cores, "
           f"{platform.processor() or platform.machine()})")
     print(f"# {platform.python_implementation()} {platform.python_version()}, "
-          f"{platform.machine()}, numpy {np.__version__}; fastest of {args.repeat} runs, s")
+          f"{platform.machine()}, numpy {np.__version__}; fastest of {args.repeat} runs, CPU s")
     print(f"{'blocks':>7}{'nodes':>8}" + "".join(f"{s:>14}" for s in STAGES)
           + f"{'total':>10}{'ratio':>8}{'nodes ratio':>13}")
     previous: tuple[float, int] | None = None

@@ -481,7 +481,7 @@ class Vectoriser(Rewriter):
                 self._keep(selector, options)
                 return Rewrite("build1-cond", "Fig. 9", (VecIndex(options, (selector,)),), _same)
             case Let(var=x, bound=bound, body=body):
-                return self.let_rule("build1-let", x, bound, Vec(body))
+                return self.let_rule("build1-let", x, bound, Vec(body), "Fig. 9")
             case Index(array=array, index=index):
                 return self.index_rule(array, index)
             case Gather(outer_shape=sh, array=array, vars=vs, index=f):
@@ -570,13 +570,16 @@ class Vectoriser(Rewriter):
             case _:
                 assert_never(e)
 
-    def let_rule(self, rule: str, x: Var, bound: Term, body: Request) -> Rewrite:
-        """``B[let x = e1 in e2] = let x' = B[e1] in B[e2[x := x'[i]]]`` (Fig. 9)."""
+    def let_rule(
+        self, rule: str, x: Var, bound: Term, body: Request, figure: str
+    ) -> Rewrite:
+        """``B[let x = e1 in e2] = let x' = B[e1] in B[e2[x := x'[i]]]`` (Fig. 9; reached
+        from ``index (let …) ix``, the let rule of Fig. 10)."""
         new_var = self.bind_let(x, bound)
         if new_var is x:  # the bound value does not mention i: the let stays outside B
-            return Rewrite(rule, "Fig. 9", (body,), lambda rs: Let(x, bound, rs[0]))
+            return Rewrite(rule, figure, (body,), lambda rs: Let(x, bound, rs[0]))
         return Rewrite(
-            rule, "Fig. 9", (Vec(bound), body),
+            rule, figure, (Vec(bound), body),
             lambda rs: Let(new_var, rs[0], rs[1]),
         )
 
@@ -612,7 +615,7 @@ class Vectoriser(Rewriter):
                 self._keep(inner, guarded)
                 return Rewrite("index-op", "Fig. 10", (Vec(guarded),), _same, _GUARD)
             case Let(var=x, bound=bound, body=body):
-                return self.let_rule("index-let", x, bound, VecIndex(body, ix))
+                return self.let_rule("index-let", x, bound, VecIndex(body, ix), "Fig. 10")
             case Cond(cond=c, if_true=p, if_false=q):
                 pushed: Term = Cond(c, Index(p, ix), Index(q, ix))
                 self._keep(pushed)

@@ -12,6 +12,7 @@ import numpy as np
 
 from ...ad import delta as dl
 from ...lang.errors import DualarrError, UnsupportedError
+from ...lang.program import Program, trace
 from ...lang.terms import (
     DType,
     Term,
@@ -119,6 +120,14 @@ def _describe_error(err: BaseException) -> str:
 
 
 # -- formatting numbers and arrays ----------------------------------------------------
+
+
+def _trace(f: Any, *args: np.ndarray) -> Program | str:
+    """``f`` traced on ``args``, or what went wrong (a learner's function may raise)."""
+    try:
+        return trace(f, *args)
+    except Exception as err:
+        return f"tracing it raised {_describe_error(err)}"
 
 
 def _num(value: Any) -> str:

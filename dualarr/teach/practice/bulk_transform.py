@@ -13,7 +13,7 @@ import numpy as np
 
 from ...interp.evaluate import evaluate_many
 from ...lang.errors import TracingError
-from ...lang.program import Program, trace
+from ...lang.program import trace
 from ...lang.terms import Build1, Index, Scatter, Term, postorder
 from ...pipeline import vectorise_program
 from ...vectorise.bot import NotBotNormal, check_bot_normal
@@ -27,14 +27,8 @@ from ..exercises.feedback import (
     _ok,
     _pos,
     _require_callable,
+    _trace,
 )
-
-
-def _trace(f: Callable[..., Any], *args: np.ndarray) -> Program | str:
-    try:
-        return trace(f, *args)
-    except Exception as err:
-        return f"tracing it raised {_describe_error(err)}"
 
 
 def _terms(roots: Iterable[Term]) -> list[Term]:

@@ -26,15 +26,8 @@ from ..exercises.feedback import (
     _ok,
     _pos,
     _require_callable,
+    _trace,
 )
-
-
-def _trace(f: Callable[..., Any], *args: np.ndarray) -> Program | str:
-    """``f`` traced on ``args``, or what went wrong."""
-    try:
-        return trace(f, *args)
-    except Exception as err:
-        return f"tracing it raised {_describe_error(err)}"
 
 
 def _run(program: Program, *args: np.ndarray) -> np.ndarray | str:

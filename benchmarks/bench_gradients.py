@@ -2,7 +2,8 @@
 
 Workloads (the gradient of a rank-0 result with respect to the float inputs named):
 
-- W1 ``sum(x * y)``, w.r.t. x and y, n = 10^3, 10^5, 10^6;
+- W1 ``sum(x * y)``, w.r.t. x and y, n = 10^3, 10^5, 10^6 (at n = 10^3 the time is all
+  per-call overhead: the table of that name reads it in µs);
 - W2 the paper's Fig. 18, ``sum(build1 n (λi. x[i] * x[n-1-i]))``, w.r.t. x, same n;
 - W3 a 784-256-10 tanh MLP with softmax cross-entropy (mean over a batch of 64, one-hot
   labels as an input array), w.r.t. both weight matrices and both biases;
@@ -10,17 +11,26 @@ Workloads (the gradient of a rank-0 result with respect to the float inputs name
   b[k,j]))))``, w.r.t. a and b, (m, n, p) = (64, 256, 512);
 - W5 ``sum(sin(x) * exp(-x*x) + log1p(x*x))``, w.r.t. x, n = 10^6;
 - W6 ``sum(x[idx] * w)`` with random integer ``idx``, w.r.t. x and w, 10^5 elements in
-  x, 10^6 in idx and w.
+  x, 10^6 in idx and w;
+- C the chain ``y = tanh(y*y[::-1] + 0.5*y[idx])`` for k steps from ``y = x``, then
+  ``sum(y)``, w.r.t. x, n = 10^3, k = 10, 100, 1000 (``idx`` a fixed random permutation,
+  an int64 input): many small operations, so it measures what a compiled program costs
+  beyond its arithmetic.
 
-Libraries: ``numpy`` (the hand-written gradient: the base of every ratio), ``dualarr``
-(``da.grad``, the default ``mode="compiled"``: the generated gradient program of §7),
-``dualarr.interp`` (``mode="interpret"``: the concrete dual-arrays path), and, where installed,
-HIPS ``autograd``, ``jax`` (``jax.grad`` run eagerly), ``jax.jit`` (``jax.jit(jax.grad)``)
-and ``torch`` (``torch.autograd.grad``), all in float64.  Peers write W2 as ``x *
-flip(x)`` and W4 with their own ``@`` (they have no ``build``), so W4 shows how far
-dualarr's vectorised ``build`` is from a real contraction.  Absent peers are reported as
-"not installed" (``pip install -e ".[bench]"`` adds autograd and jax; torch is not in
-the extra: ``pip install torch``).
+Libraries: ``numpy`` (the hand-written gradient: the base of the first ratio table),
+``dualarr.jit`` (``da.jit(da.grad(f))``: traced and compiled once per input types, the
+fused program; the goals are measured on it), ``dualarr`` (``da.grad``, which traces on
+every call to read call-time values and reuses the compiled program by structure),
+``dualarr.unfused`` (``da.jit(da.grad(f))`` with ``da.config.update("fuse", False)``: one
+array function per operation, the oracle of the fused program), ``dualarr.interp``
+(``mode="interpret"``: the concrete dual-arrays path), and, where installed, HIPS
+``autograd``, ``jax`` (``jax.grad`` run eagerly), ``jax.jit`` (``jax.jit(jax.grad)``, the
+base of the second ratio table) and ``torch`` (``torch.autograd.grad``), all in float64.
+dualarr writes the chain with ``dualarr.numpy``, the peers with their own NumPy-likes;
+peers write W2 as ``x * flip(x)`` and W4 with their own ``@`` (they have no ``build``), so
+W4 shows how far dualarr's vectorised ``build`` is from a real contraction.  Absent peers
+are reported as "not installed" (``pip install -e ".[bench]"`` adds autograd and jax;
+torch is not in the extra: ``pip install torch``).
 
 Each library runs in its own process (this script with ``--worker LIBRARY``): on 2
 cores the OpenBLAS, OpenMP and XLA thread pools of one process fight and slow each
@@ -29,8 +39,24 @@ for dualarr that includes tracing and every stage down to code generation; for j
 compile), checked against the NumPy gradient with ``np.allclose`` (a mismatch stops the
 run with a non-zero exit), then, after one more warm-up call, the gradient is timed as the
 median of ``--repeat`` samples, each sample running the gradient enough times to last
-``--min-sample`` seconds (as ``timeit`` does).  Ratios are taken within one run of this
+``--min-sample`` seconds (as ``timeit`` does).  A case whose first gradient takes longer
+than ``--first-budget`` seconds is not timed further, and a chain whose first gradient
+would (the previous chain's first time scaled by the number of steps) is not run at all:
+both read "skipped (first gradient > budget)".  Ratios are taken within one run of this
 script; expect about 20% drift between runs.
+
+Three more measurements, each in processes of its own:
+
+- time to the first gradient in a fresh process, for ``dualarr.jit``, ``dualarr`` and
+  ``jax.jit``: a new interpreter imports the library (timed apart), builds the W1 n = 10^3
+  inputs and times the first gradient call (trace, compile and run); the median of
+  ``--fresh-repeat`` processes;
+- the peak memory of one steady-state W5 gradient (after a first call, between
+  ``tracemalloc.start()`` and ``tracemalloc.get_traced_memory()``), for ``numpy``,
+  ``dualarr.jit`` and ``dualarr.unfused``, in MB and as a ratio to the hand-written
+  gradient (NumPy arrays, numexpr's outputs among them, are traced by ``tracemalloc``);
+- the goals, read from the tables: ``dualarr.jit`` within 1.25× of ``jax.jit`` on the
+  large workloads, within 2× on the chain, and at most 10 µs per call (W1 n = 10^3).
 
 Memory and BLAS settings are left as the environment has them (the header prints them):
 
@@ -43,13 +69,15 @@ Memory and BLAS settings are left as the environment has them (the header prints
   benchmarks/bench_gradients.py``), and never in tests or CI.
 
 Usage: ``python benchmarks/bench_gradients.py [--quick] [--libraries LIB ...]
-[--repeat R] [--min-sample S] [--malloc-tuned]``.  ``--quick`` runs small sizes only
-(a smoke run of a few seconds per library).
+[--workloads W ...] [--repeat R] [--min-sample S] [--first-budget S] [--fresh-repeat R]
+[--malloc-tuned]``.  ``--quick`` runs small sizes only (a smoke run of a few seconds per
+library).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import importlib
 import importlib.metadata
@@ -61,6 +89,7 @@ import statistics
 import subprocess
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,17 +97,25 @@ from typing import Any
 import numpy as np
 
 import dualarr as da
+import dualarr.numpy as dnp
 
 Arrays = tuple[np.ndarray, ...]
 Step = Callable[[], Any]
 
-LIBRARIES = ("numpy", "dualarr", "dualarr.interp", "autograd", "jax", "jax.jit", "torch")
+LIBRARIES = ("numpy", "dualarr.jit", "dualarr", "dualarr.unfused", "dualarr.interp",
+             "autograd", "jax", "jax.jit", "torch")
 PEERS = ("autograd", "jax", "jax.jit", "torch")
-MODULE = {"numpy": "numpy", "dualarr": "dualarr", "dualarr.interp": "dualarr",
-          "autograd": "autograd", "jax": "jax",
-          "jax.jit": "jax", "torch": "torch"}
+MODULE = {"numpy": "numpy", "dualarr": "dualarr", "dualarr.jit": "dualarr",
+          "dualarr.unfused": "dualarr", "dualarr.interp": "dualarr",
+          "autograd": "autograd", "jax": "jax", "jax.jit": "jax", "torch": "torch"}
+FRESH_LIBRARIES = ("dualarr.jit", "dualarr", "jax.jit")
+MEMORY_LIBRARIES = ("numpy", "dualarr.jit", "dualarr.unfused")
+GOAL_LIBRARY, GOAL_BASE = "dualarr.jit", "jax.jit"
+GOAL_LARGE, GOAL_CHAIN, GOAL_PER_CALL_US = 1.25, 2.0, 10.0
 SEED = 20261122
 MALLOC_TUNED = {"MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_MMAP_THRESHOLD_": str(1 << 30)}
+SKIPPED = "skipped (first gradient > budget)"
+NO_FUSE_SETTING = "fuse setting not available"
 
 
 # --------------------------------------------------------------------------------------
@@ -88,7 +125,7 @@ MALLOC_TUNED = {"MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_MMAP_THRESHOLD_"
 
 @dataclass(frozen=True)
 class Case:
-    """One workload at one size."""
+    """One workload at one size (for the chain C: (n, steps))."""
 
     workload: str
     size: tuple[int, ...]
@@ -100,9 +137,16 @@ class Case:
             return f"{n_in}-{hidden}-{n_out} b{batch}"
         if self.workload == "W6":
             return f"n={_num(self.size[0])} m={_num(self.size[1])}"
+        if self.workload == "C":
+            return f"n={_num(self.size[0])} k={self.size[1]}"
         if len(self.size) == 1:
             return f"n={_num(self.size[0])}"
         return "x".join(str(s) for s in self.size)
+
+    @property
+    def row(self) -> tuple[str, str]:
+        """The key of the case's row in every table."""
+        return self.workload, self.label
 
 
 def _num(n: int) -> str:
@@ -117,6 +161,7 @@ FULL: tuple[Case, ...] = (
     Case("W4", (64, 256, 512)),
     Case("W5", (10**6,)),
     Case("W6", (10**5, 10**6)),
+    *(Case("C", (10**3, steps)) for steps in (10, 100, 1000)),
 )
 QUICK: tuple[Case, ...] = (
     Case("W1", (10**3,)),
@@ -125,10 +170,14 @@ QUICK: tuple[Case, ...] = (
     Case("W4", (4, 8, 16)),
     Case("W5", (10**3,)),
     Case("W6", (10**2, 10**3)),
+    Case("C", (10**3, 10)),
 )
+PER_CALL = Case("W1", (10**3,))  # its time is all per-call overhead
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "C")
 
 ARGNUMS: dict[str, tuple[int, ...]] = {
     "W1": (0, 1), "W2": (0,), "W3": (0, 1, 2, 3), "W4": (0, 1), "W5": (0,), "W6": (0, 2),
+    "C": (0,),
 }
 DESCRIPTION = {
     "W1": "sum(x * y)",
@@ -137,7 +186,15 @@ DESCRIPTION = {
     "W4": "sum(build (m,p) (λi j. sum(build1 n (λk. a[i,k] * b[k,j]))))",
     "W5": "sum(sin(x) * exp(-x*x) + log1p(x*x))",
     "W6": "sum(x[idx] * w), random int idx",
+    "C": "k steps of y = tanh(y*y[::-1] + 0.5*y[idx]) from y = x, then sum(y); "
+         "idx a random permutation",
 }
+
+
+def is_large(case: Case) -> bool:
+    """A workload whose time is mostly arithmetic (the 1.25× goal), not the chain and not
+    the n = 10^3 cases, whose time is mostly per-call overhead."""
+    return case.workload != "C" and case.size != (10**3,)
 
 
 def inputs(case: Case) -> Arrays:
@@ -164,7 +221,29 @@ def inputs(case: Case) -> Arrays:
         case "W6":
             n, m = case.size
             return rng.standard_normal(n), rng.integers(0, n, m), rng.standard_normal(m)
+        case "C":
+            n, _ = case.size
+            return rng.standard_normal(n), rng.permutation(n).astype(np.int64)
     raise ValueError(f"unknown workload {case.workload}")
+
+
+def chain_function(
+    steps: int, tanh: Callable[[Any], Any], reverse: Callable[[Any], Any],
+    total: Callable[[Any], Any],
+) -> Callable[[Any, Any], Any]:
+    """The chain C over one library's ``tanh``, reversal and ``sum``."""
+
+    def chain(x: Any, idx: Any) -> Any:
+        y = x
+        for _ in range(steps):
+            y = tanh(y * reverse(y) + 0.5 * y[idx])
+        return total(y)
+
+    return chain
+
+
+def _reversed(y: Any) -> Any:
+    return y[::-1]
 
 
 def dualarr_function(case: Case) -> Callable[..., da.Tensor]:
@@ -206,6 +285,8 @@ def dualarr_function(case: Case) -> Callable[..., da.Tensor]:
             def w6(x: da.Tensor, idx: da.Tensor, w: da.Tensor) -> da.Tensor:
                 return da.sum(x[idx] * w)
             return w6
+        case "C":
+            return chain_function(case.size[1], dnp.tanh, _reversed, dnp.sum)
     raise ValueError(f"unknown workload {case.workload}")
 
 
@@ -245,7 +326,32 @@ def numpy_gradient(case: Case) -> Callable[..., Arrays]:
             def g6(x: np.ndarray, idx: np.ndarray, w: np.ndarray) -> Arrays:
                 return np.bincount(idx, weights=w, minlength=x.shape[0]), x[idx]
             return g6
+        case "C":
+            return _chain_gradient(case.size[1])
     raise ValueError(f"unknown workload {case.workload}")
+
+
+def _chain_gradient(steps: int) -> Callable[..., Arrays]:
+    """The chain's gradient by hand: the forward pass keeps every step's output, the
+    reverse pass takes the cotangent of ``y`` back through ``tanh``, both factors of
+    ``y * y[::-1]`` and the gather ``y[idx]`` (a scatter-add; ``idx`` is a permutation,
+    so ``+=`` at ``idx`` adds each value once)."""
+
+    def gradient(x: np.ndarray, idx: np.ndarray) -> Arrays:
+        outputs = [x]
+        for _ in range(steps):
+            y = outputs[-1]
+            outputs.append(np.tanh(y * y[::-1] + 0.5 * y[idx]))
+        cotangent = np.ones_like(x)
+        for step in range(steps, 0, -1):
+            y_in, y_out = outputs[step - 1], outputs[step]
+            d_sum = cotangent * (1.0 - y_out * y_out)
+            cotangent = d_sum * y_in[::-1]
+            cotangent += (d_sum * y_in)[::-1]
+            cotangent[idx] += 0.5 * d_sum
+        return (cotangent,)
+
+    return gradient
 
 
 # --------------------------------------------------------------------------------------
@@ -272,6 +378,8 @@ def numpy_like_function(case: Case, xp: Any, logsumexp: Callable[..., Any]) -> C
             return lambda x: xp.sum(xp.sin(x) * xp.exp(-x * x) + xp.log1p(x * x))
         case "W6":
             return lambda x, idx, w: xp.sum(x[idx] * w)
+        case "C":
+            return chain_function(case.size[1], xp.tanh, _reversed, xp.sum)
     raise ValueError(f"unknown workload {case.workload}")
 
 
@@ -294,6 +402,10 @@ def torch_function(case: Case, torch: Any) -> Callable[..., Any]:
             return lambda x: torch.sum(torch.sin(x) * torch.exp(-x * x) + torch.log1p(x * x))
         case "W6":
             return lambda x, idx, w: torch.sum(x[idx] * w)
+        case "C":
+            return chain_function(
+                case.size[1], torch.tanh, lambda y: torch.flip(y, (0,)), torch.sum
+            )
     raise ValueError(f"unknown workload {case.workload}")
 
 
@@ -334,18 +446,37 @@ class NumpyLibrary(Library):
         return Prepared(lambda: gradient(*args), _as_tuple)
 
 
+def fuse_setting_available() -> bool:
+    """Whether this dualarr has the ``fuse`` setting (``da.config.update("fuse", ...)``)."""
+    return "fuse" in {field.name for field in dataclasses.fields(da.config)}
+
+
 class DualarrLibrary(Library):
-    def __init__(self, mode: str) -> None:
-        self.mode = mode
-        self.name = "dualarr" if mode == "compiled" else "dualarr.interp"
+    """``name``: ``dualarr.jit`` (``da.jit(da.grad(f))``), ``dualarr`` (``da.grad``),
+    ``dualarr.unfused`` (``da.jit(da.grad(f))``, fusion off) or ``dualarr.interp``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.mode = "interpret" if name == "dualarr.interp" else "compiled"
+        self.cached = name in ("dualarr.jit", "dualarr.unfused")
+        if name == "dualarr.unfused":
+            da.config.update("fuse", False)
 
     def version(self) -> str:
-        return f"{da.__version__} (mode={self.mode})"
+        call = "da.jit(da.grad(f))" if self.cached else f"da.grad(f, mode={self.mode!r})"
+        settings = ""
+        if fuse_setting_available():
+            settings = f", fuse={da.config.fuse}"
+            if importlib.util.find_spec("numexpr") is not None:
+                settings += f", numexpr {importlib.metadata.version('numexpr')}"
+        return f"{da.__version__} ({call}{settings})"
 
     def prepare(self, case: Case, args: Arrays) -> Prepared:
         gradient = da.grad(
             dualarr_function(case), argnums=ARGNUMS[case.workload], mode=self.mode
         )
+        if self.cached:
+            gradient = da.jit(gradient)
         return Prepared(lambda: gradient(*args), _as_tuple)
 
 
@@ -418,10 +549,8 @@ def make_library(name: str) -> Library:
     match name:
         case "numpy":
             return NumpyLibrary()
-        case "dualarr":
-            return DualarrLibrary("compiled")
-        case "dualarr.interp":
-            return DualarrLibrary("interpret")
+        case "dualarr" | "dualarr.jit" | "dualarr.unfused" | "dualarr.interp":
+            return DualarrLibrary(name)
         case "autograd":
             return AutogradLibrary()
         case "jax" | "jax.jit":
@@ -456,6 +585,16 @@ def median_time(step: Step, repeat: int, min_sample: float) -> tuple[float, int]
     return statistics.median(samples), number
 
 
+def peak_bytes(step: Step) -> int:
+    """Peak bytes ``tracemalloc`` sees during one call of ``step`` (already warm)."""
+    tracemalloc.start()
+    try:
+        step()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def check(case: Case, library: str, got: Arrays, want: Arrays) -> None:
     if len(got) != len(want):
         raise SystemExit(f"bench_gradients: {library} {case.workload} {case.label}: "
@@ -470,22 +609,73 @@ def check(case: Case, library: str, got: Arrays, want: Arrays) -> None:
             )
 
 
-def worker(name: str, cases: Sequence[Case], repeat: int, min_sample: float) -> None:
+def worker(name: str, cases: Sequence[Case], repeat: int, min_sample: float,
+           first_budget: float) -> None:
     """Run every case with one library; one JSON object per line on stdout."""
+    if name == "dualarr.unfused" and not fuse_setting_available():
+        print(json.dumps({"library": name, "unavailable": NO_FUSE_SETTING}), flush=True)
+        return
     library = make_library(name)
     print(json.dumps({"library": name, "version": library.version()}), flush=True)
+    last_chain: tuple[int, float] | None = None  # (steps, first seconds)
     for case in cases:
+        record: dict[str, Any] = {"workload": case.workload, "label": case.label,
+                                  "first": None, "median": None, "skipped": None}
+        if case.workload == "C" and last_chain is not None:
+            steps, seconds = last_chain
+            if seconds * case.size[1] / steps > first_budget:
+                record["skipped"] = SKIPPED
+                print(json.dumps(record), flush=True)
+                continue
         args = inputs(case)
         want = numpy_gradient(case)(*args)
         prepared = library.prepare(case, args)
         start = time.perf_counter()
         result = prepared.step()
-        first = time.perf_counter() - start
+        first = record["first"] = time.perf_counter() - start
         check(case, name, prepared.to_numpy(result), want)
+        if case.workload == "C":
+            last_chain = case.size[1], first
+        if first > first_budget:
+            record["skipped"] = SKIPPED
+            print(json.dumps(record), flush=True)
+            continue
         prepared.step()  # one more warm-up call
-        median, number = median_time(prepared.step, repeat, min_sample)
-        print(json.dumps({"workload": case.workload, "label": case.label, "first": first,
-                          "median": median, "number": number}), flush=True)
+        record["median"], record["number"] = median_time(prepared.step, repeat, min_sample)
+        if case.workload == "W5" and name in MEMORY_LIBRARIES:
+            record["peak_bytes"] = peak_bytes(prepared.step)
+        print(json.dumps(record), flush=True)
+
+
+FRESH_PROGRAM = """
+import json, sys, time
+library, n, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+import numpy as np
+rng = np.random.default_rng(seed)
+x, y = rng.standard_normal(n), rng.standard_normal(n)
+start = time.perf_counter()
+if library.startswith("dualarr"):
+    import dualarr as da
+    imported = time.perf_counter() - start
+    gradient = da.grad(lambda a, b: da.sum(a * b), argnums=(0, 1))
+    if library == "dualarr.jit":
+        gradient = da.jit(gradient)
+    call = lambda: gradient(x, y)
+else:
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_platforms", "cpu")
+    import jax.numpy as jnp
+    imported = time.perf_counter() - start
+    gradient = jax.jit(jax.grad(lambda a, b: jnp.sum(a * b), argnums=(0, 1)))
+    call = lambda: jax.block_until_ready(gradient(x, y))
+start = time.perf_counter()
+got = call()
+first = time.perf_counter() - start
+if not (np.allclose(np.asarray(got[0]), y) and np.allclose(np.asarray(got[1]), x)):
+    raise SystemExit(library + ": the first W1 gradient differs from (y, x)")
+print(json.dumps({"import": imported, "first": first}))
+"""
 
 
 # --------------------------------------------------------------------------------------
@@ -494,12 +684,23 @@ def worker(name: str, cases: Sequence[Case], repeat: int, min_sample: float) -> 
 
 
 @dataclass
+class Timing:
+    """One case in one library's worker (seconds); ``skipped`` says why no median."""
+
+    first: float | None
+    median: float | None
+    skipped: str | None = None
+    peak_bytes: int | None = None
+
+
+@dataclass
 class Outcome:
     """What one library's worker gave: a version and times, or why not."""
 
-    status: str  # "ok", "not installed", "failed"
+    status: str  # "ok", "not installed", "not run", "failed", or why it cannot run
     version: str = ""
-    times: dict[tuple[str, str], tuple[float, float]] | None = None  # -> (first, median)
+    times: dict[tuple[str, str], Timing] = dataclasses.field(default_factory=dict)
+    fresh: tuple[float, float] | None = None  # fresh process: (import s, first gradient s)
 
 
 def cpu_model() -> str:
@@ -519,84 +720,204 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
+def _environment(args: argparse.Namespace) -> dict[str, str]:
+    env = dict(os.environ)
+    if args.malloc_tuned:
+        env.update(MALLOC_TUNED)
+    return env
+
+
+def _failure(name: str, what: str, done: subprocess.CompletedProcess[str]) -> None:
+    tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+    print(f"# {name}: {what} failed (exit {done.returncode}):\n{tail}", file=sys.stderr)
+
+
 def run_worker(name: str, args: argparse.Namespace) -> Outcome:
     if importlib.util.find_spec(MODULE[name]) is None:
         return Outcome("not installed")
     command = [sys.executable, os.path.abspath(__file__), "--worker", name,
-               "--repeat", str(args.repeat), "--min-sample", str(args.min_sample)]
+               "--repeat", str(args.repeat), "--min-sample", str(args.min_sample),
+               "--first-budget", str(args.first_budget), "--workloads", *args.workloads]
     if args.quick:
         command.append("--quick")
-    env = dict(os.environ)
-    if args.malloc_tuned:
-        env.update(MALLOC_TUNED)
     try:
-        done = subprocess.run(command, capture_output=True, text=True, env=env,
-                              timeout=args.timeout)
+        done = subprocess.run(command, capture_output=True, text=True,
+                              env=_environment(args), timeout=args.timeout)
     except subprocess.TimeoutExpired:
         print(f"# {name}: worker timed out after {args.timeout} s", file=sys.stderr)
         return Outcome("failed")
     if done.returncode != 0:
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-        print(f"# {name}: worker failed (exit {done.returncode}):\n{tail}", file=sys.stderr)
+        _failure(name, "worker", done)
         return Outcome("failed")
-    outcome = Outcome("ok", times={})
+    outcome = Outcome("ok")
     for line in done.stdout.splitlines():
         if not line.startswith("{"):
             continue
         record = json.loads(line)
+        if "unavailable" in record:
+            return Outcome(record["unavailable"])
         if "version" in record:
             outcome.version = record["version"]
         else:
-            assert outcome.times is not None
-            key = (record["workload"], record["label"])
-            outcome.times[key] = (record["first"], record["median"])
+            outcome.times[(record["workload"], record["label"])] = Timing(
+                record["first"], record["median"], record["skipped"], record.get("peak_bytes")
+            )
     return outcome
 
 
-def _cell(value: float | None, fmt: str, width: int) -> str:
+def run_fresh(name: str, args: argparse.Namespace) -> tuple[float, float] | None:
+    """(import s, first gradient s), each the median over ``--fresh-repeat`` new
+    interpreters; None when one of them fails."""
+    imports, firsts = [], []
+    for _ in range(args.fresh_repeat):
+        command = [sys.executable, "-c", FRESH_PROGRAM, name, str(PER_CALL.size[0]),
+                   str(SEED)]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True,
+                                  env=_environment(args), timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            print(f"# {name}: fresh process timed out after {args.timeout} s",
+                  file=sys.stderr)
+            return None
+        if done.returncode != 0:
+            _failure(name, "fresh process", done)
+            return None
+        record = json.loads(done.stdout.strip().splitlines()[-1])
+        imports.append(record["import"])
+        firsts.append(record["first"])
+    return statistics.median(imports), statistics.median(firsts)
+
+
+WIDTH = 17
+HEAD = f"{'workload':<9}{'size':<17}"
+
+
+def _cell(value: float | None, fmt: str, width: int = WIDTH) -> str:
     return f"{'-' if value is None else format(value, fmt):>{width}}"
 
 
-def print_tables(cases: Sequence[Case], outcomes: dict[str, Outcome]) -> None:
-    shown = [name for name in LIBRARIES if outcomes[name].status == "ok"]
-    rows = [(case.workload, case.label) for case in cases]
-
-    def times(name: str, row: tuple[str, str]) -> tuple[float, float] | None:
-        table = outcomes[name].times
-        return None if table is None else table.get(row)
-
-    width = 15
-    head = f"{'workload':<9}{'size':<17}"
-    print("\n## median ms per gradient")
-    print(head + "".join(f"{name:>{width}}" for name in shown))
+def _table(title: str, rows: Sequence[tuple[str, str]], columns: Sequence[str],
+           cell: Callable[[str, tuple[str, str]], str]) -> None:
+    print(f"\n## {title}")
+    print(HEAD + "".join(f"{name:>{WIDTH}}" for name in columns))
     for row in rows:
-        cells = []
-        for name in shown:
-            t = times(name, row)
-            cells.append(_cell(None if t is None else t[1] * 1e3, ".3f", width))
-        print(f"{row[0]:<9}{row[1]:<17}" + "".join(cells))
+        print(f"{row[0]:<9}{row[1]:<17}" + "".join(cell(name, row) for name in columns))
+
+
+def _verdict(ratio: float | None, goal: float) -> str:
+    if ratio is None:
+        return "not measured"
+    return "ok" if ratio <= goal else "missed"
+
+
+def print_tables(cases: Sequence[Case], outcomes: dict[str, Outcome], quick: bool) -> None:
+    shown = [name for name in LIBRARIES if outcomes[name].status == "ok"]
+    rows = [case.row for case in cases]
+
+    def timing(name: str, row: tuple[str, str]) -> Timing | None:
+        return outcomes[name].times.get(row) if name in shown else None
+
+    def median(name: str, row: tuple[str, str]) -> float | None:
+        t = timing(name, row)
+        return None if t is None else t.median
+
+    def ratio(name: str, base: str, row: tuple[str, str]) -> float | None:
+        top, bottom = median(name, row), median(base, row)
+        return None if top is None or bottom is None else top / bottom
+
+    def median_cell(name: str, row: tuple[str, str]) -> str:
+        t = timing(name, row)
+        if t is not None and t.skipped is not None:
+            return f"{'skipped':>{WIDTH}}"
+        return _cell(None if t is None or t.median is None else t.median * 1e3, ".3f")
+
+    _table("median ms per gradient", rows, shown, median_cell)
+    skipped = sorted({f"{name} {row[0]} {row[1]}" for name in shown for row in rows
+                      if (t := timing(name, row)) is not None and t.skipped is not None})
+    if skipped:
+        print(f"# {SKIPPED}: {', '.join(skipped)}")
+    if PER_CALL.row in rows:
+        print(f"# {PER_CALL.workload} {PER_CALL.label} is per-call overhead (its own table "
+              "below)")
 
     others = [name for name in shown if name != "numpy"]
-    print("\n## ratio to the NumPy gradient (median / NumPy median)")
-    print(head + "".join(f"{name:>{width}}" for name in others))
-    for row in rows:
-        base = times("numpy", row) if "numpy" in shown else None
-        cells = []
-        for name in others:
-            t = times(name, row)
-            ratio = None if t is None or base is None else t[1] / base[1]
-            cells.append(_cell(ratio, ".2f", width))
-        print(f"{row[0]:<9}{row[1]:<17}" + "".join(cells))
+    _table("ratio to the NumPy gradient (median / NumPy median)", rows, others,
+           lambda name, row: _cell(ratio(name, "numpy", row), ".2f"))
+    if "jax.jit" in shown:
+        against_jax = [name for name in shown if name != "jax.jit"]
+        _table("ratio to jax.jit (median / jax.jit median)", rows, against_jax,
+               lambda name, row: _cell(ratio(name, "jax.jit", row), ".2f"))
 
-    print("\n## time to first gradient, s (dualarr: trace + every stage + codegen; "
-          "jax.jit: compile)")
-    print(head + "".join(f"{name:>{width}}" for name in others))
-    for row in rows:
-        cells = []
-        for name in others:
-            t = times(name, row)
-            cells.append(_cell(None if t is None else t[0], ".4f", width))
-        print(f"{row[0]:<9}{row[1]:<17}" + "".join(cells))
+    def first_cell(name: str, row: tuple[str, str]) -> str:
+        t = timing(name, row)
+        if t is not None and t.first is None and t.skipped is not None:
+            return f"{'skipped':>{WIDTH}}"  # not run: the estimate was over the budget
+        return _cell(None if t is None else t.first, ".4f")
+
+    _table("time to first gradient, s (dualarr: trace + every stage + codegen; "
+           "jax.jit: compile)", rows, others, first_cell)
+
+    if PER_CALL.row in rows:
+        print(f"\n## per-call overhead: {PER_CALL.workload} {DESCRIPTION[PER_CALL.workload]} at "
+              f"{PER_CALL.label}, µs per gradient (beyond NumPy: minus the hand-written "
+              "gradient's time)")
+        base = median("numpy", PER_CALL.row)
+        print(f"{'library':<17}{'µs per call':>14}{'beyond NumPy':>14}")
+        for name in shown:
+            seconds = median(name, PER_CALL.row)
+            beyond = None if seconds is None or base is None else (seconds - base) * 1e6
+            print(f"{name:<17}{_cell(None if seconds is None else seconds * 1e6, '.1f', 14)}"
+                  f"{_cell(beyond, '.1f', 14)}")
+
+    fresh = [name for name in FRESH_LIBRARIES if outcomes[name].fresh is not None]
+    if fresh:
+        print(f"\n## time to first gradient in a fresh process ({PER_CALL.workload} "
+              f"{PER_CALL.label}; import timed apart, after numpy's), s")
+        print(f"{'library':<17}{'import s':>12}{'first gradient s':>18}")
+        for name in fresh:
+            imported, first = outcomes[name].fresh or (0.0, 0.0)
+            print(f"{name:<17}{imported:>12.3f}{first:>18.4f}")
+
+    memory = [(case, name) for case in cases if case.workload == "W5"
+              for name in MEMORY_LIBRARIES
+              if (t := timing(name, case.row)) is not None and t.peak_bytes is not None]
+    if memory:
+        print("\n## peak memory of one steady-state W5 gradient (tracemalloc), MB and ratio "
+              "to the hand-written gradient")
+        print(f"{'workload':<9}{'size':<17}{'library':<17}{'MB':>10}{'ratio':>8}")
+        for case, name in memory:
+            peak = outcomes[name].times[case.row].peak_bytes or 0
+            base_timing = timing("numpy", case.row)
+            base_peak = None if base_timing is None else base_timing.peak_bytes
+            share = None if not base_peak else peak / base_peak
+            print(f"{case.workload:<9}{case.label:<17}{name:<17}{peak / 2**20:>10.2f}"
+                  f"{_cell(share, '.2f', 8)}")
+
+    print(f"\n## goals ({GOAL_LIBRARY}; ratios to {GOAL_BASE} measured in this run)")
+    if GOAL_LIBRARY not in shown:
+        print(f"# {GOAL_LIBRARY} did not run: no goal measured")
+        return
+    if GOAL_BASE not in shown:
+        print(f"# {GOAL_BASE} did not run: the ratio goals are not measured")
+    if quick:
+        print("# --quick: small sizes, so these lines only show how the goals are read")
+    def line(goal: str, case: Case, measured: float | None, unit: str, bound: float) -> None:
+        value = "-" if measured is None else f"{measured:.2f}{unit}"
+        print(f"{goal:<34}{case.workload:<4}{case.label:<17}{value:>10}  "
+              f"{_verdict(measured, bound)}")
+
+    for case in cases:
+        if is_large(case):
+            line(f"large workloads <= {GOAL_LARGE:g}x {GOAL_BASE}", case,
+                 ratio(GOAL_LIBRARY, GOAL_BASE, case.row), "x", GOAL_LARGE)
+    for case in cases:
+        if case.workload == "C":
+            line(f"chain <= {GOAL_CHAIN:g}x {GOAL_BASE}", case,
+                 ratio(GOAL_LIBRARY, GOAL_BASE, case.row), "x", GOAL_CHAIN)
+    if PER_CALL.row in rows:
+        per_call = median(GOAL_LIBRARY, PER_CALL.row)
+        line(f"per call <= {GOAL_PER_CALL_US:g} µs", PER_CALL,
+             None if per_call is None else per_call * 1e6, " µs", GOAL_PER_CALL_US)
 
 
 def main() -> None:
@@ -605,14 +926,22 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes only (smoke run)")
     parser.add_argument("--libraries", nargs="+", choices=LIBRARIES, default=list(LIBRARIES),
                         help="libraries to run (default: all; numpy is the base of ratios)")
+    parser.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS),
+                        help="workloads to run (default: all)")
     parser.add_argument("--repeat", type=int, default=None,
                         help="timed samples per case (default 7; 3 with --quick)")
     parser.add_argument("--min-sample", type=float, default=None,
                         help="seconds one sample lasts at least (default 0.05; 0.005 quick)")
+    parser.add_argument("--first-budget", type=float, default=60.0,
+                        help="seconds a first gradient may take; a case over it is not "
+                             "timed further (default 60)")
+    parser.add_argument("--fresh-repeat", type=int, default=None,
+                        help="fresh processes per library for the time to first gradient "
+                             "(default 3; 1 with --quick)")
     parser.add_argument("--malloc-tuned", action="store_true",
                         help="raise MALLOC_TRIM_THRESHOLD_ and MALLOC_MMAP_THRESHOLD_ in "
                              "every worker")
-    parser.add_argument("--timeout", type=float, default=600.0,
+    parser.add_argument("--timeout", type=float, default=1200.0,
                         help="seconds one library's worker may run")
     parser.add_argument("--worker", choices=LIBRARIES, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -620,9 +949,12 @@ def main() -> None:
         args.repeat = 3 if args.quick else 7
     if args.min_sample is None:
         args.min_sample = 0.005 if args.quick else 0.05
-    cases = QUICK if args.quick else FULL
+    if args.fresh_repeat is None:
+        args.fresh_repeat = 1 if args.quick else 3
+    cases = [case for case in (QUICK if args.quick else FULL)
+             if case.workload in args.workloads]
     if args.worker is not None:
-        worker(args.worker, cases, args.repeat, args.min_sample)
+        worker(args.worker, cases, args.repeat, args.min_sample, args.first_budget)
         return
 
     print(f"# bench_gradients.py{' --quick' if args.quick else ''}  "
@@ -635,9 +967,11 @@ def main() -> None:
           f"OPENBLAS_L2_SIZE={blas['OPENBLAS_L2_SIZE']}; malloc thresholds {malloc}")
     print(f"# load average at start: {os.getloadavg()[0]:.2f}")
     print(f"# median of {args.repeat} samples of >= {args.min_sample} s after a warm-up; "
-          "each library in its own process; float64")
+          f"first-gradient budget {args.first_budget:g} s; each library in its own "
+          "process; float64")
     for workload, text in DESCRIPTION.items():
-        print(f"#   {workload}: {text}")
+        if workload in args.workloads:
+            print(f"#   {workload}: {text}")
     outcomes: dict[str, Outcome] = {}
     for name in LIBRARIES:
         if name not in args.libraries:
@@ -647,8 +981,14 @@ def main() -> None:
         outcomes[name] = outcome = run_worker(name, args)
         took = time.perf_counter() - start
         detail = f"{outcome.version}, worker {took:.1f} s" if outcome.status == "ok" else ""
-        print(f"# {name:<9}{outcome.status}{': ' + detail if detail else ''}", flush=True)
-    print_tables(cases, outcomes)
+        print(f"# {name + ' ':<9}{outcome.status}{': ' + detail if detail else ''}",
+              flush=True)
+    for name in FRESH_LIBRARIES:
+        if outcomes[name].status == "ok":
+            outcomes[name].fresh = run_fresh(name, args)
+            if outcomes[name].fresh is None:
+                outcomes[name].status = "failed"
+    print_tables(cases, outcomes, args.quick)
     failed = [name for name, outcome in outcomes.items() if outcome.status == "failed"]
     if failed:
         raise SystemExit(f"bench_gradients: failed: {', '.join(failed)}")

@@ -21,6 +21,7 @@ RUNS: dict[str, list[str]] = {
     "pipeline": ["bench_pipeline.py"],
     "sharing": ["bench_sharing.py"],
     "gradients": ["bench_gradients.py"],
+    "kernels": ["bench_kernels.py"],
     "overhead": ["bench_overhead.py"],
     "numpy": ["bench_numpy.py"],
     "timing-claims": ["bench_timing_claims.py"],

@@ -13,6 +13,7 @@ forward    D with symbolic primals: value term + Delta          :mod:`dualarr.ad
 delta      Eq. 6: primal bindings, value, Delta over variables  :mod:`dualarr.ad.compile_time`
 shared     the symbolic reverse pass: gradient with ``share``   :mod:`dualarr.ad.compile_time`
 gradient   share → let + wrapper, simplified (Figs. 20–21)      :mod:`dualarr.ad.share_to_let`
+kernels    the fused elementwise kernels the source calls       :mod:`dualarr.codegen.kernels`
 python     the generated source over an array namespace         :mod:`dualarr.codegen.generate`
 ========== ==================================================== =====================
 
@@ -24,6 +25,10 @@ the shape of the Delta of the paper's Fig. 18: recognising a sum of products as 
 contraction (``dot0``, matmul) before differentiation.  The vectorised term keeps its
 ``sumOuter (a * b)`` and the Delta is built from the paper's constructors (``SumOuter``,
 ``Add``, ``Scale``, ``Gather``) instead of ``Contract``; the gradient is the same.
+
+``da.pipeline(f, *args, fuse=False)`` generates the unfused program (one array call per
+operation, no ``kernels``); ``fuse=True`` fuses; the default follows the ``fuse`` setting
+(:mod:`dualarr.lang.config`).
 """
 
 from __future__ import annotations
@@ -44,16 +49,24 @@ from .ad.compile_time import (
 )
 from .ad.share_to_let import LetProgram, share_to_let, simplify_let_program
 from .codegen.generate import HELPERS, CompiledProgram, helpers_for
+from .codegen.kernels import Kernel
 from .interp.arrays import Backend
 from .interp.backends import backend_of
 from .lang.config import config
 from .lang.errors import DualarrError, ShapeError
 from .lang.program import Program, trace
-from .lang.terms import Const, substitute, type_name
+from .lang.terms import Const, substitute, type_name, view
 from .vectorise.bot import BotStep, check_bot_normal, vectorise
 from .vectorise.simplify import simplify
 
-__all__ = ["CompiledGradient", "Pipeline", "compile_gradient", "pipeline", "vectorise_program"]
+__all__ = [
+    "CompiledGradient",
+    "FusedKernels",
+    "Pipeline",
+    "compile_gradient",
+    "pipeline",
+    "vectorise_program",
+]
 
 
 def vectorise_program(
@@ -121,13 +134,17 @@ def _with_unit_cotangent(program: LetProgram) -> LetProgram:
 
 
 class CompiledGradient:
-    """The gradient program compiled to Python: ``(value, grads) = g(*arrays, ct)``."""
+    """The gradient program compiled to Python: ``(value, grads) = g(*arrays, ct)``.
+    ``fuse`` (default: the ``fuse`` setting) groups its elementwise work into kernels
+    (§7.5, :mod:`dualarr.codegen.kernels`)."""
 
-    def __init__(self, program: Program, gradient: LetProgram) -> None:
+    def __init__(
+        self, program: Program, gradient: LetProgram, fuse: bool | None = None
+    ) -> None:
         self.program = program
         self.gradient = gradient
         self.compiled = CompiledProgram(
-            gradient.inputs, gradient.outputs, gradient.name, gradient.bindings
+            gradient.inputs, gradient.outputs, gradient.name, gradient.bindings, fuse
         )
         self._types = {k: (v.shape, v.dtype.numpy()) for k, v in enumerate(program.inputs)}
         out = program.outputs[0]
@@ -234,13 +251,41 @@ def compile_gradient(
     return CompiledGradient(vectorised, stages.gradient)
 
 
+@dataclass(frozen=True)
+class FusedKernels:
+    """The ``kernels`` stage: the fused elementwise kernels the generated gradient
+    program calls (§7.5), one per line as ``kernel1(x, v3, dt) = cos(x) * v3 * dt
+    : float64[1000]``; ``fused`` says whether fusion was on, so an empty listing says
+    why it is empty."""
+
+    kernels: tuple[Kernel, ...]
+    fused: bool = True
+
+    def __str__(self) -> str:
+        if self.kernels:
+            return "\n".join(str(kernel) for kernel in self.kernels)
+        if not self.fused:
+            return "no fused kernels: fusion is off"
+        return "no fused kernels: no elementwise group worth a kernel"
+
+    def _repr_markdown_(self) -> str:
+        return f"```\n{self}\n```"
+
+    def graph(self) -> Any:
+        """Each kernel's expression tree as a graphviz drawing, one box per kernel
+        (:mod:`dualarr.show.drawing`)."""
+        return view("kernel_graph")(self.kernels, note=str(self))
+
+
 class Pipeline:
     """All stages of the pipeline for ``f`` traced on ``args`` (arrays or ShapeSpecs).
 
     With ``contractions=False`` the simplifier before differentiation does not turn a
     sum of products into a contraction (a kit extension), so ``delta`` is the paper's
     (Fig. 18: ``SumOuter``, ``Add``, ``Scale``, ``Gather``); every later stage, the
-    compiled gradient included, is derived from that vectorised term.
+    compiled gradient included, is derived from that vectorised term.  ``fuse``
+    (default: the ``fuse`` setting when the pipeline is made) says whether the compiled
+    gradient fuses elementwise work into the kernels of the ``kernels`` stage (§7.5).
     """
 
     STAGES = (
@@ -251,12 +296,20 @@ class Pipeline:
         "delta",
         "shared",
         "gradient",
+        "kernels",
         "python",
     )
 
-    def __init__(self, f: Callable[..., Any], *args: Any, contractions: bool = True) -> None:
+    def __init__(
+        self,
+        f: Callable[..., Any],
+        *args: Any,
+        contractions: bool = True,
+        fuse: bool | None = None,
+    ) -> None:
         self.function = f
         self.contractions = contractions
+        self.fuse: bool = config.fuse if fuse is None else fuse
         self.source: Program = trace(f, *args)
         self.vectorised, self.bot_steps = vectorise_program(
             self.source, record=True, contractions=contractions
@@ -303,12 +356,19 @@ class Pipeline:
     @property
     def compiled(self) -> CompiledGradient:
         if self._compiled is None:
-            self._compiled = CompiledGradient(self.vectorised, self.gradient)
+            self._compiled = CompiledGradient(self.vectorised, self.gradient, self.fuse)
         return self._compiled
 
     @property
+    def kernels(self) -> FusedKernels:
+        """The fused kernels the generated source calls (§7.5): elementwise float64
+        work, one numexpr (CPU) or CuPy (GPU) kernel each; none when ``fuse`` is off."""
+        return FusedKernels(tuple(self.compiled.compiled.kernels), self.fuse)
+
+    @property
     def python(self) -> str:
-        """The generated Python source of the gradient program (§7.5)."""
+        """The generated Python source of the gradient program (§7.5), calling the
+        ``kernels`` when fused."""
         return self.compiled.source
 
     @property
@@ -331,7 +391,7 @@ class Pipeline:
         parts += [f"{s.number}. {s.rule} ({s.figure})" for s in self.bot_steps]
         parts += ["", "== vectorised", str(self.vectorised)]
         if self.differentiable:
-            for stage in ("forward", "delta", "shared", "gradient", "python"):
+            for stage in ("forward", "delta", "shared", "gradient", "kernels", "python"):
                 parts += ["", f"== {stage}", str(getattr(self, stage)).rstrip("\n")]
         return "\n".join(parts)
 
@@ -345,10 +405,16 @@ class Pipeline:
         return f"```\n{self}\n```"
 
 
-def pipeline(f: Callable[..., Any], *args: Any, contractions: bool = True) -> Pipeline:
+def pipeline(
+    f: Callable[..., Any], *args: Any, contractions: bool = True, fuse: bool | None = None
+) -> Pipeline:
     """Trace ``f`` on ``args`` and make every stage available (see :class:`Pipeline`).
 
     ``contractions=False`` keeps sums of products as ``sumOuter`` before differentiation
     (no ``dot0``/matmul ``Contract``, a kit extension), so the Delta is the paper's, as in
-    Fig. 18: ``SumOuter (Add (Scale …) (Scale … (Gather …)))``.  The gradient is the same."""
-    return Pipeline(f, *args, contractions=contractions)
+    Fig. 18: ``SumOuter (Add (Scale …) (Scale … (Gather …)))``.  The gradient is the same.
+
+    ``fuse`` (default: the ``fuse`` setting, :mod:`dualarr.lang.config`) generates the
+    gradient program with its elementwise work fused into kernels (§7.5, the ``kernels``
+    stage); ``fuse=False`` gives the unfused program, one array call per operation."""
+    return Pipeline(f, *args, contractions=contractions, fuse=fuse)

@@ -23,6 +23,7 @@ settings.register_profile("ci", derandomize=True, deadline=None)
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 da.config.update("check_stages", True)  # every stage checks its output's invariant
+da.config.update("fuse_min_size", 1)  # small test programs run through the fused kernels
 
 MODES = ("compiled", "interpret", "explorer")
 

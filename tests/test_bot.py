@@ -192,7 +192,8 @@ def test_pipeline_prints_its_stages() -> None:
     text = str(p)
     assert "== source" in text and "== bot_steps" in text and "== vectorised" in text
     assert p.stages == (
-        "source", "bot_steps", "vectorised", "forward", "delta", "shared", "gradient", "python"
+        "source", "bot_steps", "vectorised", "forward", "delta", "shared", "gradient",
+        "kernels", "python",
     )
     for stage in p.stages:
         assert f"== {stage}" in text

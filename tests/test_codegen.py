@@ -110,7 +110,7 @@ def test_lets_and_shared_nodes_get_one_line_each() -> None:
     y = fresh_var(supply, "y", (4,), DType.FLOAT64)
     s = Op("sin", (x,))
     term = Let(y, Op("mul", (s, s)), Op("add", (y, Op("exp", (y,)))))
-    source = generate([x], [term]).source
+    source = generate([x], [term], fuse=False).source
     assert "t1 = xp.sin(x)" in source
     assert "y = t1 * t1" in source
     assert "return (y + xp.exp(y),)" in source
@@ -187,7 +187,8 @@ def test_a_long_body_is_compiled_in_bounded_units(monkeypatch: pytest.MonkeyPatc
     np.testing.assert_allclose(compiled(value)[0], want)
 
 
-def test_deep_chain_compiles_without_recursion() -> None:
+@pytest.mark.parametrize("fuse", [False, True])
+def test_deep_chain_compiles_without_recursion(fuse: bool) -> None:
     supply = IdSupply()
     x = fresh_var(supply, "x", (3,), DType.FLOAT64)
     depth = 3000
@@ -202,10 +203,14 @@ def test_deep_chain_compiles_without_recursion() -> None:
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(1000)
     try:
-        compiled = compile_program([x], [term])
+        compiled = compile_program([x], [term], fuse=fuse)
     finally:
         sys.setrecursionlimit(limit)
-    assert compiled.source.count("\n") > depth
+    if fuse:  # kernels of a bounded size: one per few dozen operations
+        assert len(compiled.kernels) > 3 * depth // 48
+        assert all(k.operations <= 48 for k in compiled.kernels)
+    else:
+        assert compiled.source.count("\n") > depth
     value = np.array([0.1, -0.2, 0.3])
     (got,) = compiled(value)
     want = value.copy()

@@ -73,4 +73,4 @@ def test_update_refuses_an_unknown_name_or_a_non_bool() -> None:
     with pytest.raises(da.DualarrError, match=r"unknown setting 'check_stage'.*check_stages"):
         da.config.update("check_stage", True)
     with pytest.raises(da.DualarrError, match="check_stages takes True or False, got 1"):
-        da.config.update("check_stages", 1)  # type: ignore[arg-type]
+        da.config.update("check_stages", 1)

@@ -101,7 +101,9 @@ def test_core_dependencies() -> None:
     project = load_pyproject()["project"]
     assert project["requires-python"] == ">=3.11"
     core = dict(split_requirement(r) for r in project["dependencies"])
-    assert core == {"numpy": ">=2.0", "array-api-compat": ">=1.11", "optree": ">=0.13"}
+    assert core == {
+        "numpy": ">=2.0", "array-api-compat": ">=1.11", "optree": ">=0.13", "numexpr": ">=2.10"
+    }
 
 
 def test_environment_matches_pyproject_names() -> None:

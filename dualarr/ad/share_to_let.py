@@ -33,6 +33,7 @@ from ..lang.terms import (
     FreeVars,
     IdSupply,
     Let,
+    Op,
     Replicate,
     Share,
     Term,
@@ -182,7 +183,7 @@ def simplify_let_program(program: LetProgram) -> LetProgram:
     rewrite keeps every variable bound before its use (:func:`check_let_program` holds
     of the result; the property tests check it)."""
     with collector_paused():
-        simplifier = Simplifier(program.supply)  # one memo for every round
+        simplifier = Simplifier(program.supply, cleanup=True)  # one memo for every round
         for _ in range(_MAX_ROUNDS):
             simplified = _simplify_terms(program, simplifier)
             inlined = _inline_and_prune(simplified, simplifier.rebuild)
@@ -210,9 +211,10 @@ def _simplify_terms(program: LetProgram, simplifier: Simplifier) -> LetProgram:
 
 
 def _cheap(term: Term) -> bool:
-    """A binding not worth a name: a variable, a scalar constant or a replicated one."""
-    while isinstance(term, Replicate):
-        term = term.array
+    """A binding not worth a name: a variable, a scalar constant or a replicated one, or
+    the negation of one (inlined, the cleanup gathers the negations)."""
+    while isinstance(term, Replicate) or (isinstance(term, Op) and term.op == "neg"):
+        term = term.args[0] if isinstance(term, Op) else term.array
     return isinstance(term, Var) or (isinstance(term, Const) and term.shape == ())
 
 

@@ -34,7 +34,8 @@ from ..interp.arrays import (
     generic_helpers,
     primal_helpers,
 )
-from ..interp.evaluate import index_array, scatter_add
+from ..interp.evaluate import all_in_range, index_array, scatter_add
+from ..lang.config import config
 from ..lang.errors import DualarrError
 from ..lang.indexing import affine_form, is_scalar_index_work
 from ..lang.names import Namer
@@ -73,6 +74,20 @@ from ..lang.terms import (
     postorder,
     static_int_value,
 )
+from .kernels import (
+    FUSABLE,
+    UNFUSED,
+    Apply,
+    Arg,
+    CompiledKernel,
+    Kernel,
+    KernelExpr,
+    Literal,
+    kernel_parameter_name,
+    literal_value,
+    transcendental,
+    worth_a_kernel,
+)
 
 __all__ = [
     "HELPERS",
@@ -109,24 +124,41 @@ def _from_points(columns: Sequence[Sequence[Any]], shape: tuple[int, ...]) -> li
     return [np.asarray(c, dtype=np.int64).reshape(shape) for c in columns]
 
 
+def _in_range(components: Sequence[Any], extents: tuple[int, ...]) -> bool:
+    """Whether every component is within its extent: the one range check of an index
+    that several gathers and scatters of a program share."""
+    return all_in_range(components, extents)
+
+
 def _index(array: Any, components: Sequence[Any]) -> Any:
     """``array[components]``: 0 where a component is out of range (bulk or scalar)."""
     return index_array(np.asarray(array), components)
 
 
-def _gather(array: Any, components: Sequence[Any], outer_shape: tuple[int, ...]) -> Any:
-    """``out[is] = array[components[is]]`` over ``outer_shape``; out of range reads 0."""
+def _gather(
+    array: Any,
+    components: Sequence[Any],
+    outer_shape: tuple[int, ...],
+    in_range: bool | None = None,
+) -> Any:
+    """``out[is] = array[components[is]]`` over ``outer_shape``; out of range reads 0
+    (``in_range``: the check :func:`_in_range` made, or None)."""
     a = np.asarray(array)
     if not components:
         return np.broadcast_to(a, (*outer_shape, *a.shape))
-    return index_array(a, [np.broadcast_to(np.asarray(c), outer_shape) for c in components])
+    comps = [np.broadcast_to(np.asarray(c), outer_shape) for c in components]
+    return index_array(a, comps, in_range)
 
 
 def _scatter(
-    array: Any, components: Sequence[Any], outer_shape: tuple[int, ...], n_vars: int
+    array: Any,
+    components: Sequence[Any],
+    outer_shape: tuple[int, ...],
+    n_vars: int,
+    in_range: bool | None = None,
 ) -> Any:
     """``out[components[is]] += array[is]``; out-of-range writes are dropped."""
-    return scatter_add(np.asarray(array), components, outer_shape, n_vars)
+    return scatter_add(np.asarray(array), components, outer_shape, n_vars, in_range)
 
 
 HELPERS = SimpleNamespace(
@@ -137,6 +169,7 @@ HELPERS = SimpleNamespace(
     columns=_columns,
     from_points=_from_points,
     index=_index,
+    in_range=_in_range,
     gather=_gather,
     scatter=_scatter,
 )
@@ -329,6 +362,7 @@ class _Generator:
         outputs: Sequence[Term],
         name: str,
         bindings: Sequence[tuple[Var, Term]] = (),
+        fuse: bool = False,
     ) -> None:
         if not name.isidentifier() or keyword.iskeyword(name):
             raise DualarrError(f"{name!r} is not a valid function name", op="codegen")
@@ -348,6 +382,18 @@ class _Generator:
         self.constant_names: dict[int, str] = {}
         for var in self.inputs:
             self.names[id(var)] = self.namer.fresh(var.hint)
+        # fusion (:mod:`dualarr.codegen.kernels`): elementwise float64 work not yet
+        # written out, as a kernel expression over leaves (the texts in ``leaves``)
+        self.fuse = fuse
+        self.fusable: set[int] = set()
+        self.pending: dict[int, KernelExpr] = {}
+        self.leaves: list[str] = []
+        self.leaf_index: dict[str, int] = {}
+        self.leaf_dtypes: list[DType] = []
+        self.kernels: list[Kernel] = []
+        self.read_outside: set[int] = set()
+        self.range_checks: dict[tuple[str, Shape], str] = {}
+        self.alias_of: dict[int, Term] = {}  # a pending let-bound name -> its expression
 
     # -- analysis ------------------------------------------------------------------
 
@@ -423,7 +469,40 @@ class _Generator:
                 self.lambdas[id(node)] = node
                 vs = frozenset(node.vars)
                 self.bulk[id(node)] = all(is_scalar_index_work(i, vs, self.fv) for i in node.index)
+        if self.fuse:
+            for node in order:
+                if self._fusable(node):
+                    self.fusable.add(id(node))
+            # nodes some non-kernel reads (an output, a let, a gather...)
+            self.read_outside = {id(self._resolve(root)) for root in self.outputs}
+            for node in order:
+                if id(node) not in self.fusable and not isinstance(node, Let):
+                    self.read_outside.update(id(self._resolve(k)) for k in self._operands(node))
         return order
+
+    def _fusable(self, node: Term) -> bool:
+        """An elementwise operation a kernel can hold: a primitive of
+        :data:`dualarr.codegen.kernels.FUSABLE` (or ``if``) on float64 and booleans, in
+        the function body (not inside an index function)."""
+        if self.home[id(node)] != _TOP:
+            return False
+        if isinstance(node, Var):  # a let-bound name of a kernel expression: an alias
+            binder = self.binder.get(node)
+            return isinstance(binder, Let) and id(self._resolve(binder.bound)) in self.fusable
+        if isinstance(node, Op):
+            if node.op not in FUSABLE or node.op in UNFUSED:
+                return False
+            operands: tuple[Term, ...] = _broadcast_operands(node.args)
+        elif isinstance(node, Cond):
+            operands = (node.cond, node.if_true, node.if_false)
+        else:
+            return False
+        allowed = (DType.FLOAT64, DType.BOOL)
+        return (
+            node.dtype in allowed
+            and all(a.dtype in allowed for a in operands)
+            and math.prod(node.shape) >= config.fuse_min_size
+        )
 
     @staticmethod
     def _resolve(node: Term) -> Term:
@@ -443,12 +522,21 @@ class _Generator:
         self.parameters = ("xp", "helpers", "constants", *inputs)
         results = [self._ref(r, 0) for r in self.outputs]
         self.results = "(" + ", ".join(results) + ("," if len(results) == 1 else "") + ")"
-        body = [*self.constant_lines, *self.chunks[_TOP].lines, f"return {self.results}"]
+        body = [
+            *self.kernel_lines(),
+            *self.constant_lines,
+            *self.chunks[_TOP].lines,
+            f"return {self.results}",
+        ]
         head = [
             f"def {self.name}({', '.join(self.parameters)}):",
             '    """Generated by dualarr.codegen (paper §7.5)."""',
         ]
         return "\n".join([*head, *("    " + line for line in body)]) + "\n"
+
+    def kernel_lines(self) -> list[str]:
+        """The fused kernels the body calls, as comments (:attr:`GeneratedCode.kernels`)."""
+        return [f"# {kernel}" for kernel in self.kernels]
 
     def statements(self) -> tuple[str, ...]:
         """The body's top-level statements, unindented (a loop keeps its indented body)."""
@@ -461,11 +549,14 @@ class _Generator:
         return tuple("\n".join(lines) for lines in grouped)
 
     def _ref(self, node: Term, need: int) -> str:
+        if id(node) not in self.text:  # a fused expression read by a non-kernel
+            self._materialise(node)
         text, prec, _ = self.text[id(node)]
         return f"({text})" if prec < need else text
 
     def _nest(self, node: Term) -> int:
-        return self.text[id(node)][2]
+        entry = self.text.get(id(node))
+        return 1 if entry is None else entry[2]
 
     def _lines(self, node: Term) -> list[str]:
         home = self.home[id(node)]
@@ -488,10 +579,16 @@ class _Generator:
                     self.names[id(node)] = self.namer.fresh(node.hint)
                 name = self.names[id(node)]
                 if isinstance(binder, Let):
+                    if id(node) in self.fusable and self._alias(node, binder.bound):
+                        return
                     self._lines(node).append(f"{name} = {self._ref(binder.bound, 0)}")
                 self.text[id(node)] = (name, _ATOM, 0)
                 return
             case Let(body=body):
+                if id(body) not in self.text:  # a pending kernel expression
+                    self.pending[id(node)] = self.pending[id(body)]
+                    self.alias_of[id(node)] = body
+                    return
                 self.text[id(node)] = self.text[id(body)]
                 return
             case Gather() | Scatter():
@@ -499,6 +596,9 @@ class _Generator:
                 return
             case _:
                 pass
+        if id(node) in self.fusable:
+            self._emit_fusable(node)
+            return
         expr, prec = self._expr(node)
         kids = children(node)
         nest = 1 + max((self._nest(k) for k in kids), default=0)
@@ -514,6 +614,164 @@ class _Generator:
             self._bind(node, expr)
         else:
             self.text[id(node)] = (expr, prec, nest)
+
+    # -- fusion ----------------------------------------------------------------------
+
+    _MAX_KERNEL_OPERATIONS = 48  # a longer chain is split (numexpr's program stays small)
+    _MAX_KERNEL_ARGUMENTS = 24
+
+    def _emit_fusable(self, node: Term) -> None:
+        """Extend the kernel expressions of the operands (or start one): the node stays
+        pending, or is written out now as ``tN = kernelK(xp, ...)`` when it needs a name."""
+        if isinstance(node, Op):
+            op, operands = node.op, _broadcast_operands(node.args)
+        else:
+            assert isinstance(node, Cond)
+            op, operands = "select", (node.cond, node.if_true, node.if_false)
+        args = [self._kernel_operand(a) for a in operands]
+        if all(isinstance(a, Literal) for a in args):  # never fold constants in a kernel
+            args[0] = self._kernel_operand(operands[0], literal=False)
+        if op == "div" and isinstance(args[1], Literal) and args[1].value == 0:
+            # numexpr turns ``a / c`` into ``a * (1 / c)``: a zero divisor is an argument
+            args[1] = self._kernel_operand(operands[1], literal=False)
+        while 1 + sum(_operation_count(a) for a in args) > self._MAX_KERNEL_OPERATIONS:
+            # the largest operand's kernel is written out first: kernels stay bounded
+            k = max(range(len(args)), key=lambda j: _operation_count(args[j]))
+            self._materialise(operands[k])
+            args[k] = self._kernel_operand(operands[k])
+        while len(set().union(*(self._leaf_indices(a) for a in args))) > (
+            self._MAX_KERNEL_ARGUMENTS
+        ):  # the same for the arguments: the operand reading the most is written out
+            k = max(range(len(args)), key=lambda j: len(self._leaf_indices(args[j])))
+            self._materialise(operands[k])
+            args[k] = self._kernel_operand(operands[k])
+        expr = Apply(op, tuple(args))
+        self.pending[id(node)] = expr
+        uses = self.uses.get(id(node), 0)
+        leaves = set(self._leaf_indices(expr))
+        if (
+            (uses > 1 and not self._recomputed(node, expr))
+            or id(node) in self.cross
+            or _operation_count(expr) > self._MAX_KERNEL_OPERATIONS
+            or len(leaves) > self._MAX_KERNEL_ARGUMENTS
+        ):
+            self._materialise(node)
+            text = self.text[id(node)][0]
+            if not text.isidentifier() and uses > 0:
+                self._bind(node, text)
+
+    _RECOMPUTED_OPERATIONS = 6
+
+    def _recomputed(self, node: Term, expr: KernelExpr) -> bool:
+        """A shared expression cheaper to recompute in each kernel that reads it than to
+        store and load (as XLA does): a few operations, none transcendental, read only by
+        kernels."""
+        return (
+            id(node) not in self.read_outside
+            and _operation_count(expr) <= self._RECOMPUTED_OPERATIONS
+            and not transcendental(expr)
+        )
+
+    def _alias(self, var: Var, bound: Term) -> bool:
+        """A let-bound name of a pending kernel expression that kernels recompute where
+        they read it (:meth:`_recomputed`): it stays pending and gets no line."""
+        target = self._resolve(bound)
+        expr = self.pending.get(id(target))
+        if expr is None or id(target) in self.text:
+            return False
+        if self.uses.get(id(var), 0) > 1 and not self._recomputed(var, expr):
+            return False
+        if id(var) in self.cross or id(var) in self.read_outside:
+            return False
+        self.pending[id(var)] = expr
+        self.alias_of[id(var)] = target
+        return True
+
+    def _kernel_operand(self, node: Term, literal: bool = True) -> KernelExpr:
+        """A pending operand's expression, a scalar literal, or a leaf (the operand's
+        name: an expression is first given one)."""
+        pending = self.pending.get(id(node))
+        if pending is not None and id(node) not in self.text:
+            return pending
+        if literal and isinstance(node, Const) and node.value.ndim == 0:
+            value = literal_value(node.value[()])
+            if value is not None:
+                return Literal(value)
+        text = self._ref(node, 0)
+        if not text.isidentifier():
+            self._bind(node, text)
+            text = self.text[id(node)][0]
+        index = self.leaf_index.get(text)
+        if index is None:
+            index = self.leaf_index[text] = len(self.leaves)
+            self.leaves.append(text)
+            self.leaf_dtypes.append(node.dtype)
+        return Arg(index)
+
+    def _leaf_indices(self, expr: KernelExpr) -> list[int]:
+        """The leaves ``expr`` reads, each once, in order of first appearance."""
+        seen: dict[int, None] = {}
+        stack = [expr]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, Arg):
+                seen.setdefault(e.index, None)
+            elif isinstance(e, Apply):
+                stack.extend(reversed(e.args))
+        return list(seen)
+
+    def _materialise(self, node: Term) -> None:
+        """The pending node's text: a kernel call when the expression is worth one
+        (:func:`dualarr.codegen.kernels.worth_a_kernel`), else the plain array code."""
+        expr = self.pending[id(node)]
+        alias = self.alias_of.get(id(node))
+        if alias is not None:
+            if id(alias) not in self.text:
+                self._ref(alias, 0)
+            self.text[id(node)] = self.text[id(alias)]
+            return
+        if not worth_a_kernel(expr):
+            text, prec = self._expr(node)
+            self.text[id(node)] = (text, prec, 1)
+            return
+        used = self._leaf_indices(expr)
+        local = {g: k for k, g in enumerate(used)}
+        params: list[str] = []
+        taken = {self.leaves[g] for g in used}
+        for k, g in enumerate(used):
+            name = kernel_parameter_name(self.leaves[g], k)
+            if name in params or (name != self.leaves[g] and name in taken):
+                name = next(
+                    f"a{j}" for j in range(k, k + len(used) + 1)
+                    if f"a{j}" not in taken and f"a{j}" not in params
+                )
+            params.append(name)
+        kernel = Kernel(
+            self.namer.fresh("kernel", numbered=True),
+            tuple(params),
+            tuple(self.leaf_dtypes[g] for g in used),
+            _renumber(expr, local),
+            node.dtype,
+            node.shape,
+        )
+        self.kernels.append(kernel)
+        call = f"{kernel.name}(xp, " + ", ".join(self.leaves[g] for g in used) + ")"
+        self.text[id(node)] = (call, _ATOM, 1)
+
+    def _range_check(self, node: Gather | Scatter, comps: str, extents: Shape) -> str:
+        """``, rN``: the name of the range check of ``comps`` (index arrays of the
+        function body, by name) against ``extents``, made once for every gather and
+        scatter that uses it; empty when the call checks for itself."""
+        if self.home[id(node)] != _TOP or not re.fullmatch(r"\[[\w, ]*\]", comps):
+            return ""
+        key = (comps, tuple(extents))
+        name = self.range_checks.get(key)
+        if name is None:
+            name = self.range_checks[key] = self.namer.fresh("in_range", numbered=True)
+            self._lines(node).append(
+                f"{name} = helpers.in_range({comps}, {_shape(extents)})"
+            )
+        return f", {name}"
 
     def _constant(self, node: Const) -> str:
         """The name of an array constant: ``k1 = constants[0]  # float64[3]: [1. 2. 3.]``
@@ -700,14 +958,42 @@ class _Generator:
             lines.extend("    " + line for line in body or ["pass"])
             comps = f"helpers.from_points({cols}, {_shape(grid)})"
         array = self._ref(node.array, 0)
+        extents = node.array.shape[: len(node.index)] if isinstance(node, Gather) else (
+            node.outer_shape[: len(node.index)]
+        )
+        check = self._range_check(node, comps, extents)
         if isinstance(node, Gather):
-            call = f"helpers.gather({array}, {comps}, {_shape(node.outer_shape)})"
+            call = f"helpers.gather({array}, {comps}, {_shape(node.outer_shape)}{check})"
         else:
             call = (
-                f"helpers.scatter({array}, {comps}, {_shape(node.outer_shape)}, {len(node.vars)})"
+                f"helpers.scatter({array}, {comps}, {_shape(node.outer_shape)}, "
+                f"{len(node.vars)}{check})"
             )
         lines.append(f"{result} = {call}")
         self.text[id(node)] = (result, _ATOM, 0)
+
+
+def _operation_count(expr: KernelExpr) -> int:
+    count, stack = 0, [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Apply):
+            count += 1
+            stack.extend(e.args)
+    return count
+
+
+def _renumber(expr: KernelExpr, local: dict[int, int]) -> KernelExpr:
+    """``expr`` with its leaves numbered as the kernel's arguments."""
+    match expr:
+        case Arg(index=g):
+            return Arg(local[g])
+        case Literal():
+            return expr
+        case Apply(op=op, args=args):
+            return Apply(op, tuple(_renumber(a, local) for a in args))
+        case _:
+            assert_never(expr)
 
 
 @dataclass(frozen=True)
@@ -715,7 +1001,9 @@ class GeneratedCode:
     """The source of ``def name(xp, helpers, constants, *inputs)`` and the table of array
     constants it reads (``constants[k]``): arrays are data, never literals in the source.
     ``parameters``, ``statements`` and ``results`` are the same function in parts: its
-    parameter names, its body's top-level statements and its returned tuple."""
+    parameter names, its body's top-level statements and its returned tuple.  ``kernels``
+    are the fused kernels it calls by name (``kernel1(xp, a, b)``, listed as comments at
+    the top of the body)."""
 
     source: str
     constants: tuple[np.ndarray, ...]
@@ -723,6 +1011,7 @@ class GeneratedCode:
     parameters: tuple[str, ...] = ()
     statements: tuple[str, ...] = ()
     results: str = "()"
+    kernels: tuple[Kernel, ...] = ()
 
 
 def generate(
@@ -730,17 +1019,22 @@ def generate(
     outputs: Sequence[Term],
     name: str = "program",
     bindings: Sequence[tuple[Var, Term]] = (),
+    fuse: bool | None = None,
 ) -> GeneratedCode:
     """Python source of ``def name(xp, helpers, constants, *inputs)`` returning the
     outputs (§7.5), with its constant table.
 
     ``outputs`` must be closed over ``inputs`` and the ``bindings`` (a let-program's
     top-level ``let``s, each one line named after its variable) and free of ``build1``.
+    ``fuse`` (default: the ``fuse`` setting, :mod:`dualarr.lang.config`) groups
+    elementwise float64 work into kernels (:mod:`dualarr.codegen.kernels`).
     """
     terms = distinct_binders([*(t for _, t in bindings), *outputs])
     count = len(bindings)
     renamed = [(v, t) for (v, _), t in zip(bindings, terms[:count], strict=True)]
-    generator = _Generator(inputs, terms[count:], name, renamed)
+    generator = _Generator(
+        inputs, terms[count:], name, renamed, config.fuse if fuse is None else fuse
+    )
     source = generator.generate()
     return GeneratedCode(
         source,
@@ -749,6 +1043,7 @@ def generate(
         generator.parameters,
         generator.statements(),
         generator.results,
+        tuple(generator.kernels),
     )
 
 
@@ -770,8 +1065,9 @@ def compile_function(code: GeneratedCode) -> Callable[..., tuple[Any, ...]]:
     separate units, and its memory with it), so segments keep code generation linear.
     """
     where = f"<dualarr.codegen.generate {code.name}>"
+    kernels = {kernel.name: CompiledKernel(kernel) for kernel in code.kernels}
     if len(code.statements) <= SEGMENT_STATEMENTS:
-        namespace: dict[str, Any] = {}
+        namespace: dict[str, Any] = dict(kernels)
         exec(compile(code.source, where, "exec"), namespace)
         function: Callable[..., tuple[Any, ...]] = namespace[code.name]
         return function
@@ -784,7 +1080,8 @@ def compile_function(code: GeneratedCode) -> Callable[..., tuple[Any, ...]]:
     parameters = code.parameters
 
     def segmented(*arguments: Any) -> tuple[Any, ...]:
-        namespace = dict(zip(parameters, arguments, strict=True))
+        namespace: dict[str, Any] = dict(kernels)
+        namespace.update(zip(parameters, arguments, strict=True))
         for segment in segments:
             exec(segment, namespace)
         results: tuple[Any, ...] = namespace[_RESULTS]
@@ -803,14 +1100,16 @@ class CompiledProgram:
         outputs: Sequence[Term],
         name: str = "program",
         bindings: Sequence[tuple[Var, Term]] = (),
+        fuse: bool | None = None,
     ) -> None:
         self.inputs = tuple(inputs)
         self.output_dtypes = tuple(t.dtype.numpy() for t in outputs)
         self.output_shapes = tuple(t.shape for t in outputs)
         self.name = name
-        code = generate(inputs, outputs, name, bindings)
+        code = generate(inputs, outputs, name, bindings, fuse)
         self.source = code.source
         self.constants = code.constants
+        self.kernels = code.kernels
         self._constants_on: dict[str, tuple[Any, ...]] = {"numpy": code.constants}
         self.function: Callable[..., tuple[Any, ...]] = compile_function(code)
 
@@ -857,6 +1156,8 @@ def compile_program(
     outputs: Sequence[Term],
     name: str = "program",
     bindings: Sequence[tuple[Var, Term]] = (),
+    fuse: bool | None = None,
 ) -> CompiledProgram:
-    """:func:`generate` then ``exec`` once: a callable over NumPy arrays."""
-    return CompiledProgram(inputs, outputs, name, bindings)
+    """:func:`generate` then ``exec`` once: a callable over NumPy arrays (``fuse``: see
+    :func:`generate`)."""
+    return CompiledProgram(inputs, outputs, name, bindings, fuse)

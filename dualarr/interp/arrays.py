@@ -400,7 +400,11 @@ def generic_helpers(backend: Backend) -> SimpleNamespace:
         columns=columns,
         from_points=from_points,
         index=lambda array, comps: index_array(backend, array, comps),
-        gather=lambda array, comps, outer: gather(backend, array, comps, outer),
-        scatter=lambda array, comps, outer, n: scatter(backend, array, comps, outer, n),
+        # the range check is part of the masked gather and scatter: none ahead of them
+        in_range=lambda comps, extents: None,
+        gather=lambda array, comps, outer, in_range=None: gather(backend, array, comps, outer),
+        scatter=lambda array, comps, outer, n, in_range=None: scatter(
+            backend, array, comps, outer, n
+        ),
         contract=contract,
     )

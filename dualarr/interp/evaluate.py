@@ -68,19 +68,22 @@ each record's array-API implementation (:func:`dualarr.interp.arrays.elementwise
 with ``xp = numpy``."""
 
 
-def _all_in_range(comps: Sequence[Array], shape: Sequence[int]) -> bool:
+def all_in_range(comps: Sequence[Array], shape: Sequence[int]) -> bool:
     """Every component within its extent: two reductions each, no temporary arrays."""
-    for comp, extent in zip(comps, shape, strict=False):
+    for comp, extent in zip(map(np.asarray, comps), shape, strict=False):
         if comp.size and (comp.min() < 0 or comp.max() >= extent):
             return False
     return True
 
 
-def index_array(array: Array, index: Sequence[Array]) -> Array:
+def index_array(
+    array: Array, index: Sequence[Array], in_range: bool | None = None
+) -> Array:
     """``array[index]`` with zeros where a component is out of range.
 
     Components may be scalars or arrays of one batch shape ``B``; the result has shape
-    ``B ++ array.shape[len(index):]`` (bulk indexing for gathers).
+    ``B ++ array.shape[len(index):]`` (bulk indexing for gathers).  ``in_range``: the
+    range check already made (:func:`all_in_range`), None to make it here.
     """
     if not index:
         return array
@@ -91,7 +94,9 @@ def index_array(array: Array, index: Sequence[Array]) -> Array:
     tail = array.shape[len(index) :]
     if array.size == 0 or math.prod(batch) == 0:
         return np.zeros(batch + tail, dtype=array.dtype)
-    if _all_in_range(comps, array.shape):  # the common case: a plain NumPy index
+    if in_range is None:
+        in_range = all_in_range(comps, array.shape)
+    if in_range:  # the common case: a plain NumPy index
         return array[comps[0]] if len(comps) == 1 else array[tuple(comps)]
     valid = np.ones(batch, dtype=bool)
     clipped = []
@@ -105,11 +110,16 @@ def index_array(array: Array, index: Sequence[Array]) -> Array:
 
 
 def scatter_add(
-    source: Array, index: Sequence[Array], outer_shape: tuple[int, ...], n_vars: int
+    source: Array,
+    index: Sequence[Array],
+    outer_shape: tuple[int, ...],
+    n_vars: int,
+    in_range: bool | None = None,
 ) -> Array:
     """``out[index[is]] += source[is]`` over the first ``n_vars`` dims of ``source``.
 
     ``index`` components have shape ``source.shape[:n_vars]``; out-of-range writes drop.
+    ``in_range``: the range check already made (:func:`all_in_range`), None to make it.
     """
     grid_shape = source.shape[:n_vars]
     tail = source.shape[n_vars:]
@@ -120,7 +130,7 @@ def scatter_add(
         return np.zeros(outer_shape + tail, dtype=source.dtype)
     if not comps:  # every value goes to the one target
         targets = np.zeros(values.shape[0], dtype=np.int64)
-    elif _all_in_range(comps, outer_shape):
+    elif in_range if in_range is not None else all_in_range(comps, outer_shape):
         targets = comps[0].reshape(-1) if len(comps) == 1 else np.ravel_multi_index(
             tuple(comps), outer_shape
         ).reshape(-1)

@@ -9,7 +9,8 @@ in a let program (Fig. 21) each binding's node is labelled ``v1 = gather …``, 
 variables are named as in the text, and only the program's outputs carry a label
 (``value``, ``gradient of x``).  A concrete Delta can show a value and a cotangent on
 each node, as micrograd's ``draw_dot`` does (:func:`delta_graph`, :func:`reverse_graph`
-for the reverse pass of Fig. 17).
+for the reverse pass of Fig. 17).  The fused kernels of a generated program (§7.5) are
+drawn as their expression trees, one box per kernel (:func:`kernel_graph`).
 
 Wide drawings are laid out left-to-right (``rankdir="auto"``, :data:`MAX_WIDTH`) so that
 their labels stay readable where a notebook or the book scales them to the page.
@@ -25,7 +26,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
+from itertools import count, pairwise
 from typing import Any, Literal, TypeAlias
 
 import graphviz
@@ -35,6 +36,8 @@ from ..ad import delta as dl
 from ..ad.compile_time import ExtractedDelta, ForwardPass, SharedGradient
 from ..ad.reverse import ReverseStep
 from ..ad.share_to_let import LetProgram
+from ..codegen.kernels import Apply, Arg, Kernel, KernelExpr
+from ..codegen.kernels import Literal as KernelLiteral
 from ..interp.algebra import IndexFn
 from ..lang.errors import format_shape
 from ..lang.program import Program
@@ -86,6 +89,7 @@ __all__ = [
     "Layout",
     "RankDir",
     "delta_graph",
+    "kernel_graph",
     "output_labels",
     "reverse_cotangents",
     "reverse_graph",
@@ -642,4 +646,68 @@ def reverse_graph(
     return sketch.drawing(name, rankdir, max_width)
 
 
+# --------------------------------------------------------------------------------------
+# Fused kernels (§7.5)
+# --------------------------------------------------------------------------------------
+
+
+def _kernel_literal(value: float | bool) -> str:
+    return str(value) if isinstance(value, bool) else repr(float(value))
+
+
+def _kernel_sketch(sketch: _Sketch, cluster: int, kernel: Kernel) -> None:
+    """``kernel``'s expression tree into box ``cluster`` of ``sketch``."""
+    numbers = count()
+    drawn: set[int] = set()
+
+    def draw(expr: KernelExpr, root: bool) -> str:
+        match expr:
+            case Arg(index=i):
+                key = f"k{cluster}a{i}"
+                if i not in drawn:  # a parameter is drawn once, however often it is read
+                    drawn.add(i)
+                    label = f"{kernel.params[i]}\n{kernel.param_dtypes[i]}"
+                    sketch.node(key, label, {"shape": "ellipse"}, cluster)
+                return key
+            case KernelLiteral(value=value):
+                key = f"k{cluster}n{next(numbers)}"
+                sketch.node(key, _kernel_literal(value), None, cluster)
+                return key
+            case Apply(op=op, args=args):
+                key = f"k{cluster}n{next(numbers)}"
+                label = f"{op}\n{type_name(kernel.shape, kernel.dtype)}" if root else op
+                sketch.node(key, label, None, cluster)
+                for arg in args:
+                    sketch.edge(key, draw(arg, False))
+                return key
+            case _:
+                assert_never(expr)
+
+    draw(kernel.expression, True)
+
+
+def kernel_graph(
+    kernels: Sequence[Kernel],
+    name: str = "kernels",
+    *,
+    note: str = "no fused kernels",
+    rankdir: RankDir = "auto",
+    max_width: float = MAX_WIDTH,
+) -> Drawing:
+    """The fused kernels of a generated program (§7.5), one box per kernel labelled with
+    its signature: its expression tree with operations labelled by their primitive
+    (``mul``, ``cos``, ``select``) and the result's type on the root, each parameter
+    drawn once as an ellipse with its dtype, literals by their value.  Edges go from an
+    operation to its operands, as in :func:`term_graph`.  With no kernel the drawing is
+    ``note`` alone."""
+    sketch = _Sketch()
+    for cluster, kernel in enumerate(kernels):
+        _kernel_sketch(sketch, cluster, kernel)
+    if not kernels:
+        sketch.node("note", note, {"shape": "plain"})
+    titles = [_wrapped(f"{k.name}({', '.join(k.params)})") for k in kernels]
+    return sketch.drawing(name, rankdir, max_width, titles)
+
+
 install_views(term_graph=term_graph, delta_graph=delta_graph, stage_graph=stage_graph)
+install_views(kernel_graph=kernel_graph)

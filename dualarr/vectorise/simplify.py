@@ -97,9 +97,13 @@ def _position_of(var: Var, terms: Sequence[Term]) -> int | None:
 class Simplifier:
     """Bottom-up simplification of a term DAG."""
 
-    def __init__(self, supply: IdSupply, *, contractions: bool = True) -> None:
+    def __init__(
+        self, supply: IdSupply, *, contractions: bool = True, cleanup: bool = False
+    ) -> None:
         self.supply = supply
         self.contractions = contractions  # sumOuter of a product → contract (kit extension)
+        # the exact IEEE rewrites of :meth:`_cleanup` (for the gradient program, §7.6)
+        self.cleanup = cleanup
         self.fv = FreeVars()
         self.table: dict[Hashable, Term] = {}  # structure -> the one node (hash-consing)
         # id(node) -> its simple form, across runs: a simple node maps to itself, so a
@@ -241,8 +245,43 @@ class Simplifier:
                 and all(x is y for x, y in zip(result.args, args, strict=True))
             )
             return t if same else result  # keep the node: simplify is idempotent
+        if t.dtype.is_float and self.cleanup:
+            cleaned = self._cleanup(t, op, args)
+            if cleaned is not t:
+                return cleaned
         if t.dtype.is_float and len(args) == 2:
             return _float_identity(t, op, args)
+        return t
+
+    def _node(self, t: Term) -> Term:
+        return self.canonical(self.mk(t))
+
+    def _cleanup(self, t: Op, op: str, args: tuple[Term, ...]) -> Term:
+        """Algebraic cleanup of a gradient program, each rewrite exact in IEEE
+        arithmetic (round-to-nearest is symmetric, ``a - b`` is ``a + -b``):
+        ``--a = a``; ``a + a = 2·a``; ``a + -b = a - b``, ``-a + b = b - a``,
+        ``a - -b = a + b``; ``-a · b = a · -b = -(a·b)``, ``-a · -b = a·b`` (so for
+        ``/``), which gathers the negations a reverse pass leaves into one."""
+        if op == "neg":
+            inner = _negated(args[0])
+            return inner if inner is not None and inner.shape == t.shape else t
+        if len(args) != 2 or args[0].shape != t.shape or args[1].shape != t.shape:
+            return t
+        a, b = args
+        neg_a, neg_b = _negated(a), _negated(b)
+        if op == "add":
+            if a is b:
+                return self._node(Op("mul", (_filled(t.shape, 2.0, t.dtype), a)))
+            if neg_b is not None:
+                return self._node(Op("sub", (a, neg_b)))
+            if neg_a is not None:
+                return self._node(Op("sub", (b, neg_a)))
+        elif op == "sub" and neg_b is not None:
+            return self._node(Op("add", (a, neg_b)))
+        elif op in ("mul", "div") and (neg_a is not None or neg_b is not None):
+            product = self._node(Op(op, (neg_a if neg_a is not None else a,
+                                          neg_b if neg_b is not None else b)))
+            return product if neg_a is not None and neg_b is not None else Op("neg", (product,))
         return t
 
     def _index(self, t: Index, a: Term, ix: tuple[Term, ...]) -> Term:
@@ -440,6 +479,21 @@ def _bool_constant(term: Term) -> bool | None:
         if not bool(term.value.any()):
             return False
     return None
+
+
+def _negated(term: Term) -> Term | None:
+    """``a`` when ``term`` is ``-a``."""
+    if isinstance(term, Op) and term.op == "neg":
+        return term.args[0]
+    return None
+
+
+def _filled(shape: Shape, value: float, dtype: DType) -> Term:
+    """``value`` replicated to ``shape`` (a scalar constant the code generator broadcasts)."""
+    term: Term = Const(np.asarray(value, dtype=dtype.numpy()))
+    for extent in reversed(shape):
+        term = Replicate(extent, term)
+    return term
 
 
 def _full_bool(shape: Shape, value: bool) -> Term:

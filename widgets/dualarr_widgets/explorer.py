@@ -1,14 +1,15 @@
 """``PipelineExplorer``: every stage of one program, one tab each (README, "Layout").
 
 Tabs: source (and, for NumPy code, each ``dualarr.numpy`` call beside its lowering),
-vectorised (with the :class:`BotStepper`), forward Delta (drawn), the
-extracted symbolic Delta (Eq. 6), the shared gradient, the let-converted program, the
-generated Python and a check (``da.check_grad``).  The program's Python source is in a
-text area: editing it and pressing *run* re-traces and updates every tab.  Any exception
-the source raises (a syntax error, a ``NameError``, a ``TypeError``, a ``DualarrError``
-…) is shown in the widget, not as a traceback: its type, its message and the line of the
-edited source it came from; the tabs of the previous program are then cleared.  State
-in traitlets, output appended, so it runs and is tested without a kernel.
+vectorised (with the :class:`BotStepper`), forward Delta (drawn), the extracted symbolic
+Delta (Eq. 6), the shared gradient, the let-converted program, the generated Python (the
+fused kernels it calls listed first, §7.5) and a check (``da.check_grad``).  The
+program's Python source is in a text area: editing it and pressing *run* re-traces and
+updates every tab.  Any exception the source raises (a syntax error, a ``NameError``, a
+``TypeError``, a ``DualarrError`` …) is shown in the widget, not as a traceback: its
+type, its message and the line of the edited source it came from; the tabs of the
+previous program are then cleared.  State in traitlets, output appended, so it runs and
+is tested without a kernel.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ __all__ = ["PipelineExplorer", "SourceError"]
 TABS = ("source", "vectorised", "forward", "delta", "shared", "gradient", "python", "check")
 DRAWN = ("source", "forward", "delta", "shared", "gradient")  # text beside a drawing
 # (the vectorised tab draws with its BotStepper)
-_STEPS = 1 + 7 + len(DRAWN) + 1  # progress: trace and bot, each stage, each drawing, check
+_STEPS = 1 + 8 + len(DRAWN) + 1  # progress: trace and bot, each stage, each drawing, check
 SOURCE_FILE = "<PipelineExplorer>"  # the file name the edited source is compiled under
 
 
@@ -301,7 +302,8 @@ class PipelineExplorer(StaticSnapshot, widgets.VBox):  # type: ignore[misc]
         stepper = BotStepper(stages=p, max_height="360px")
         self.bot_box.children = (self.outputs["vectorised"], stepper)
         if "python" in shown:
-            self.outputs["python"].append_stdout(shown["python"])
+            listing = f"== kernels\n{shown['kernels']}\n\n== python\n{shown['python']}"
+            self.outputs["python"].append_stdout(listing)
             step("checking the gradient (check_grad)")
             self._check(f, origin)
         else:

@@ -16,6 +16,7 @@ from ...ad import delta as dl
 from ...ad.share_to_let import check_let_program, share_to_let
 from ...api import compiled_gradient, grad
 from ...codegen.generate import HELPERS
+from ...codegen.kernels import CompiledKernel
 from ...lang import functions as fn
 from ...lang.errors import DualarrError
 from ...lang.tensor import Tensor
@@ -215,7 +216,8 @@ def chain(k: int) -> Callable[[Tensor], Tensor]:
 
 
 def _run_source(source: str, p: Pipeline, x: np.ndarray, dt: float) -> tuple[Any, ...]:
-    namespace: dict[str, Any] = {}
+    # the fused kernels the source calls by name, as the compiled program has them
+    namespace: dict[str, Any] = {k.name: CompiledKernel(k) for k in p.compiled.compiled.kernels}
     exec(compile(source, "<specialised>", "exec"), namespace)
     result: tuple[Any, ...] = namespace[p.gradient.name](np, HELPERS, p.constants, x, dt)
     return result
@@ -239,7 +241,7 @@ def check_specialise(specialise: Callable[[str], str]) -> Feedback:
     programs = {"chain(1)": chain(1), "chain(2)": chain(2), "sum_chain(2)": sum_chain(2),
                 "fig18": fig18}
     for name, f in programs.items():
-        p = pipeline(f, xs)
+        p = pipeline(f, xs, fuse=False)  # text in the source, no kernel to edit apart
         where = f"input: the source of {name}: print(da.pipeline({name}, xs).python)"
         try:
             special = specialise(p.python)

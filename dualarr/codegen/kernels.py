@@ -1,0 +1,430 @@
+"""Fused kernels: one elementwise expression over a few arrays, many back ends.
+
+A kernel is the fusion of a tree of elementwise operations of the let-program
+(:mod:`dualarr.codegen.generate` groups them): its :data:`KernelExpr` reads the kernel's
+arguments (:class:`Arg`), scalar literals (:class:`Literal`) and applies primitives
+(:class:`Apply`).  The expression is written once and read by every interpretation:
+
+- :func:`numexpr_text`: the expression of a prebuilt ``numexpr.NumExpr`` (NumPy, CPU,
+  multi-threaded, one pass over memory);
+- :func:`cupy_source`: the parameters and C operation of a ``cupy.ElementwiseKernel``;
+- :func:`evaluate_kernel`: the registry's implementations over any array namespace
+  (``array_api_strict``, and the meaning the other two must agree with).
+
+:class:`CompiledKernel` is what generated code calls, ``k1(xp, a, b)``: numexpr when
+``xp`` is NumPy, a CuPy kernel on CuPy, :func:`evaluate_kernel` otherwise.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..lang.primitives import REGISTRY
+from ..lang.terms import DType, Shape, assert_never
+
+__all__ = [
+    "FUSABLE",
+    "UNFUSED",
+    "Apply",
+    "Arg",
+    "CompiledKernel",
+    "Kernel",
+    "KernelExpr",
+    "Literal",
+    "cupy_source",
+    "evaluate_kernel",
+    "numexpr_text",
+]
+
+
+@dataclass(frozen=True)
+class Arg:
+    """The kernel's argument number ``index``."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A finite scalar constant, written into the kernel's source."""
+
+    value: float | bool
+
+
+@dataclass(frozen=True)
+class Apply:
+    """A primitive of the registry applied elementwise."""
+
+    op: str
+    args: tuple[KernelExpr, ...]
+
+
+KernelExpr = Arg | Literal | Apply
+
+
+# --------------------------------------------------------------------------------------
+# Spellings: one table, two syntaxes (numexpr's Python-like one and C for CuPy)
+# --------------------------------------------------------------------------------------
+
+# precedences (higher binds tighter), Python's order: numexpr parses Python expressions
+_CMP, _OR, _AND, _ADD, _MUL, _UNARY, _POW, _ATOM = 3, 4, 5, 6, 7, 8, 9, 12
+
+
+@dataclass(frozen=True)
+class Infix:
+    """``a op b`` at a precedence (numexpr and C symbols)."""
+
+    numexpr: str
+    c: str
+    precedence: int
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """``op a``."""
+
+    numexpr: str
+    c: str
+
+
+@dataclass(frozen=True)
+class Call:
+    """``f(a, ...)``."""
+
+    numexpr: str
+    c: str
+
+
+@dataclass(frozen=True)
+class Where:
+    """``where(c, a, b)``; C ``(c ? a : b)``."""
+
+
+@dataclass(frozen=True)
+class Expand:
+    """A primitive spelled as another kernel expression of its argument
+    (``recip a = 1 / a``, ``sigmoid a = 1 / (1 + exp(-a))``, ``stop_gradient a = a``)."""
+
+    template: KernelExpr  # over Arg(0), Arg(1), ...
+
+
+Spelling = Infix | Prefix | Call | Where | Expand
+
+
+def _same(name: str) -> Call:
+    return Call(name, name)
+
+
+FUSABLE: dict[str, Spelling] = {
+    "add": Infix("+", "+", _ADD),
+    "sub": Infix("-", "-", _ADD),
+    "mul": Infix("*", "*", _MUL),
+    "div": Infix("/", "/", _MUL),
+    "pow": Infix("**", "pow", _POW),  # C spells it as a call
+    "lt": Infix("<", "<", _CMP),
+    "le": Infix("<=", "<=", _CMP),
+    "gt": Infix(">", ">", _CMP),
+    "ge": Infix(">=", ">=", _CMP),
+    "eq": Infix("==", "==", _CMP),
+    "ne": Infix("!=", "!=", _CMP),
+    "and": Infix("&", "&&", _AND),
+    "or": Infix("|", "||", _OR),
+    "not": Prefix("~", "!"),
+    "neg": Prefix("-", "-"),
+    "select": Where(),
+    "exp": _same("exp"),
+    "log": _same("log"),
+    "log1p": _same("log1p"),
+    "expm1": _same("expm1"),
+    "sin": _same("sin"),
+    "cos": _same("cos"),
+    "tan": _same("tan"),
+    "sinh": _same("sinh"),
+    "cosh": _same("cosh"),
+    "tanh": _same("tanh"),
+    "sqrt": _same("sqrt"),
+    "asin": Call("arcsin", "asin"),
+    "acos": Call("arccos", "acos"),
+    "atan": Call("arctan", "atan"),
+    "atan2": Call("arctan2", "atan2"),
+    "abs": Call("abs", "fabs"),
+    "recip": Expand(Apply("div", (Literal(1.0), Arg(0)))),
+    "sigmoid": Expand(
+        Apply("div", (Literal(1.0), Apply("add", (Literal(1.0), Apply("exp", (
+            Apply("neg", (Arg(0),)),)))))),
+    ),
+    "stop_gradient": Expand(Arg(0)),
+}
+"""The primitives a kernel can contain, and how each back end spells them.  A primitive
+not listed here (``maximum``: NumPy's NaN rule; integer ``quot``/``rem``; a user's own)
+ends a kernel: its result is an argument of the next one."""
+
+UNFUSED = frozenset(
+    {"exp", "log", "log1p", "expm1", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan",
+     "atan2", "sigmoid"}
+)
+"""Functions left to the array library, one call each, between kernels: NumPy's SIMD
+loops compute them 2.7-4.8x faster than numexpr's scalar libm calls on one core of
+an AVX-512 x86-64 (``benchmarks/bench_kernels.py``, ``results/kernels.txt``), more
+than fusing saves.  ``sin`` and ``cos`` (NumPy's float64 loops are scalar) and the
+arithmetic are fused."""
+
+TRANSCENDENTAL = frozenset(
+    {"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "sinh", "cosh", "tanh", "sqrt",
+     "asin", "acos", "atan", "atan2", "sigmoid", "pow"}
+)
+"""Primitives worth a kernel even alone: numexpr runs them on every core."""
+
+_KERNEL_FUNCTIONS = frozenset(
+    {s.numexpr for s in FUSABLE.values() if isinstance(s, Call)}
+    | {s.c for s in FUSABLE.values() if isinstance(s, Call)}
+    | {"where", "sum", "prod", "pow", "True", "False", "None", "abs", "fabs"}
+)
+_C_RESERVED = frozenset(
+    {"i", "n", "_ind", "out", "int", "float", "double", "bool", "char", "long", "short",
+     "if", "else", "for", "while", "do", "return", "switch", "case", "default", "break",
+     "continue", "void", "const", "static", "struct", "union", "signed", "unsigned",
+     "sizeof", "goto", "auto", "register", "volatile", "extern", "enum", "typedef", "true",
+     "false"}
+)
+
+
+def _expand(template: KernelExpr, args: tuple[KernelExpr, ...]) -> KernelExpr:
+    match template:
+        case Arg(index=k):
+            return args[k]
+        case Literal():
+            return template
+        case Apply(op=op, args=inner):
+            return Apply(op, tuple(_expand(a, args) for a in inner))
+        case _:
+            assert_never(template)
+
+
+def _literal_text(value: float | bool, c: bool) -> str:
+    if isinstance(value, bool):
+        return ("true" if value else "false") if c else ("True" if value else "False")
+    text = repr(float(value))
+    return text
+
+
+def _render(expr: KernelExpr, names: Sequence[str], c: bool) -> tuple[str, int]:
+    """The source of ``expr`` and its precedence (numexpr's syntax, or C's)."""
+    match expr:
+        case Arg(index=k):
+            return names[k], _ATOM
+        case Literal(value=value):
+            text = _literal_text(value, c)
+            return text, _UNARY if text.startswith("-") else _ATOM
+        case Apply(op=op, args=args):
+            spelling = FUSABLE[op]
+            return _render_apply(spelling, args, names, c)
+        case _:
+            assert_never(expr)
+
+
+def _render_apply(
+    spelling: Spelling, args: tuple[KernelExpr, ...], names: Sequence[str], c: bool
+) -> tuple[str, int]:
+    def sub(arg: KernelExpr, need: int) -> str:
+        text, precedence = _render(arg, names, c)
+        return f"({text})" if precedence < need else text
+
+    match spelling:
+        case Infix(numexpr=symbol_ne, c=symbol_c, precedence=p):
+            a, b = args
+            if c and p == _POW:
+                return f"pow({sub(a, 0)}, {sub(b, 0)})", _ATOM
+            symbol = symbol_c if c else symbol_ne
+            if p in (_CMP, _AND, _OR):  # never rely on chained or mixed logical parsing
+                return f"{sub(a, _ATOM)} {symbol} {sub(b, _ATOM)}", p
+            if p == _POW:
+                return f"{sub(a, p + 1)} ** {sub(b, p)}", p
+            return f"{sub(a, p)} {symbol} {sub(b, p + 1)}", p
+        case Prefix(numexpr=symbol_ne, c=symbol_c):
+            symbol = symbol_c if c else symbol_ne
+            # ``-(-a)``, never ``--a`` (C's decrement)
+            return f"{symbol}{sub(args[0], _UNARY + 1 if symbol == '-' else _ATOM)}", _UNARY
+        case Call(numexpr=name_ne, c=name_c):
+            name = name_c if c else name_ne
+            return f"{name}(" + ", ".join(sub(a, 0) for a in args) + ")", _ATOM
+        case Where():
+            cond, a, b = args
+            if c:
+                return f"({sub(cond, 0)} ? {sub(a, 0)} : {sub(b, 0)})", _ATOM
+            return f"where({sub(cond, 0)}, {sub(a, 0)}, {sub(b, 0)})", _ATOM
+        case Expand(template=template):
+            return _render(_expand(template, args), names, c)
+        case _:
+            assert_never(spelling)
+
+
+def numexpr_text(expr: KernelExpr, names: Sequence[str]) -> str:
+    """``expr`` as a numexpr expression over the argument ``names``."""
+    return _render(expr, names, c=False)[0]
+
+
+def _count(expr: KernelExpr) -> tuple[int, bool]:
+    """How many operations ``expr`` applies, and whether one is transcendental."""
+    match expr:
+        case Arg() | Literal():
+            return 0, False
+        case Apply(op=op, args=args):
+            counts = [_count(a) for a in args]
+            return 1 + sum(n for n, _ in counts), op in TRANSCENDENTAL or any(
+                t for _, t in counts
+            )
+        case _:
+            assert_never(expr)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """``name(params) = expression``: an elementwise result of ``dtype`` and ``shape``
+    from arguments of ``param_dtypes`` (broadcast as NumPy does)."""
+
+    name: str
+    params: tuple[str, ...]
+    param_dtypes: tuple[DType, ...]
+    expression: KernelExpr
+    dtype: DType
+    shape: Shape
+
+    @property
+    def operations(self) -> int:
+        """How many elementwise operations the kernel fuses into one pass."""
+        return _count(self.expression)[0]
+
+    def numexpr(self) -> str:
+        return numexpr_text(self.expression, self.params)
+
+    def __str__(self) -> str:
+        shape = ",".join(str(d) for d in self.shape)
+        return (
+            f"{self.name}({', '.join(self.params)}) = {self.numexpr()}"
+            f"    : {self.dtype}[{shape}]"
+        )
+
+
+def transcendental(expr: KernelExpr) -> bool:
+    """Whether ``expr`` applies a primitive of :data:`TRANSCENDENTAL`."""
+    return _count(expr)[1]
+
+
+def worth_a_kernel(expr: KernelExpr) -> bool:
+    """Two operations or more (a pass over memory saved), or a transcendental one
+    (numexpr computes it on every core)."""
+    count, transcendental = _count(expr)
+    return count >= 2 or (count == 1 and transcendental)
+
+
+def kernel_parameter_name(preferred: str, index: int) -> str:
+    """``preferred`` when it is a plain name no kernel syntax reserves, else ``a<index>``."""
+    if (
+        preferred.isidentifier()
+        and preferred not in _KERNEL_FUNCTIONS
+        and preferred not in _C_RESERVED
+        and not preferred.startswith("_")
+    ):
+        return preferred
+    return f"a{index}"
+
+
+def literal_value(value: Any) -> float | bool | None:
+    """A scalar a kernel can carry as a literal (finite floats and booleans), or None."""
+    if isinstance(value, np.bool_ | bool):
+        return bool(value)
+    if isinstance(value, np.floating | float):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# CuPy: ElementwiseKernel source
+# --------------------------------------------------------------------------------------
+
+_C_TYPES = {"float64": "float64", "float32": "float32", "bool": "bool", "int64": "int64"}
+
+
+def cupy_source(kernel: Kernel) -> tuple[str, str, str]:
+    """``(in_params, out_params, operation)`` of ``cupy.ElementwiseKernel`` for
+    ``kernel``: typed parameters, one output ``out`` and the C expression."""
+    names = [kernel_parameter_name(p, k) for k, p in enumerate(kernel.params)]
+    in_params = ", ".join(
+        f"{_C_TYPES[str(t)]} {n}" for n, t in zip(names, kernel.param_dtypes, strict=True)
+    )
+    out_params = f"{_C_TYPES[str(kernel.dtype)]} out"
+    operation = f"out = {_render(kernel.expression, names, c=True)[0]}"
+    return in_params, out_params, operation
+
+
+# --------------------------------------------------------------------------------------
+# The reference meaning: the registry's implementations over any namespace
+# --------------------------------------------------------------------------------------
+
+
+def evaluate_kernel(expr: KernelExpr, xp: Any, args: Sequence[Any]) -> Any:
+    """``expr`` on arrays of the namespace ``xp``, one array operation per primitive."""
+    match expr:
+        case Arg(index=k):
+            return args[k]
+        case Literal(value=value):  # kernels compute in float64 and bool
+            return xp.asarray(value, dtype=xp.bool if isinstance(value, bool) else xp.float64)
+        case Apply(op=op, args=inner):
+            return REGISTRY[op].impl(xp, *(evaluate_kernel(a, xp, args) for a in inner))
+        case _:
+            assert_never(expr)
+
+
+# --------------------------------------------------------------------------------------
+# The callable of generated code
+# --------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4096)
+def _numexpr_kernel(expression: str, signature: tuple[tuple[str, str], ...]) -> Any:
+    import numexpr
+
+    types = {"float64": np.float64, "bool": bool}  # numexpr's names for its kinds
+    return numexpr.NumExpr(expression, signature=[(n, types[t]) for n, t in signature])
+
+
+@functools.lru_cache(maxsize=4096)
+def _cupy_kernel(source: tuple[str, str, str], name: str) -> Any:
+    import cupy
+
+    in_params, out_params, operation = source
+    return cupy.ElementwiseKernel(in_params, out_params, operation, name)
+
+
+class CompiledKernel:
+    """A :class:`Kernel` ready to run: ``kernel(xp, *arrays)``."""
+
+    __slots__ = ("_cupy", "_numexpr", "kernel")
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        signature = tuple(
+            (n, str(t)) for n, t in zip(kernel.params, kernel.param_dtypes, strict=True)
+        )
+        self._numexpr = _numexpr_kernel(kernel.numexpr(), signature)
+        self._cupy: Any = None
+
+    def __call__(self, xp: Any, *arrays: Any) -> Any:
+        if xp is np:
+            return self._numexpr(*arrays)
+        if getattr(xp, "__name__", "").startswith("cupy"):
+            if self._cupy is None:
+                self._cupy = _cupy_kernel(cupy_source(self.kernel), self.kernel.name)
+            return self._cupy(*arrays)
+        return evaluate_kernel(self.kernel.expression, xp, arrays)
+
+    def __repr__(self) -> str:
+        return f"<CompiledKernel {self.kernel}>"

@@ -143,6 +143,10 @@ def _gather(
 ) -> Any:
     """``out[is] = array[components[is]]`` over ``outer_shape``; out of range reads 0
     (``in_range``: the check :func:`_in_range` made, or None)."""
+    if in_range and len(components) == 1 and type(array) is np.ndarray:
+        (index,) = components  # the common case: one index array over the whole grid
+        if type(index) is np.ndarray and index.shape == outer_shape:
+            return array[index]
     a = np.asarray(array)
     if not components:
         return np.broadcast_to(a, (*outer_shape, *a.shape))
@@ -158,6 +162,16 @@ def _scatter(
     in_range: bool | None = None,
 ) -> Any:
     """``out[components[is]] += array[is]``; out-of-range writes are dropped."""
+    if in_range and n_vars == 1 and len(components) == 1 and len(outer_shape) == 1:
+        (index,) = components  # one float64 value per index, all in range: a bincount
+        if (
+            type(array) is np.ndarray
+            and array.dtype == np.float64
+            and array.ndim == 1
+            and type(index) is np.ndarray
+            and index.shape == array.shape
+        ):
+            return np.bincount(index, weights=array, minlength=outer_shape[0])
     return scatter_add(np.asarray(array), components, outer_shape, n_vars, in_range)
 
 
@@ -521,6 +535,7 @@ class _Generator:
         inputs = [self.names[id(v)] for v in self.inputs]
         self.parameters = ("xp", "helpers", "constants", *inputs)
         results = [self._ref(r, 0) for r in self.outputs]
+        self._inline_single_range_checks()
         self.results = "(" + ", ".join(results) + ("," if len(results) == 1 else "") + ")"
         body = [
             *self.kernel_lines(),
@@ -772,6 +787,17 @@ class _Generator:
                 f"{name} = helpers.in_range({comps}, {_shape(extents)})"
             )
         return f", {name}"
+
+    def _inline_single_range_checks(self) -> None:
+        """A range check only one gather or scatter reads is left to that call."""
+        lines = self.chunks[_TOP].lines
+        for name in self.range_checks.values():
+            pattern = re.compile(rf"\b{name}\b")
+            readers = [k for k, line in enumerate(lines) if pattern.search(line)]
+            if len(readers) == 2:  # its definition and one call
+                definition, reader = readers
+                lines[reader] = lines[reader].replace(f", {name})", ")")
+                del lines[definition]
 
     def _constant(self, node: Const) -> str:
         """The name of an array constant: ``k1 = constants[0]  # float64[3]: [1. 2. 3.]``

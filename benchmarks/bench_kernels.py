@@ -61,6 +61,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from bench_gradients import cores, cpu_model
 
 HERE = Path(__file__).resolve().parent
 Array = npt.NDArray[np.float64]
@@ -358,23 +359,6 @@ def installed_bytes(distribution: str) -> int:
 
 
 # ---------------------------------------------------------------- report
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def cores() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def numpy_simd() -> str:

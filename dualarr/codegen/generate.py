@@ -85,6 +85,7 @@ from .kernels import (
     Literal,
     kernel_parameter_name,
     literal_value,
+    substitute_args,
     transcendental,
     worth_a_kernel,
 )
@@ -765,7 +766,7 @@ class _Generator:
             self.namer.fresh("kernel", numbered=True),
             tuple(params),
             tuple(self.leaf_dtypes[g] for g in used),
-            _renumber(expr, local),
+            substitute_args(expr, {g: Arg(k) for g, k in local.items()}),
             node.dtype,
             node.shape,
         )
@@ -1007,19 +1008,6 @@ def _operation_count(expr: KernelExpr) -> int:
             count += 1
             stack.extend(e.args)
     return count
-
-
-def _renumber(expr: KernelExpr, local: dict[int, int]) -> KernelExpr:
-    """``expr`` with its leaves numbered as the kernel's arguments."""
-    match expr:
-        case Arg(index=g):
-            return Arg(local[g])
-        case Literal():
-            return expr
-        case Apply(op=op, args=args):
-            return Apply(op, tuple(_renumber(a, local) for a in args))
-        case _:
-            assert_never(expr)
 
 
 @dataclass(frozen=True)

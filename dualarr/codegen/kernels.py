@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,7 @@ __all__ = [
     "cupy_source",
     "evaluate_kernel",
     "numexpr_text",
+    "substitute_args",
 ]
 
 
@@ -195,14 +196,17 @@ _C_RESERVED = frozenset(
 )
 
 
-def _expand(template: KernelExpr, args: tuple[KernelExpr, ...]) -> KernelExpr:
+def substitute_args(
+    template: KernelExpr, args: Sequence[KernelExpr] | Mapping[int, KernelExpr]
+) -> KernelExpr:
+    """``template`` with each ``Arg(k)`` replaced by ``args[k]``."""
     match template:
         case Arg(index=k):
             return args[k]
         case Literal():
             return template
         case Apply(op=op, args=inner):
-            return Apply(op, tuple(_expand(a, args) for a in inner))
+            return Apply(op, tuple(substitute_args(a, args) for a in inner))
         case _:
             assert_never(template)
 
@@ -260,7 +264,7 @@ def _render_apply(
                 return f"({sub(cond, 0)} ? {sub(a, 0)} : {sub(b, 0)})", _ATOM
             return f"where({sub(cond, 0)}, {sub(a, 0)}, {sub(b, 0)})", _ATOM
         case Expand(template=template):
-            return _render(_expand(template, args), names, c)
+            return _render(substitute_args(template, args), names, c)
         case _:
             assert_never(spelling)
 

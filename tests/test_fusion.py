@@ -836,3 +836,28 @@ def test_many_arguments_are_split_across_kernels() -> None:
     assert_same(fused(x)[1][0], unfused(x)[1][0])
     assert max(len(k.params) for k in fused.kernels.kernels) > 1
     well_formed(fused.kernels.kernels)
+
+
+@pytest.mark.parametrize("name", ["cupy", "array_api_compat.cupy"])
+def test_a_cupy_namespace_runs_the_elementwise_kernel(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """On CuPy (bare or through array-api-compat) a kernel is one ``ElementwiseKernel``
+    built from :func:`cupy_source`, never the operation-by-operation reference."""
+    import types
+
+    import dualarr.codegen.kernels as kernels
+
+    built: list[tuple[tuple[str, str, str], str]] = []
+
+    def fake_kernel(source: tuple[str, str, str], kernel_name: str) -> Any:
+        built.append((source, kernel_name))
+        return lambda *arrays: ("ran", arrays)
+
+    monkeypatch.setattr(kernels, "_cupy_kernel", fake_kernel)
+    kernel = Kernel(
+        "kernel1", ("x",), (DType.FLOAT64,), Apply("sin", (Arg(0),)), DType.FLOAT64, (3,)
+    )
+    compiled = kernels.CompiledKernel(kernel)
+    assert compiled(types.SimpleNamespace(__name__=name), "x-array") == ("ran", ("x-array",))
+    assert built == [(cupy_source(kernel), "kernel1")]

@@ -775,7 +775,7 @@ class _Generator:
         self.text[id(node)] = (call, _ATOM, 1)
 
     def _range_check(self, node: Gather | Scatter, comps: str, extents: Shape) -> str:
-        """``, rN``: the name of the range check of ``comps`` (index arrays of the
+        """``, in_rangeN``: the name of the range check of ``comps`` (index arrays of the
         function body, by name) against ``extents``, made once for every gather and
         scatter that uses it; empty when the call checks for itself."""
         if self.home[id(node)] != _TOP or not re.fullmatch(r"\[[\w, ]*\]", comps):

@@ -424,7 +424,7 @@ class CompiledKernel:
     def __call__(self, xp: Any, *arrays: Any) -> Any:
         if xp is np:
             return self._numexpr(*arrays)
-        if getattr(xp, "__name__", "").startswith("cupy"):
+        if "cupy" in getattr(xp, "__name__", "").split("."):  # cupy, array_api_compat.cupy
             if self._cupy is None:
                 self._cupy = _cupy_kernel(cupy_source(self.kernel), self.kernel.name)
             return self._cupy(*arrays)

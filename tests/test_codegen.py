@@ -317,3 +317,36 @@ def test_array_constants_are_data_not_source() -> None:
     compiled = compile_program(program.inputs, program.outputs)
     (got,) = compiled(x)
     np.testing.assert_allclose(got, np.sum(big @ x) + np.sum(x[:3] * small))
+
+
+@pytest.mark.parametrize(
+    ("positions", "in_range"), [([2, 0, 1], True), ([0, 7, 2], False), ([-1, 1, 1], False)]
+)
+def test_constant_indices_are_range_checked_at_code_generation(
+    positions: list[int], in_range: bool
+) -> None:
+    """A gather and a scatter by a constant index array are range-checked once, when the
+    code is generated: the calls carry the verdict (no check when run), and out of range
+    the totality semantics hold (reads give 0, writes are dropped)."""
+    from dualarr.lang.terms import Gather, Index, Scatter
+
+    supply = IdSupply()
+    x = fresh_var(supply, "x", (3,), DType.FLOAT64)
+    i = fresh_var(supply, "i", (), DType.INT64)
+    j = fresh_var(supply, "j", (), DType.INT64)
+    table = Const(np.array(positions, dtype=np.int64))
+    gathered = Gather((3,), x, (i,), (Index(table, (i,)),))
+    scattered = Scatter((3,), x, (j,), (Index(table, (j,)),))
+    code = generate([x], [gathered, scattered])
+    verdict = "True" if in_range else "False"
+    assert f"(3,), {verdict})" in code.source and f"1, {verdict})" in code.source
+    assert "helpers.in_range" not in code.source
+    value = np.array([1.0, 2.0, 4.0])
+    got_gather, got_scatter = compile_program([x], [gathered, scattered])(value)
+    want_gather = np.array([value[p] if 0 <= p < 3 else 0.0 for p in positions])
+    want_scatter = np.zeros(3)
+    for k, p in enumerate(positions):
+        if 0 <= p < 3:
+            want_scatter[p] += value[k]
+    np.testing.assert_array_equal(got_gather, want_gather)
+    np.testing.assert_array_equal(got_scatter, want_scatter)

@@ -778,6 +778,9 @@ class _Generator:
         """``, in_rangeN``: the name of the range check of ``comps`` (index arrays of the
         function body, by name) against ``extents``, made once for every gather and
         scatter that uses it; empty when the call checks for itself."""
+        known = self._known_in_range(node.index, extents)
+        if known is not None:
+            return f", {known}"  # constant indices, checked here once
         if self.home[id(node)] != _TOP or not re.fullmatch(r"\[[\w, ]*\]", comps):
             return ""
         key = (comps, tuple(extents))
@@ -788,6 +791,48 @@ class _Generator:
                 f"{name} = helpers.in_range({comps}, {_shape(extents)})"
             )
         return f", {name}"
+
+    def _known_in_range(self, index: Sequence[Term], extents: Shape) -> bool | None:
+        """Whether every component is within its extent, when its values are constants
+        known now (a constant, or an element of a constant array, which out of range
+        reads 0); None when some are not."""
+        if not index:
+            return None
+        within = True
+        for component, extent in zip(index, extents, strict=True):
+            bounds = self._index_bounds(component)
+            if bounds is None:
+                return None
+            within &= bounds[0] >= 0 and bounds[1] < extent
+        return within
+
+    def _index_bounds(self, term: Term) -> tuple[int, int] | None:
+        """Bounds of the values ``term`` can take, known now: a constant (an element of
+        a constant array, or the 0 read out of its range), an iota, or the position an
+        ``argmax``/``argmin``/``argsort`` returns; None otherwise."""
+        read_element = False
+        while True:
+            if isinstance(term, Index):
+                term = term.array  # one of its elements, or 0
+                read_element = True
+                continue
+            if isinstance(term, Var) and isinstance(self.binder.get(term), Let):
+                term = self.binder[term].bound  # type: ignore[union-attr]
+                continue
+            if isinstance(term, Let):
+                term = term.body
+                continue
+            break
+        match term:
+            case Const(value=value) if term.dtype is DType.INT64:
+                values = np.append(np.ravel(value), 0) if read_element else np.ravel(value)
+                return (int(values.min()), int(values.max())) if values.size else None
+            case Iota(size=n) if n > 0:
+                return (0, n - 1)
+            case ArgMax(array=a) | ArgMin(array=a) | ArgSort(array=a) if a.shape[0] > 0:
+                return (0, a.shape[0] - 1)
+            case _:
+                return None
 
     def _inline_single_range_checks(self) -> None:
         """A range check only one gather or scatter reads is left to that call."""

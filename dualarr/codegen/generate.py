@@ -144,14 +144,13 @@ def _gather(
 ) -> Any:
     """``out[is] = array[components[is]]`` over ``outer_shape``; out of range reads 0
     (``in_range``: the check :func:`_in_range` made, or None)."""
-    if in_range and len(components) == 1 and type(array) is np.ndarray:
-        (index,) = components  # the common case: one index array over the whole grid
-        if type(index) is np.ndarray and index.shape == outer_shape:
-            return array[index]
     a = np.asarray(array)
     if not components:
         return np.broadcast_to(a, (*outer_shape, *a.shape))
-    comps = [np.broadcast_to(np.asarray(c), outer_shape) for c in components]
+    comps = [
+        c if getattr(c, "shape", None) == outer_shape else np.broadcast_to(c, outer_shape)
+        for c in components
+    ]
     return index_array(a, comps, in_range)
 
 
@@ -163,16 +162,6 @@ def _scatter(
     in_range: bool | None = None,
 ) -> Any:
     """``out[components[is]] += array[is]``; out-of-range writes are dropped."""
-    if in_range and n_vars == 1 and len(components) == 1 and len(outer_shape) == 1:
-        (index,) = components  # one float64 value per index, all in range: a bincount
-        if (
-            type(array) is np.ndarray
-            and array.dtype == np.float64
-            and array.ndim == 1
-            and type(index) is np.ndarray
-            and index.shape == array.shape
-        ):
-            return np.bincount(index, weights=array, minlength=outer_shape[0])
     return scatter_add(np.asarray(array), components, outer_shape, n_vars, in_range)
 
 

@@ -87,6 +87,11 @@ def index_array(
     """
     if not index:
         return array
+    if in_range and len(index) == 1:  # one int64 index array known in range: no work
+        (comp,) = index
+        if type(comp) is np.ndarray and comp.dtype.type is np.int64:
+            picked: Array = array[comp]
+            return picked
     comps = [np.asarray(i, dtype=np.int64) for i in index]
     if len({c.shape for c in comps}) > 1:
         comps = list(np.broadcast_arrays(*comps))
@@ -121,6 +126,15 @@ def scatter_add(
     ``index`` components have shape ``source.shape[:n_vars]``; out-of-range writes drop.
     ``in_range``: the range check already made (:func:`all_in_range`), None to make it.
     """
+    if in_range and n_vars == 1 and len(index) == 1 and source.ndim == 1:
+        (comp,) = index  # one float64 value per index, all in range: one bincount
+        if (
+            source.dtype.type is np.float64
+            and type(comp) is np.ndarray
+            and comp.dtype.type is np.int64
+            and comp.shape == source.shape
+        ):
+            return np.bincount(comp, weights=source, minlength=outer_shape[0])
     grid_shape = source.shape[:n_vars]
     tail = source.shape[n_vars:]
     size, width = math.prod(outer_shape), math.prod(tail)

@@ -25,6 +25,7 @@ from .ad import delta as dl
 from .ad.dual import Dual, DualAlgebra
 from .ad.reverse import ReverseStats, forward, reverse_seeds
 from .ad.share_to_let import LetProgram
+from .codegen.buffers import SpareBuffer, copy_into_spare
 from .codegen.generate import HELPERS, CompiledProgram, compile_program
 from .interp.arrays import Backend
 from .interp.backends import backend_of, get_backend, to_backend
@@ -1015,8 +1016,8 @@ def jit(f: Callable[..., Any], *, backend: str | None = None) -> Callable[..., A
                 with np.errstate(all="ignore"):
                     raw = code.function(np, HELPERS, code.constants, *args)
                 values = tuple(
-                    _fresh_numpy(v, dt, args)
-                    for v, dt in zip(raw, code.output_dtypes, strict=True)
+                    _fresh_numpy(v, dt, args, spare)
+                    for v, dt, spare in zip(raw, code.output_dtypes, code.spares, strict=True)
                 )
                 return values if several else values[0]
         if _traced(args) or current_trace() is not None:
@@ -1082,20 +1083,23 @@ def _array_types(args: Sequence[Any]) -> Hashable | None:
     return tuple([(a.shape, a.dtype.str) for a in args])
 
 
-def _fresh_numpy(value: Any, dtype: np.dtype[Any], inputs: Sequence[Any]) -> np.ndarray:
+def _fresh_numpy(
+    value: Any, dtype: np.dtype[Any], inputs: Sequence[Any], spare: SpareBuffer
+) -> np.ndarray:
     """``value`` as a NumPy array of ``dtype``, copied only when it is (a view of) an
-    input or a read-only constant."""
+    input or a read-only constant: a large one into the output's recycled buffer."""
     array: np.ndarray = value
     if type(value) is not np.ndarray or value.dtype != dtype:
         array = np.asarray(value).astype(dtype, copy=False)
     if array.base is None and array.flags.writeable:
-        for x in inputs:
-            if array is x:
-                copied: np.ndarray = array.copy()
-                return copied
+        if all(array is not x for x in inputs):
+            return array
+    elif array.flags.writeable and not any(np.may_share_memory(array, x) for x in inputs):
         return array
-    fresh: np.ndarray = fresh_result(array, list(inputs))
-    return fresh
+    if array.size >= config.fuse_min_size:
+        return copy_into_spare(spare, array, array.shape, array.dtype)
+    copied: np.ndarray = array.copy()
+    return copied
 
 
 __all__ = [

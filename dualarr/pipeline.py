@@ -33,6 +33,7 @@ operation, no ``kernels``); ``fuse=True`` fuses; the default follows the ``fuse`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -48,6 +49,7 @@ from .ad.compile_time import (
     symbolic_reverse,
 )
 from .ad.share_to_let import LetProgram, share_to_let, simplify_let_program
+from .codegen.buffers import SpareBuffer, copy_into_spare
 from .codegen.generate import HELPERS, CompiledProgram, helpers_for
 from .codegen.kernels import Kernel
 from .interp.arrays import Backend
@@ -191,10 +193,12 @@ class CompiledGradient:
             value, *grads = self.compiled.function(
                 np, HELPERS, self.compiled.constants, *values, cotangent
             )
+        spares = self.compiled.spares
         results = tuple(
-            _fresh(g, *self._types[k], values) for k, g in zip(self.positions, grads, strict=True)
+            _fresh(g, *self._types[k], values, spares[1 + j])
+            for j, (k, g) in enumerate(zip(self.positions, grads, strict=True))
         )
-        return _fresh(value, *self._out_type, values), results
+        return _fresh(value, *self._out_type, values, spares[0]), results
 
     def _run_on(
         self, backend: Backend, values: Sequence[Any], cotangent: Any
@@ -223,10 +227,17 @@ class CompiledGradient:
         return f"<CompiledGradient {self.gradient.name}: {len(self.gradient.bindings)} bindings>"
 
 
-def _fresh(array: Any, shape: tuple[int, ...], dtype: np.dtype[Any], inputs: Sequence[Any]) -> Any:
+def _fresh(
+    array: Any,
+    shape: tuple[int, ...],
+    dtype: np.dtype[Any],
+    inputs: Sequence[Any],
+    spare: SpareBuffer,
+) -> Any:
     """``array`` as a writeable array of ``shape`` and ``dtype`` that aliases no input: a
     result the generated code allocated (or a view of one) is returned as it is,
-    anything else (a broadcast, an input or a view of one) is copied."""
+    anything else (a broadcast, an input or a view of one) is copied, a large one into
+    the output's recycled buffer (:class:`dualarr.codegen.buffers.SpareBuffer`)."""
     if (
         isinstance(array, np.ndarray)
         and array.shape == shape
@@ -235,6 +246,8 @@ def _fresh(array: Any, shape: tuple[int, ...], dtype: np.dtype[Any], inputs: Seq
         and not any(np.may_share_memory(array, x) for x in inputs)
     ):
         return array
+    if math.prod(shape) >= config.fuse_min_size:
+        return copy_into_spare(spare, array, shape, dtype)
     return np.array(np.broadcast_to(array, shape), dtype=dtype)
 
 

@@ -344,7 +344,8 @@ def test_grad_compiles_a_program_without_the_value() -> None:
     from dualarr.api import compiled_gradient
 
     x = np.arange(1.0, 6.0)
-    without = compiled_gradient(fig18, (x,), unit_cotangent=True, value=False)
+    with da.config.fusing(False):  # the plain NumPy program (fused: ``kernel1(xp, t1)``)
+        without = compiled_gradient(fig18, (x,), unit_cotangent=True, value=False)
     assert "contract" not in without.source and "matmul" not in without.source
     assert "return (xp.asarray(0.0, dtype=xp.float64), 2.0 * t1)" in without.source
     with_value = compiled_gradient(fig18, (x,), unit_cotangent=True)

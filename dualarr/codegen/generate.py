@@ -74,6 +74,7 @@ from ..lang.terms import (
     postorder,
     static_int_value,
 )
+from .buffers import SpareBuffer
 from .kernels import (
     FUSABLE,
     UNFUSED,
@@ -87,7 +88,6 @@ from .kernels import (
     literal_value,
     substitute_args,
     transcendental,
-    worth_a_kernel,
 )
 
 __all__ = [
@@ -494,7 +494,7 @@ class _Generator:
             binder = self.binder.get(node)
             return isinstance(binder, Let) and id(self._resolve(binder.bound)) in self.fusable
         if isinstance(node, Op):
-            if node.op not in FUSABLE or node.op in UNFUSED:
+            if node.op not in FUSABLE:
                 return False
             operands: tuple[Term, ...] = _broadcast_operands(node.args)
         elif isinstance(node, Cond):
@@ -633,6 +633,11 @@ class _Generator:
         else:
             assert isinstance(node, Cond)
             op, operands = "select", (node.cond, node.if_true, node.if_false)
+        sealed = op in UNFUSED  # NumPy's own loop, alone in its kernel: operands are leaves
+        if sealed:
+            for operand in operands:
+                if id(operand) in self.pending and id(operand) not in self.text:
+                    self._materialise(operand)
         args = [self._kernel_operand(a) for a in operands]
         if all(isinstance(a, Literal) for a in args):  # never fold constants in a kernel
             args[0] = self._kernel_operand(operands[0], literal=False)
@@ -655,14 +660,16 @@ class _Generator:
         uses = self.uses.get(id(node), 0)
         leaves = set(self._leaf_indices(expr))
         if (
-            (uses > 1 and not self._recomputed(node, expr))
+            sealed
+            or (uses > 1 and not self._recomputed(node, expr))
             or id(node) in self.cross
             or _operation_count(expr) > self._MAX_KERNEL_OPERATIONS
             or len(leaves) > self._MAX_KERNEL_ARGUMENTS
         ):
             self._materialise(node)
             text = self.text[id(node)][0]
-            if not text.isidentifier() and uses > 0:
+            alone = sealed and uses == 1 and id(node) not in self.cross  # its reader names it
+            if not text.isidentifier() and uses > 0 and not alone:
                 self._bind(node, text)
 
     _RECOMPUTED_OPERATIONS = 6
@@ -726,18 +733,15 @@ class _Generator:
         return list(seen)
 
     def _materialise(self, node: Term) -> None:
-        """The pending node's text: a kernel call when the expression is worth one
-        (:func:`dualarr.codegen.kernels.worth_a_kernel`), else the plain array code."""
+        """The pending node's text: a kernel call, even of one operation, so that its
+        result is written into the site's recycled buffer
+        (:class:`dualarr.codegen.kernels.SpareBuffer`)."""
         expr = self.pending[id(node)]
         alias = self.alias_of.get(id(node))
         if alias is not None:
             if id(alias) not in self.text:
                 self._ref(alias, 0)
             self.text[id(node)] = self.text[id(alias)]
-            return
-        if not worth_a_kernel(expr):
-            text, prec = self._expr(node)
-            self.text[id(node)] = (text, prec, 1)
             return
         used = self._leaf_indices(expr)
         local = {g: k for k, g in enumerate(used)}
@@ -1158,6 +1162,7 @@ class CompiledProgram:
         self.source = code.source
         self.constants = code.constants
         self.kernels = code.kernels
+        self.spares = tuple(SpareBuffer() for _ in outputs)  # where copied results go
         self._constants_on: dict[str, tuple[Any, ...]] = {"numpy": code.constants}
         self.function: Callable[..., tuple[Any, ...]] = compile_function(code)
 

@@ -12,21 +12,26 @@ arguments (:class:`Arg`), scalar literals (:class:`Literal`) and applies primiti
   (``array_api_strict``, and the meaning the other two must agree with).
 
 :class:`CompiledKernel` is what generated code calls, ``k1(xp, a, b)``: numexpr when
-``xp`` is NumPy, a CuPy kernel on CuPy, :func:`evaluate_kernel` otherwise.
+``xp`` is NumPy (or NumPy's own ufunc for a function of :data:`UNFUSED` alone,
+:func:`numpy_ufunc`), a CuPy kernel on CuPy, :func:`evaluate_kernel` otherwise.  On
+NumPy a call site writes into its last result once that result is dropped
+(:class:`SpareBuffer`).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..lang.primitives import REGISTRY
+from ..lang.primitives import REGISTRY, NamespaceCall
 from ..lang.terms import DType, Shape, assert_never
+from .buffers import SpareBuffer
 
 __all__ = [
     "FUSABLE",
@@ -37,9 +42,11 @@ __all__ = [
     "Kernel",
     "KernelExpr",
     "Literal",
+    "SpareBuffer",
     "cupy_source",
     "evaluate_kernel",
     "numexpr_text",
+    "numpy_ufunc",
     "substitute_args",
 ]
 
@@ -170,17 +177,18 @@ UNFUSED = frozenset(
     {"exp", "log", "log1p", "expm1", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan",
      "atan2", "sigmoid"}
 )
-"""Functions left to the array library, one call each, between kernels: NumPy's SIMD
-loops compute them 2.7-4.8x faster than numexpr's scalar libm calls on one core of
-an AVX-512 x86-64 (``benchmarks/bench_kernels.py``, ``results/kernels.txt``), more
-than fusing saves.  ``sin`` and ``cos`` (NumPy's float64 loops are scalar) and the
-arithmetic are fused."""
+"""Functions left to the array library, each a kernel of its own (its operands are
+arguments, never fused expressions): NumPy's SIMD loops compute them 2.7-4.8x faster
+than numexpr's scalar libm calls on one core of an AVX-512 x86-64
+(``benchmarks/bench_kernels.py``, ``results/kernels.txt``), more than fusing saves.
+``sin`` and ``cos`` (NumPy's float64 loops are scalar) and the arithmetic are fused."""
 
 TRANSCENDENTAL = frozenset(
     {"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "sinh", "cosh", "tanh", "sqrt",
      "asin", "acos", "atan", "atan2", "sigmoid", "pow"}
 )
-"""Primitives worth a kernel even alone: numexpr runs them on every core."""
+"""Primitives too costly to compute twice: a shared expression applying one is stored
+once, not recomputed by each kernel that reads it."""
 
 _KERNEL_FUNCTIONS = frozenset(
     {s.numexpr for s in FUSABLE.values() if isinstance(s, Call)}
@@ -321,11 +329,29 @@ def transcendental(expr: KernelExpr) -> bool:
     return _count(expr)[1]
 
 
-def worth_a_kernel(expr: KernelExpr) -> bool:
-    """Two operations or more (a pass over memory saved), or a transcendental one
-    (numexpr computes it on every core)."""
-    count, transcendental = _count(expr)
-    return count >= 2 or (count == 1 and transcendental)
+def numpy_ufunc(expr: KernelExpr) -> tuple[np.ufunc, tuple[int | float | bool, ...]] | None:
+    """The NumPy ufunc of a kernel that is one primitive of :data:`UNFUSED` over its
+    arguments, and what it is called with (an argument's number, or a literal's value);
+    None for any other kernel.  Such a kernel is NumPy's SIMD loop writing into the
+    site's buffer (:class:`SpareBuffer`)."""
+    if not isinstance(expr, Apply) or expr.op not in UNFUSED:
+        return None
+    impl = REGISTRY[expr.op].impl
+    ufunc = getattr(np, impl.name, None) if isinstance(impl, NamespaceCall) else None
+    if not isinstance(ufunc, np.ufunc):
+        return None
+    plan: list[int | float | bool] = []
+    for arg in expr.args:
+        match arg:
+            case Arg(index=k):
+                plan.append(k)
+            case Literal(value=value):
+                plan.append(float(value) if not isinstance(value, bool) else value)
+            case Apply():
+                return None
+            case _:
+                assert_never(arg)
+    return ufunc, tuple(plan)
 
 
 def kernel_parameter_name(preferred: str, index: int) -> str:
@@ -400,6 +426,22 @@ def _numexpr_kernel(expression: str, signature: tuple[tuple[str, str], ...]) -> 
     return numexpr.NumExpr(expression, signature=[(n, types[t]) for n, t in signature])
 
 
+def _numexpr_options(expression: str) -> dict[str, Any]:
+    """The keywords a prebuilt ``NumExpr`` needs with ``out=`` (as ``numexpr.evaluate``
+    passes them): element order kept, safe casting, and whether it calls Intel's VML."""
+    from numexpr import necompiler
+
+    _, uses_vml = necompiler.getExprNames(expression, {})
+    return {"order": "K", "casting": "safe", "ex_uses_vml": uses_vml}
+
+
+
+_NUMEXPR_LOCK = threading.Lock()
+"""One numexpr evaluation at a time: its virtual machine's per-program and thread-pool
+state is not safe under concurrent calls from Python threads (two threads calling one
+kernel corrupt the heap), and each evaluation already runs on every core."""
+
+
 @functools.lru_cache(maxsize=4096)
 def _cupy_kernel(source: tuple[str, str, str], name: str) -> Any:
     import cupy
@@ -411,19 +453,36 @@ def _cupy_kernel(source: tuple[str, str, str], name: str) -> Any:
 class CompiledKernel:
     """A :class:`Kernel` ready to run: ``kernel(xp, *arrays)``."""
 
-    __slots__ = ("_cupy", "_numexpr", "kernel")
+    __slots__ = ("_cupy", "_numexpr", "_options", "_spare", "_ufunc", "kernel")
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
-        signature = tuple(
-            (n, str(t)) for n, t in zip(kernel.params, kernel.param_dtypes, strict=True)
-        )
-        self._numexpr = _numexpr_kernel(kernel.numexpr(), signature)
+        self._spare = SpareBuffer()
+        self._ufunc = numpy_ufunc(kernel.expression)
         self._cupy: Any = None
+        self._numexpr: Any = None
+        self._options: dict[str, Any] = {}
+        if self._ufunc is None:
+            signature = tuple(
+                (n, str(t)) for n, t in zip(kernel.params, kernel.param_dtypes, strict=True)
+            )
+            expression = kernel.numexpr()
+            self._numexpr = _numexpr_kernel(expression, signature)
+            self._options = _numexpr_options(expression)
 
     def __call__(self, xp: Any, *arrays: Any) -> Any:
         if xp is np:
-            return self._numexpr(*arrays)
+            out = self._spare.take()
+            if self._ufunc is not None:
+                ufunc, plan = self._ufunc
+                operands = [arrays[p] if type(p) is int else p for p in plan]
+                return self._spare.keep(ufunc(*operands, out=out))
+            with _NUMEXPR_LOCK:
+                if out is None:
+                    result = self._numexpr(*arrays)
+                else:
+                    result = self._numexpr(*arrays, out=out, **self._options)
+            return self._spare.keep(result)
         if "cupy" in getattr(xp, "__name__", "").split("."):  # cupy, array_api_compat.cupy
             if self._cupy is None:
                 self._cupy = _cupy_kernel(cupy_source(self.kernel), self.kernel.name)

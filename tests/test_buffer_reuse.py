@@ -59,7 +59,8 @@ def w5(x: Any) -> Any:
 
 def w5_gradient(x: np.ndarray) -> np.ndarray:
     e = np.exp(-x * x)
-    return np.cos(x) * e - 2.0 * x * np.sin(x) * e + 2.0 * x / (1.0 + x * x)
+    gradient: np.ndarray = np.cos(x) * e - 2.0 * x * np.sin(x) * e + 2.0 * x / (1.0 + x * x)
+    return gradient
 
 
 X = np.linspace(-1.0, 1.0, 257)

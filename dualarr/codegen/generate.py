@@ -394,6 +394,7 @@ class _Generator:
         self.leaves: list[str] = []
         self.leaf_index: dict[str, int] = {}
         self.leaf_dtypes: list[DType] = []
+        self.leaf_shapes: list[Shape] = []
         self.kernels: list[Kernel] = []
         self.read_outside: set[int] = set()
         self.range_checks: dict[tuple[str, Shape], str] = {}
@@ -718,6 +719,7 @@ class _Generator:
             index = self.leaf_index[text] = len(self.leaves)
             self.leaves.append(text)
             self.leaf_dtypes.append(node.dtype)
+            self.leaf_shapes.append(node.shape)
         return Arg(index)
 
     def _leaf_indices(self, expr: KernelExpr) -> list[int]:
@@ -766,6 +768,41 @@ class _Generator:
         self.kernels.append(kernel)
         call = f"{kernel.name}(xp, " + ", ".join(self.leaves[g] for g in used) + ")"
         self.text[id(node)] = (call, _ATOM, 1)
+
+    def _slice_pending(self, node: Gather, subscripts: str) -> bool:
+        """A slice of a pending kernel expression is the expression over the slices of its
+        arguments (elementwise work commutes with taking a view): ``(dt * x)[::-1]``
+        becomes ``dt * x[::-1]``, still pending, so that the kernel reading it computes
+        it in the same pass instead of writing it out first.  False when the array is
+        not pending."""
+        array = self._resolve(node.array)
+        expr = self.pending.get(id(array))
+        if expr is None or id(array) in self.text or self.home[id(node)] != _TOP:
+            return False
+        if id(node.array) in self.alias_of or id(array) in self.alias_of:
+            return False
+        sliced: dict[int, KernelExpr] = {}
+        for g in self._leaf_indices(expr):
+            if self.leaf_shapes[g] == ():
+                sliced[g] = Arg(g)  # a scalar reads the same at every element
+                continue
+            if self.leaf_shapes[g] != array.shape:
+                return False
+            name = self.namer.fresh("t", numbered=True)
+            self._lines(node).append(f"{name} = {self.leaves[g]}[{subscripts}]")
+            index = self.leaf_index[name] = len(self.leaves)
+            self.leaves.append(name)
+            self.leaf_dtypes.append(self.leaf_dtypes[g])
+            self.leaf_shapes.append(node.shape)
+            sliced[g] = Arg(index)
+        self.pending[id(node)] = substitute_args(expr, sliced)
+        uses = self.uses.get(id(node), 0)
+        if uses > 1 or id(node) in self.cross or id(node) in self.read_outside:
+            self._materialise(node)
+            text = self.text[id(node)][0]
+            if not text.isidentifier() and uses > 1:
+                self._bind(node, text)
+        return True
 
     def _range_check(self, node: Gather | Scatter, comps: str, extents: Shape) -> str:
         """``, in_rangeN``: the name of the range check of ``comps`` (index arrays of the
@@ -967,6 +1004,8 @@ class _Generator:
             view = _slice_view(node)
             if view is not None:  # a strided view: no index arrays at all
                 subscripts, perm = view
+                if perm is None and self._slice_pending(node, subscripts):
+                    return
                 expr = f"{self._ref(node.array, _ATOM)}[{subscripts}]"
                 if perm is not None:
                     expr = f"xp.permute_dims({expr}, {_shape(perm)})"

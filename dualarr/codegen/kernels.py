@@ -367,11 +367,15 @@ def kernel_parameter_name(preferred: str, index: int) -> str:
 
 
 def literal_value(value: Any) -> float | bool | None:
-    """A scalar a kernel can carry as a literal (finite floats and booleans), or None."""
+    """A scalar a kernel can carry as a literal (finite floats and booleans), or None.
+    Negative zero is an argument: numexpr reads the literal ``-0.0`` as ``0.0``, which
+    ``atan2``, ``1 / x`` and ``copysign``-like selections tell apart."""
     if isinstance(value, np.bool_ | bool):
         return bool(value)
     if isinstance(value, np.floating | float):
         f = float(value)
+        if f == 0.0 and math.copysign(1.0, f) < 0.0:
+            return None
         return f if math.isfinite(f) else None
     return None
 

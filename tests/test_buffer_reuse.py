@@ -1,4 +1,4 @@
-"""Recycled kernel buffers (:class:`dualarr.codegen.kernels.SpareBuffer`).
+"""Recycled result buffers (:class:`dualarr.codegen.buffers.SpareBuffer`).
 
 Each kernel call site of a fused program keeps the array it last returned and writes
 the next result into it once nothing else refers to it.  The properties: a result the
@@ -24,6 +24,7 @@ from strategies import GeneratedProgram, programs
 from test_ad_properties import jittered
 
 import dualarr as da
+from dualarr.codegen.buffers import SpareBuffer
 from dualarr.codegen.kernels import (
     UNFUSED,
     Apply,
@@ -31,7 +32,6 @@ from dualarr.codegen.kernels import (
     CompiledKernel,
     Kernel,
     Literal,
-    SpareBuffer,
     numpy_ufunc,
 )
 from dualarr.lang.terms import DType

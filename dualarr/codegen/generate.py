@@ -737,7 +737,7 @@ class _Generator:
     def _materialise(self, node: Term) -> None:
         """The pending node's text: a kernel call, even of one operation, so that its
         result is written into the site's recycled buffer
-        (:class:`dualarr.codegen.kernels.SpareBuffer`)."""
+        (:class:`dualarr.codegen.buffers.SpareBuffer`)."""
         expr = self.pending[id(node)]
         alias = self.alias_of.get(id(node))
         if alias is not None:

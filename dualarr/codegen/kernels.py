@@ -15,7 +15,7 @@ arguments (:class:`Arg`), scalar literals (:class:`Literal`) and applies primiti
 ``xp`` is NumPy (or NumPy's own ufunc for a function of :data:`UNFUSED` alone,
 :func:`numpy_ufunc`), a CuPy kernel on CuPy, :func:`evaluate_kernel` otherwise.  On
 NumPy a call site writes into its last result once that result is dropped
-(:class:`SpareBuffer`).
+(:class:`dualarr.codegen.buffers.SpareBuffer`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ __all__ = [
     "Kernel",
     "KernelExpr",
     "Literal",
-    "SpareBuffer",
     "cupy_source",
     "evaluate_kernel",
     "numexpr_text",
@@ -333,7 +332,7 @@ def numpy_ufunc(expr: KernelExpr) -> tuple[np.ufunc, tuple[int | float | bool, .
     """The NumPy ufunc of a kernel that is one primitive of :data:`UNFUSED` over its
     arguments, and what it is called with (an argument's number, or a literal's value);
     None for any other kernel.  Such a kernel is NumPy's SIMD loop writing into the
-    site's buffer (:class:`SpareBuffer`)."""
+    site's buffer (:class:`dualarr.codegen.buffers.SpareBuffer`)."""
     if not isinstance(expr, Apply) or expr.op not in UNFUSED:
         return None
     impl = REGISTRY[expr.op].impl

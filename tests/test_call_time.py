@@ -423,3 +423,33 @@ def test_random_programs_over_changing_captured_arrays(gp: GeneratedProgram, see
         v = rng.normal(size=x.shape)
         _, tangent = da.jvp(f, (x,), (v,))
         assert float(tangent) == pytest.approx(float(np.sum(expected * v)), rel=1e-4, abs=1e-5)
+
+
+def test_a_value_kept_from_another_trace_is_a_named_error() -> None:
+    """A traced value that escapes its trace (kept in a list) and is read by a later
+    trace: ``trace`` names it instead of compiling a program with a free variable."""
+    saved: list[Any] = []
+
+    def keep(x: Any) -> Any:
+        saved.append(x)
+        return da.sum(x)
+
+    def reads_it(y: Any) -> Any:
+        return da.sum(y * saved[0])
+
+    def reads_it_in_a_build(y: Any) -> Any:
+        return da.sum(da.build1(3, lambda i: y[i] * saved[0][i]))
+
+    da.trace(keep, np.ones(3))
+    with pytest.raises(da.TracingError, match="after the trace that made it ended"):
+        da.trace(reads_it, np.ones(3))  # caught where it is used
+    with pytest.raises(da.TracingError, match="outside this trace"):
+        da.trace(reads_it_in_a_build, np.ones(3))  # caught by the program's free variables
+    bound: list[Any] = []
+
+    def leaks_its_index(y: Any) -> Any:
+        total = da.sum(da.build1(3, lambda i: (bound.append(i), y[i])[1]))
+        return total + y[bound[0]]
+
+    with pytest.raises(da.TracingError, match="outside this trace"):
+        da.trace(leaks_its_index, np.ones(3))

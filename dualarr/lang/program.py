@@ -7,7 +7,7 @@ printer in the paper's notation and a reference evaluation when called on arrays
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,7 @@ from .terms import (
     IdSupply,
     Term,
     Var,
+    children,
     count_nodes,
     fresh_var,
     type_name,
@@ -277,14 +278,34 @@ def trace(f: Callable[..., Any], *args: Any, captures: bool = False) -> Program:
     calls = tuple(context.numpy_calls)
     if captures:
         return Program(name, inputs, outputs, tuple_output, supply, calls)
-    free = FreeVars()
     allowed = set(inputs)
-    for out in outputs:
-        leaked = [v for v in free(out) if v not in allowed]
-        if leaked:
-            raise TracingError(
-                f"{name} uses a traced value from outside this trace "
-                f"({', '.join(v.hint for v in leaked)}): pass it as an argument",
-                op="trace",
-            )
+    if _other_vars(outputs, allowed):  # else only inputs: nothing can leak
+        free = FreeVars()
+        for out in outputs:
+            leaked = [v for v in free(out) if v not in allowed]
+            if leaked:
+                raise TracingError(
+                    f"{name} uses a traced value from outside this trace "
+                    f"({', '.join(v.hint for v in leaked)}): pass it as an argument",
+                    op="trace",
+                )
     return Program(name, inputs, outputs, tuple_output, supply, calls)
+
+
+def _other_vars(roots: Sequence[Term], allowed: set[Var]) -> bool:
+    """Whether the DAG mentions a variable besides ``allowed``: one walk, stopping at
+    the first, with only a set of visited nodes (a program without binders, such as a
+    loop of elementwise operations, then needs no free-variable sets at all)."""
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Var):
+            if node not in allowed:
+                return True
+            continue
+        stack.extend(children(node))
+    return False

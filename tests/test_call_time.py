@@ -447,8 +447,12 @@ def test_a_value_kept_from_another_trace_is_a_named_error() -> None:
         da.trace(reads_it_in_a_build, np.ones(3))  # caught by the program's free variables
     bound: list[Any] = []
 
+    def element(y: Any, i: Any) -> Any:
+        bound.append(i)  # the index variable escapes its build
+        return y[i]
+
     def leaks_its_index(y: Any) -> Any:
-        total = da.sum(da.build1(3, lambda i: (bound.append(i), y[i])[1]))
+        total = da.sum(da.build1(3, lambda i: element(y, i)))
         return total + y[bound[0]]
 
     with pytest.raises(da.TracingError, match="outside this trace"):

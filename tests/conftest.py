@@ -28,6 +28,20 @@ da.config.update("fuse_min_size", 1)  # small test programs run through the fuse
 MODES = ("compiled", "interpret", "explorer")
 
 
+@pytest.fixture(scope="module")
+def fused_small_arrays() -> Iterator[None]:
+    """Fusion on, for arrays of any size, for a whole module (its programs are small);
+    the settings as they were afterwards, and no compiled program kept across."""
+    fuse, min_size = da.config.fuse, da.config.fuse_min_size
+    da.config.update("fuse", True)
+    da.config.update("fuse_min_size", 1)
+    da.clear_caches()
+    yield
+    da.config.update("fuse", fuse)
+    da.config.update("fuse_min_size", min_size)
+    da.clear_caches()
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     in_acceptance = "acceptance" in metafunc.definition.path.parts
     if in_acceptance and "differentiation_mode" in metafunc.fixturenames:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -40,17 +39,7 @@ SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_
 F64 = DType.FLOAT64
 
 
-@pytest.fixture(autouse=True, scope="module")
-def fuse_small_arrays() -> Iterator[None]:
-    """Fusion on, for arrays of any size (the programs here are small)."""
-    fuse, min_size = da.config.fuse, da.config.fuse_min_size
-    da.config.update("fuse", True)
-    da.config.update("fuse_min_size", 1)
-    da.clear_caches()
-    yield
-    da.config.update("fuse", fuse)
-    da.config.update("fuse_min_size", min_size)
-    da.clear_caches()
+pytestmark = pytest.mark.usefixtures("fused_small_arrays")  # fusion on for any size
 
 
 def w5(x: Any) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import math
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,17 +46,7 @@ MAX_OPERATIONS = _Generator._MAX_KERNEL_OPERATIONS
 MAX_ARGUMENTS = _Generator._MAX_KERNEL_ARGUMENTS
 
 
-@pytest.fixture(autouse=True, scope="module")
-def fuse_small_arrays() -> Iterator[None]:
-    """Fusion on, for arrays of any size (the programs here are small)."""
-    fuse, min_size = da.config.fuse, da.config.fuse_min_size
-    da.config.update("fuse", True)
-    da.config.update("fuse_min_size", 1)
-    da.clear_caches()
-    yield
-    da.config.update("fuse", fuse)
-    da.config.update("fuse_min_size", min_size)
-    da.clear_caches()
+pytestmark = pytest.mark.usefixtures("fused_small_arrays")  # fusion on for any size
 
 
 def assert_same(got: Any, want: Any) -> None:

@@ -42,6 +42,7 @@ from ..lang.terms import (
     rebuild,
     type_name,
     view,
+    walk,
 )
 from . import delta as dl
 from .dual import Dual, DualAlgebra
@@ -163,17 +164,9 @@ def _closed_parts(roots: Sequence[Term], local: FreeVars) -> Iterator[Term]:
     """The maximal subterms of ``roots`` that mention no variable but the program's
     top-level ones (``local`` ignores those; none of a lambda's): the primal values an
     index function computes."""
-    seen: set[int] = set()
-    stack = list(roots)
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+    for node in walk(roots, lambda n: bool(local(n))):
         if not local(node):
             yield node
-        else:
-            stack.extend(children(node))
 
 
 def extract(forward: ForwardPass, hint: str = "v") -> ExtractedDelta:

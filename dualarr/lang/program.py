@@ -31,11 +31,11 @@ from .terms import (
     IdSupply,
     Term,
     Var,
-    children,
     count_nodes,
     fresh_var,
     type_name,
     view,
+    walk,
 )
 
 
@@ -296,16 +296,4 @@ def _other_vars(roots: Sequence[Term], allowed: set[Var]) -> bool:
     """Whether the DAG mentions a variable besides ``allowed``: one walk, stopping at
     the first, with only a set of visited nodes (a program without binders, such as a
     loop of elementwise operations, then needs no free-variable sets at all)."""
-    seen: set[int] = set()
-    stack = list(roots)
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, Var):
-            if node not in allowed:
-                return True
-            continue
-        stack.extend(children(node))
-    return False
+    return any(isinstance(node, Var) and node not in allowed for node in walk(roots))

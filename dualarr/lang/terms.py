@@ -895,6 +895,22 @@ def postorder(
     return order
 
 
+def walk(roots: Iterable[Term], descend: Callable[[Term], bool] | None = None) -> Iterator[Term]:
+    """Every node reachable from ``roots`` once, in no particular order (iterative); a
+    node's children are visited only where ``descend(node)`` holds.  Lazy: a search that
+    stops early visits no more."""
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield node
+        if descend is None or descend(node):
+            stack.extend(children(node))
+
+
 def count_nodes(roots: Iterable[Term]) -> int:
     """Number of distinct nodes in the DAG (its size, with sharing)."""
     return len(postorder(roots))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gc
 import os
 import platform
 import sys
@@ -65,12 +66,14 @@ def stage_times(
     times: dict[str, float] = {}
     clock = CLOCK()
     if memory:
+        _empty_free_lists()
         tracemalloc.start()
 
     def lap(name: str) -> None:
         nonlocal clock
         if memory:
             times[name] = tracemalloc.get_traced_memory()[1] / 1e6
+            _empty_free_lists()
             tracemalloc.reset_peak()
             tracemalloc.clear_traces()
             return
@@ -96,6 +99,16 @@ def stage_times(
     return times, count_nodes(source.outputs)
 
 
+def _empty_free_lists() -> None:
+    """Empty CPython's free lists (a full collection does) before measuring memory.
+    ``tracemalloc`` sees only new allocations: a tuple, float or dict taken from a free
+    list that the previous stage filled costs nothing in its count, and as a free list
+    holds at most about 2,000 objects per kind, that hid a larger share of a small
+    program's peak (the vectorised stage of the 1,000-op grad of grad: 0.58 MB traced,
+    0.92 MB with the lists empty) than of a large one's."""
+    gc.collect()
+
+
 def end_to_end(
     f: Callable[..., Any], args: tuple[np.ndarray, ...], mode: str
 ) -> tuple[float, float]:
@@ -105,6 +118,7 @@ def end_to_end(
     da.grad(f, mode=mode)(*args)
     seconds = CLOCK() - start
     da.clear_caches()
+    _empty_free_lists()
     tracemalloc.start()
     da.grad(f, mode=mode)(*args)
     peak = tracemalloc.get_traced_memory()[1] / 1e6

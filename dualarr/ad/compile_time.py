@@ -186,28 +186,28 @@ def extract(forward: ForwardPass, hint: str = "v") -> ExtractedDelta:
             wanted.extend(_closed_parts(values, local))
         else:
             wanted.extend(values)
-    marked = {id(t) for t in wanted if not _atomic(t)}
-    uses: dict[int, int] = {}
+    marked = {t for t in wanted if not _atomic(t)}
+    uses: dict[Term, int] = {}
     order = postorder([*wanted, *mentioned])
     for node in order:
         for kid in children(node):
-            uses[id(kid)] = uses.get(id(kid), 0) + 1
+            uses[kid] = uses.get(kid, 0) + 1
     for node in order:
-        if uses.get(id(node), 0) > 1 and not _atomic(node) and not local(node):
-            marked.add(id(node))
-    new: dict[int, Term] = {}
+        if uses.get(node, 0) > 1 and not _atomic(node) and not local(node):
+            marked.add(node)
+    new: dict[Term, Term] = {}
     bindings: list[tuple[Var, Term]] = []
     for node in order:
-        rebuilt = rebuild(node, tuple(new[id(k)] for k in children(node)))
-        if id(node) in marked and not local(node):
+        rebuilt = rebuild(node, tuple(new[k] for k in children(node)))
+        if node in marked and not local(node):
             var = fresh_var(program.supply, f"{hint}{len(bindings) + 1}", node.shape, node.dtype)
             bindings.append((var, rebuilt))
-            new[id(node)] = var
+            new[node] = var
         else:
-            new[id(node)] = rebuilt
+            new[node] = rebuilt
 
     def replace(value: Any) -> Any:
-        return new.get(id(value), value)
+        return new.get(value, value)  # a term (the Delta is symbolic)
 
     (delta,) = dl.map_primal_values([forward.delta], replace)
     result = ExtractedDelta(program, tuple(bindings), replace(forward.value), delta)
@@ -216,7 +216,7 @@ def extract(forward: ForwardPass, hint: str = "v") -> ExtractedDelta:
     return result
 
 
-def unbound_top_level(term: Term, scope: set[Var], top: set[Var], seen: set[int]) -> set[Var]:
+def unbound_top_level(term: Term, scope: set[Var], top: set[Var], seen: set[Term]) -> set[Var]:
     """The top-level variables ``term`` mentions outside ``scope``, visiting only nodes
     not ``seen`` before (a node checked at an earlier binding saw a smaller scope): one
     walk per program for a sequence of bindings, however many variables each mentions."""
@@ -224,9 +224,9 @@ def unbound_top_level(term: Term, scope: set[Var], top: set[Var], seen: set[int]
     stack = [term]
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        if node in seen:
             continue
-        seen.add(id(node))
+        seen.add(node)
         if isinstance(node, Var):
             if node in top and node not in scope:
                 unbound.add(node)
@@ -242,7 +242,7 @@ def check_extracted(extracted: ExtractedDelta) -> None:
     top = {*extracted.inputs, *(v for v, _ in extracted.bindings)}
     local = FreeVars(ignore=top)  # lambda variables only: sets stay small
     scope = set(extracted.inputs)
-    seen: set[int] = set()
+    seen: set[Term] = set()
     for var, term in extracted.bindings:
         free = set(local(term)) | unbound_top_level(term, scope, top, seen)
         if free:

@@ -375,11 +375,11 @@ def _statically_out_of_range(index: tuple[Any, ...], shape: Shape) -> bool:
 def delta_postorder(roots: Iterable[Delta]) -> list[Delta]:
     """Every node of a Delta DAG once, children first (iterative)."""
     order: list[Delta] = []
-    seen: set[int] = set()
+    seen: set[Delta] = set()
     for root in roots:
-        if id(root) in seen:
+        if root in seen:
             continue
-        seen.add(id(root))
+        seen.add(root)
         stack: list[tuple[Delta, int]] = [(root, 0)]
         while stack:
             node, at = stack[-1]
@@ -387,8 +387,8 @@ def delta_postorder(roots: Iterable[Delta]) -> list[Delta]:
             if at < len(kids):
                 stack[-1] = (node, at + 1)
                 kid = kids[at]
-                if id(kid) not in seen:
-                    seen.add(id(kid))
+                if kid not in seen:
+                    seen.add(kid)
                     stack.append((kid, 0))
             else:
                 stack.pop()
@@ -413,9 +413,9 @@ def primal_values(d: Delta) -> tuple[Any, ...]:
 def map_primal_values(roots: list[Delta], f: Callable[[Any], Any]) -> list[Delta]:
     """Rebuild a Delta DAG with ``f`` applied to every primal value it mentions (see
     :func:`primal_values`); sharing and Share ids are kept."""
-    new: dict[int, Delta] = {}
+    new: dict[Delta, Delta] = {}
     for d in delta_postorder(roots):
-        kids = [new[id(k)] for k in delta_children(d)]
+        kids = [new[k] for k in delta_children(d)]
         match d:
             case Zero() | Input():
                 out: Delta = d
@@ -447,8 +447,8 @@ def map_primal_values(roots: list[Delta], f: Callable[[Any], Any]) -> list[Delta
                 out = FromList(tuple(kids))
             case _:
                 assert_never(d)
-        new[id(d)] = out
-    return [new[id(r)] for r in roots]
+        new[d] = out
+    return [new[r] for r in roots]
 
 
 def _mapped(fn: IndexFn[Any], f: Callable[[Any], Any]) -> IndexFn[Any]:
@@ -483,12 +483,12 @@ def check_invariants(roots: Iterable[Delta]) -> None:
             raise DualarrError(f"Invariant 2: Share id {node.id} names two nodes", op="Delta")
         by_id[node.id] = node
         stack = list(delta_children(node))
-        seen: set[int] = set()
+        seen: set[Delta] = set()
         while stack:
             below = stack.pop()
-            if id(below) in seen:
+            if below in seen:
                 continue
-            seen.add(id(below))
+            seen.add(below)
             if isinstance(below, Share):
                 if below.id >= node.id:
                     raise DualarrError(
@@ -526,51 +526,51 @@ def format_delta(
     ``s3 = SumOuter s2`` (or as ``binding`` writes it, e.g. ``let s3 = … in``); other
     nodes are written inline."""
     order = delta_postorder([root])
-    text: dict[int, str] = {}
+    text: dict[Delta, str] = {}
     lines: list[str] = []
 
     def ref(d: Delta) -> str:
         if isinstance(d, Share):
             return f"s{d.id}"
-        inner = text[id(d)]
+        inner = text[d]
         return inner if isinstance(d, Zero | Input) else f"({inner})"
 
     for d in order:
         match d:
             case Zero(shape=shape):
-                text[id(d)] = f"Zero{list(shape)}".replace(" ", "")
+                text[d] = f"Zero{list(shape)}".replace(" ", "")
             case Input(index=n):
-                text[id(d)] = f"Input {n}"
+                text[d] = f"Input {n}"
             case Add(left=a, right=b):
-                text[id(d)] = f"Add {ref(a)} {ref(b)}"
+                text[d] = f"Add {ref(a)} {ref(b)}"
             case Scale(factor=f, delta=x):
-                text[id(d)] = f"Scale {describe(f)} {ref(x)}"
+                text[d] = f"Scale {describe(f)} {ref(x)}"
             case Share(id=i, delta=x):
-                lines.append(binding(i, text[id(x)]))
-                text[id(d)] = f"s{i}"
+                lines.append(binding(i, text[x]))
+                text[d] = f"s{i}"
             case Index(delta=x, index=ix):
-                text[id(d)] = f"Index {ref(x)} [{', '.join(describe(i) for i in ix)}]"
+                text[d] = f"Index {ref(x)} [{', '.join(describe(i) for i in ix)}]"
             case Gather(outer=outer, delta=x, fn=fn):
                 dims = str(list(outer)).replace(" ", "")
-                text[id(d)] = f"Gather {dims} {ref(x)} {describe_fn(fn)}"
+                text[d] = f"Gather {dims} {ref(x)} {describe_fn(fn)}"
             case Scatter(outer=outer, delta=x, fn=fn):
                 dims = str(list(outer)).replace(" ", "")
-                text[id(d)] = f"Scatter {dims} {ref(x)} {describe_fn(fn)}"
+                text[d] = f"Scatter {dims} {ref(x)} {describe_fn(fn)}"
             case SumOuter(delta=x):
-                text[id(d)] = f"SumOuter {ref(x)}"
+                text[d] = f"SumOuter {ref(x)}"
             case Replicate(count=k, delta=x):
-                text[id(d)] = f"Replicate {k} {ref(x)}"
+                text[d] = f"Replicate {k} {ref(x)}"
             case Transpose(perm=p, delta=x):
-                text[id(d)] = f"Tr {list(p)} {ref(x)}".replace(", ", ",")
+                text[d] = f"Tr {list(p)} {ref(x)}".replace(", ", ",")
             case Reshape(new_shape=sh, delta=x):
-                text[id(d)] = f"Reshape {list(sh)} {ref(x)}".replace(", ", ",")
+                text[d] = f"Reshape {list(sh)} {ref(x)}".replace(", ", ",")
             case Convert(to=to, delta=x):
-                text[id(d)] = f"Convert {to} {ref(x)}"
+                text[d] = f"Convert {to} {ref(x)}"
             case Contract(spec=spec, delta=x, factor=f):
-                text[id(d)] = f"Contract {spec!r} {ref(x)} {describe(f)}"
+                text[d] = f"Contract {spec!r} {ref(x)} {describe(f)}"
             case FromList(deltas=xs):
-                text[id(d)] = "FromList [" + ", ".join(ref(x) for x in xs) + "]"
+                text[d] = "FromList [" + ", ".join(ref(x) for x in xs) + "]"
             case _:
                 assert_never(d)
-    lines.append(ref(root) if isinstance(root, Share) else text[id(root)])
+    lines.append(ref(root) if isinstance(root, Share) else text[root])
     return "\n".join(lines)

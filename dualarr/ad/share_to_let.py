@@ -107,27 +107,27 @@ def share_to_let(shared: SharedGradient) -> LetProgram:
     top_vars = {*program.inputs, shared.cotangent, *(v for v, _ in extracted.bindings)}
     lambda_vars = FreeVars(ignore=top_vars)  # the variables of enclosing lambdas only
     roots = list(shared.gradients)
-    new: dict[int, Term] = {}
+    new: dict[Term, Term] = {}
     share_bindings: dict[int, tuple[Var, Term]] = {}
     for node in postorder(roots):
         if not isinstance(node, Share):
-            new[id(node)] = rebuild(node, tuple(new[id(k)] for k in children(node)))
+            new[node] = rebuild(node, tuple(new[k] for k in children(node)))
             continue
-        inner = new[id(node.array)]
+        inner = new[node.array]
         if not lambda_vars(node):  # a global binding c<k>
             found = share_bindings.get(node.id)
             if found is None:
                 var = fresh_var(program.supply, f"c{node.id}", inner.shape, inner.dtype)
                 found = share_bindings[node.id] = (var, inner)
-            new[id(node)] = found[0]
+            new[node] = found[0]
         else:  # mentions a lambda's variables: a let inside that lambda
             var = fresh_var(program.supply, f"c{node.id}", inner.shape, inner.dtype)
-            new[id(node)] = Let(var, inner, var)
+            new[node] = Let(var, inner, var)
     bindings = (
         *extracted.bindings,
         *(share_bindings[k] for k in sorted(share_bindings)),
     )
-    outputs = (extracted.value, *(new[id(g)] for g in roots))
+    outputs = (extracted.value, *(new[g] for g in roots))
     result = LetProgram(
         _identifier(f"grad_{program.name}"),
         (*program.inputs, shared.cotangent),
@@ -154,7 +154,7 @@ def check_let_program(program: LetProgram) -> None:
     top = {*program.inputs, *(v for v, _ in program.bindings)}
     lambda_free = FreeVars(ignore=top)
     scope: set[Var] = set(program.inputs)
-    seen: set[int] = set()
+    seen: set[Term] = set()
     for var, term in program.bindings:
         _check_term(term, scope, top, lambda_free, seen, f"the binding of {var.hint}")
         if var in scope:
@@ -165,10 +165,10 @@ def check_let_program(program: LetProgram) -> None:
 
 
 def _check_term(
-    term: Term, scope: set[Var], top: set[Var], lambda_free: FreeVars, seen: set[int], where: str
+    term: Term, scope: set[Var], top: set[Var], lambda_free: FreeVars, seen: set[Term], where: str
 ) -> None:
-    for node in postorder([term], lambda n: () if id(n) in seen else children(n)):
-        if isinstance(node, Share) and id(node) not in seen:
+    for node in postorder([term], lambda n: () if n in seen else children(n)):
+        if isinstance(node, Share) and node not in seen:
             raise DualarrError(f"{where} still contains share{node.id}", op="let conversion")
     # free: bound by no lambda around its use and not top-level, or top-level and unbound
     free = set(lambda_free(term)) | unbound_top_level(term, scope, top, seen)
@@ -240,18 +240,18 @@ def _inline_and_prune(
     inline = {var for var in live if uses.get(var, 0) == 1 or _cheap(bound[var])}
     if not inline and len(live) == len(bound):
         return None
-    new: dict[int, Term] = {}
+    new: dict[Term, Term] = {}
     for node in order:
         if isinstance(node, Var) and node in inline:
-            new[id(node)] = new[id(bound[node])]
+            new[node] = new[bound[node]]
         elif isinstance(node, Var):
-            new[id(node)] = node
+            new[node] = node
         else:
-            new[id(node)] = rebuild_node(node, tuple(new[id(k)] for k in children(node)))
+            new[node] = rebuild_node(node, tuple(new[k] for k in children(node)))
     bindings = tuple(
-        (var, new[id(term)]) for var, term in program.bindings if var in live and var not in inline
+        (var, new[term]) for var, term in program.bindings if var in live and var not in inline
     )
-    outputs = tuple(new[id(o)] for o in program.outputs)
+    outputs = tuple(new[o] for o in program.outputs)
     return LetProgram(
         program.name, program.inputs, bindings, outputs, program.positions, program.supply
     )

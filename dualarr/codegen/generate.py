@@ -347,7 +347,7 @@ _MAX_WIDTH = 88  # a longer inline expression gets its own line
 # The generator
 # --------------------------------------------------------------------------------------
 
-_TOP = 0  # scope key of the function body; a lambda's scope is keyed by id(binder)
+_TOP = None  # scope key of the function body; a lambda's scope is keyed by its binder
 
 
 @dataclass
@@ -377,28 +377,28 @@ class _Generator:
         self.binder: dict[Var, Term] = {}
         # top-level bindings (a let-program, Fig. 21) act as lets around the body
         self.top_lets = {var: Let(var, term, var) for var, term in bindings}
-        self.names: dict[int, str] = {}
+        self.names: dict[Term, str] = {}
         self.namer = Namer(_RESERVED, identifiers=True)
         # arrays are data, not source: each array constant is one entry of a table
         # passed at call time, named once at the top of the function
         self.constants: list[np.ndarray] = []
         self.constant_lines: list[str] = []
-        self.constant_names: dict[int, str] = {}
+        self.constant_names: dict[Term, str] = {}
         for var in self.inputs:
-            self.names[id(var)] = self.namer.fresh(var.hint)
+            self.names[var] = self.namer.fresh(var.hint)
         # fusion (:mod:`dualarr.codegen.kernels`): elementwise float64 work not yet
         # written out, as a kernel expression over leaves (the texts in ``leaves``)
         self.fuse = fuse
-        self.fusable: set[int] = set()
-        self.pending: dict[int, KernelExpr] = {}
+        self.fusable: set[Term] = set()
+        self.pending: dict[Term, KernelExpr] = {}
         self.leaves: list[str] = []
         self.leaf_index: dict[str, int] = {}
         self.leaf_dtypes: list[DType] = []
         self.leaf_shapes: list[Shape] = []
         self.kernels: list[Kernel] = []
-        self.read_outside: set[int] = set()
+        self.read_outside: set[Term] = set()
         self.range_checks: dict[tuple[str, Shape], str] = {}
-        self.alias_of: dict[int, Term] = {}  # a pending let-bound name -> its expression
+        self.alias_of: dict[Term, Term] = {}  # a pending let-bound name -> its expression
 
     # -- analysis ------------------------------------------------------------------
 
@@ -444,56 +444,53 @@ class _Generator:
                 f"the program is not closed: {var.hint}#{var.id} is used outside its binder",
                 op="codegen",
             )
-        self.home: dict[int, int] = {}
-        for node in order:
-            home = scopes.home(node)
-            self.home[id(node)] = _TOP if home is None else id(home)
+        self.home: dict[Term, Term | None] = {node: scopes.home(node) for node in order}
         # uses, seeing through lets (a let is an alias of its body)
-        self.uses: dict[int, int] = {}
-        self.cross: set[int] = set()  # used from another scope: needs a name
+        self.uses: dict[Term, int] = {}
+        self.cross: set[Term] = set()  # used from another scope: needs a name
         for root in self.outputs:
             target = self._resolve(root)
-            self.uses[id(target)] = self.uses.get(id(target), 0) + 1
+            self.uses[target] = self.uses.get(target, 0) + 1
         for node in order:
             if isinstance(node, Let):
                 continue
             for kid in self._operands(node):
                 target = self._resolve(kid)
-                self.uses[id(target)] = self.uses.get(id(target), 0) + 1
-                inside = isinstance(node, Gather | Scatter) and self.home[id(target)] == id(node)
-                if self.home[id(target)] != self.home[id(node)] and not inside:
-                    self.cross.add(id(target))
+                self.uses[target] = self.uses.get(target, 0) + 1
+                inside = isinstance(node, Gather | Scatter) and self.home[target] is node
+                if self.home[target] is not self.home[node] and not inside:
+                    self.cross.add(target)
             if isinstance(node, Cond):  # strict: both branches computed first
                 self.cross.update(
-                    (id(self._resolve(node.if_true)), id(self._resolve(node.if_false)))
+                    (self._resolve(node.if_true), self._resolve(node.if_false))
                 )
-        self.bulk: dict[int, bool] = {}
-        self.lambdas: dict[int, Gather | Scatter] = {}
+        self.bulk: dict[Term, bool] = {}
+        self.lambdas: dict[Term, Gather | Scatter] = {}
         for node in order:
             if isinstance(node, Gather | Scatter):
-                self.lambdas[id(node)] = node
+                self.lambdas[node] = node
                 vs = frozenset(node.vars)
-                self.bulk[id(node)] = all(is_scalar_index_work(i, vs, self.fv) for i in node.index)
+                self.bulk[node] = all(is_scalar_index_work(i, vs, self.fv) for i in node.index)
         if self.fuse:
             for node in order:
                 if self._fusable(node):
-                    self.fusable.add(id(node))
+                    self.fusable.add(node)
             # nodes some non-kernel reads (an output, a let, a gather...)
-            self.read_outside = {id(self._resolve(root)) for root in self.outputs}
+            self.read_outside = {self._resolve(root) for root in self.outputs}
             for node in order:
-                if id(node) not in self.fusable and not isinstance(node, Let):
-                    self.read_outside.update(id(self._resolve(k)) for k in self._operands(node))
+                if node not in self.fusable and not isinstance(node, Let):
+                    self.read_outside.update(self._resolve(k) for k in self._operands(node))
         return order
 
     def _fusable(self, node: Term) -> bool:
         """An elementwise operation a kernel can hold: a primitive of
         :data:`dualarr.codegen.kernels.FUSABLE` (or ``if``) on float64 and booleans, in
         the function body (not inside an index function)."""
-        if self.home[id(node)] != _TOP:
+        if self.home[node] is not _TOP:
             return False
         if isinstance(node, Var):  # a let-bound name of a kernel expression: an alias
             binder = self.binder.get(node)
-            return isinstance(binder, Let) and id(self._resolve(binder.bound)) in self.fusable
+            return isinstance(binder, Let) and self._resolve(binder.bound) in self.fusable
         if isinstance(node, Op):
             if node.op not in FUSABLE:
                 return False
@@ -519,11 +516,11 @@ class _Generator:
 
     def generate(self) -> str:
         order = self._analyse()
-        self.text: dict[int, tuple[str, int, int]] = {}  # id -> (text, precedence, nesting)
-        self.chunks: dict[int, _Chunk] = {_TOP: _Chunk([])}
+        self.text: dict[Term, tuple[str, int, int]] = {}  # node -> (text, precedence, nesting)
+        self.chunks: dict[Term | None, _Chunk] = {_TOP: _Chunk([])}
         for node in order:
             self._emit(node)
-        inputs = [self.names[id(v)] for v in self.inputs]
+        inputs = [self.names[v] for v in self.inputs]
         self.parameters = ("xp", "helpers", "constants", *inputs)
         results = [self._ref(r, 0) for r in self.outputs]
         self._inline_single_range_checks()
@@ -555,17 +552,17 @@ class _Generator:
         return tuple("\n".join(lines) for lines in grouped)
 
     def _ref(self, node: Term, need: int) -> str:
-        if id(node) not in self.text:  # a fused expression read by a non-kernel
+        if node not in self.text:  # a fused expression read by a non-kernel
             self._materialise(node)
-        text, prec, _ = self.text[id(node)]
+        text, prec, _ = self.text[node]
         return f"({text})" if prec < need else text
 
     def _nest(self, node: Term) -> int:
-        entry = self.text.get(id(node))
+        entry = self.text.get(node)
         return 1 if entry is None else entry[2]
 
     def _lines(self, node: Term) -> list[str]:
-        home = self.home[id(node)]
+        home = self.home[node]
         chunk = self.chunks.get(home)
         if chunk is None:
             chunk = self.chunks[home] = _Chunk([])
@@ -575,51 +572,51 @@ class _Generator:
         """Emit ``tN = expr`` in the node's home scope; the node is then its name."""
         name = self.namer.fresh("t", numbered=True)
         self._lines(node).append(f"{name} = {expr}")
-        self.text[id(node)] = (name, _ATOM, 0)
+        self.text[node] = (name, _ATOM, 0)
 
     def _emit(self, node: Term) -> None:
         match node:
             case Var():
                 binder = self.binder.get(node)
-                if id(node) not in self.names:
-                    self.names[id(node)] = self.namer.fresh(node.hint)
-                name = self.names[id(node)]
+                if node not in self.names:
+                    self.names[node] = self.namer.fresh(node.hint)
+                name = self.names[node]
                 if isinstance(binder, Let):
-                    if id(node) in self.fusable and self._alias(node, binder.bound):
+                    if node in self.fusable and self._alias(node, binder.bound):
                         return
                     self._lines(node).append(f"{name} = {self._ref(binder.bound, 0)}")
-                self.text[id(node)] = (name, _ATOM, 0)
+                self.text[node] = (name, _ATOM, 0)
                 return
             case Let(body=body):
-                if id(body) not in self.text:  # a pending kernel expression
-                    self.pending[id(node)] = self.pending[id(body)]
-                    self.alias_of[id(node)] = body
+                if body not in self.text:  # a pending kernel expression
+                    self.pending[node] = self.pending[body]
+                    self.alias_of[node] = body
                     return
-                self.text[id(node)] = self.text[id(body)]
+                self.text[node] = self.text[body]
                 return
             case Gather() | Scatter():
                 self._emit_indexed(node)
                 return
             case _:
                 pass
-        if id(node) in self.fusable:
+        if node in self.fusable:
             self._emit_fusable(node)
             return
         expr, prec = self._expr(node)
         kids = children(node)
         nest = 1 + max((self._nest(k) for k in kids), default=0)
         trivial = isinstance(node, Const)  # a scalar literal or a constant's name
-        unused = self.uses.get(id(node), 0) == 0  # e.g. a replicate its ops broadcast
+        unused = self.uses.get(node, 0) == 0  # e.g. a replicate its ops broadcast
         named = not trivial and not unused and (
-            self.uses.get(id(node), 0) != 1
-            or id(node) in self.cross
+            self.uses.get(node, 0) != 1
+            or node in self.cross
             or nest > _MAX_NEST
             or len(expr) > _MAX_WIDTH
         )
         if named:
             self._bind(node, expr)
         else:
-            self.text[id(node)] = (expr, prec, nest)
+            self.text[node] = (expr, prec, nest)
 
     # -- fusion ----------------------------------------------------------------------
 
@@ -637,7 +634,7 @@ class _Generator:
         sealed = op in UNFUSED  # NumPy's own loop, alone in its kernel: operands are leaves
         if sealed:
             for operand in operands:
-                if id(operand) in self.pending and id(operand) not in self.text:
+                if operand in self.pending and operand not in self.text:
                     self._materialise(operand)
         args = [self._kernel_operand(a) for a in operands]
         if all(isinstance(a, Literal) for a in args):  # never fold constants in a kernel
@@ -657,19 +654,19 @@ class _Generator:
             self._materialise(operands[k])
             args[k] = self._kernel_operand(operands[k])
         expr = Apply(op, tuple(args))
-        self.pending[id(node)] = expr
-        uses = self.uses.get(id(node), 0)
+        self.pending[node] = expr
+        uses = self.uses.get(node, 0)
         leaves = set(self._leaf_indices(expr))
         if (
             sealed
             or (uses > 1 and not self._recomputed(node, expr))
-            or id(node) in self.cross
+            or node in self.cross
             or _operation_count(expr) > self._MAX_KERNEL_OPERATIONS
             or len(leaves) > self._MAX_KERNEL_ARGUMENTS
         ):
             self._materialise(node)
-            text = self.text[id(node)][0]
-            alone = sealed and uses == 1 and id(node) not in self.cross  # its reader names it
+            text = self.text[node][0]
+            alone = sealed and uses == 1 and node not in self.cross  # its reader names it
             if not text.isidentifier() and uses > 0 and not alone:
                 self._bind(node, text)
 
@@ -680,7 +677,7 @@ class _Generator:
         store and load (as XLA does): a few operations, none transcendental, read only by
         kernels."""
         return (
-            id(node) not in self.read_outside
+            node not in self.read_outside
             and _operation_count(expr) <= self._RECOMPUTED_OPERATIONS
             and not transcendental(expr)
         )
@@ -689,22 +686,22 @@ class _Generator:
         """A let-bound name of a pending kernel expression that kernels recompute where
         they read it (:meth:`_recomputed`): it stays pending and gets no line."""
         target = self._resolve(bound)
-        expr = self.pending.get(id(target))
-        if expr is None or id(target) in self.text:
+        expr = self.pending.get(target)
+        if expr is None or target in self.text:
             return False
-        if self.uses.get(id(var), 0) > 1 and not self._recomputed(var, expr):
+        if self.uses.get(var, 0) > 1 and not self._recomputed(var, expr):
             return False
-        if id(var) in self.cross or id(var) in self.read_outside:
+        if var in self.cross or var in self.read_outside:
             return False
-        self.pending[id(var)] = expr
-        self.alias_of[id(var)] = target
+        self.pending[var] = expr
+        self.alias_of[var] = target
         return True
 
     def _kernel_operand(self, node: Term, literal: bool = True) -> KernelExpr:
         """A pending operand's expression, a scalar literal, or a leaf (the operand's
         name: an expression is first given one)."""
-        pending = self.pending.get(id(node))
-        if pending is not None and id(node) not in self.text:
+        pending = self.pending.get(node)
+        if pending is not None and node not in self.text:
             return pending
         if literal and isinstance(node, Const) and node.value.ndim == 0:
             value = literal_value(node.value[()])
@@ -713,7 +710,7 @@ class _Generator:
         text = self._ref(node, 0)
         if not text.isidentifier():
             self._bind(node, text)
-            text = self.text[id(node)][0]
+            text = self.text[node][0]
         index = self.leaf_index.get(text)
         if index is None:
             index = self.leaf_index[text] = len(self.leaves)
@@ -738,12 +735,12 @@ class _Generator:
         """The pending node's text: a kernel call, even of one operation, so that its
         result is written into the site's recycled buffer
         (:class:`dualarr.codegen.buffers.SpareBuffer`)."""
-        expr = self.pending[id(node)]
-        alias = self.alias_of.get(id(node))
+        expr = self.pending[node]
+        alias = self.alias_of.get(node)
         if alias is not None:
-            if id(alias) not in self.text:
+            if alias not in self.text:
                 self._ref(alias, 0)
-            self.text[id(node)] = self.text[id(alias)]
+            self.text[node] = self.text[alias]
             return
         used = self._leaf_indices(expr)
         local = {g: k for k, g in enumerate(used)}
@@ -767,7 +764,7 @@ class _Generator:
         )
         self.kernels.append(kernel)
         call = f"{kernel.name}(xp, " + ", ".join(self.leaves[g] for g in used) + ")"
-        self.text[id(node)] = (call, _ATOM, 1)
+        self.text[node] = (call, _ATOM, 1)
 
     def _slice_pending(self, node: Gather, subscripts: str) -> bool:
         """A slice of a pending kernel expression is the expression over the slices of its
@@ -776,10 +773,10 @@ class _Generator:
         it in the same pass instead of writing it out first.  False when the array is
         not pending."""
         array = self._resolve(node.array)
-        expr = self.pending.get(id(array))
-        if expr is None or id(array) in self.text or self.home[id(node)] != _TOP:
+        expr = self.pending.get(array)
+        if expr is None or array in self.text or self.home[node] is not _TOP:
             return False
-        if id(node.array) in self.alias_of or id(array) in self.alias_of:
+        if node.array in self.alias_of or array in self.alias_of:
             return False
         sliced: dict[int, KernelExpr] = {}
         for g in self._leaf_indices(expr):
@@ -795,11 +792,11 @@ class _Generator:
             self.leaf_dtypes.append(self.leaf_dtypes[g])
             self.leaf_shapes.append(node.shape)
             sliced[g] = Arg(index)
-        self.pending[id(node)] = substitute_args(expr, sliced)
-        uses = self.uses.get(id(node), 0)
-        if uses > 1 or id(node) in self.cross or id(node) in self.read_outside:
+        self.pending[node] = substitute_args(expr, sliced)
+        uses = self.uses.get(node, 0)
+        if uses > 1 or node in self.cross or node in self.read_outside:
             self._materialise(node)
-            text = self.text[id(node)][0]
+            text = self.text[node][0]
             if not text.isidentifier() and uses > 1:
                 self._bind(node, text)
         return True
@@ -811,7 +808,7 @@ class _Generator:
         known = self._known_in_range(node.index, extents)
         if known is not None:
             return f", {known}"  # constant indices, checked here once
-        if self.home[id(node)] != _TOP or not re.fullmatch(r"\[[\w, ]*\]", comps):
+        if self.home[node] is not _TOP or not re.fullmatch(r"\[[\w, ]*\]", comps):
             return ""
         key = (comps, tuple(extents))
         name = self.range_checks.get(key)
@@ -878,9 +875,9 @@ class _Generator:
     def _constant(self, node: Const) -> str:
         """The name of an array constant: ``k1 = constants[0]  # float64[3]: [1. 2. 3.]``
         at the top of the function (the values in the comment only when short)."""
-        name = self.constant_names.get(id(node))
+        name = self.constant_names.get(node)
         if name is None:
-            name = self.constant_names[id(node)] = self.namer.fresh("k", numbered=True)
+            name = self.constant_names[node] = self.namer.fresh("k", numbered=True)
             value = node.value
             note = f"{node.dtype}{list(value.shape)}".replace(" ", "")
             if value.size <= 8:
@@ -890,8 +887,8 @@ class _Generator:
         return name
 
     def _bulk_scope(self, node: Term) -> bool:
-        home = self.home[id(node)]
-        return home != _TOP and self.bulk.get(home, False)
+        home = self.home[node]
+        return home is not None and self.bulk.get(home, False)
 
     def _expr(self, node: Term) -> tuple[str, int]:
         ref = self._ref
@@ -947,8 +944,9 @@ class _Generator:
 
     def _indexes_its_grid(self, node: Index) -> bool:
         """``a[i, j]`` in a bulk lambda ``\\[i, j]`` whose grid is ``a``'s shape."""
-        binder = self.lambdas.get(self.home[id(node)])
-        if binder is None or not self.bulk.get(id(binder), False):
+        home = self.home[node]
+        binder = None if home is None else self.lambdas.get(home)
+        if binder is None or not self.bulk.get(binder, False):
             return False
         grid = binder.outer_shape if isinstance(binder, Gather) else binder.array.shape[
             : len(binder.vars)
@@ -989,7 +987,7 @@ class _Generator:
                 return f"{ref(a, p + 1)} ** {ref(b, p)}", p
             return f"{ref(a, p)} {symbol} {ref(b, p + 1)}", p
         if op == "stop_gradient":  # the identity once differentiated
-            text, precedence, _ = self.text[id(args[0])]
+            text, precedence, _ = self.text[args[0]]
             return text, precedence
         if op == "neg":
             return f"-{ref(args[0], _UNARY)}", _UNARY
@@ -999,7 +997,7 @@ class _Generator:
 
     def _emit_indexed(self, node: Gather | Scatter) -> None:
         """Grids (or a loop), the lambda's own lines, then the gather/scatter call."""
-        inner = self.chunks.pop(id(node), _Chunk([]))
+        inner = self.chunks.pop(node, _Chunk([]))
         if isinstance(node, Gather):
             view = _slice_view(node)
             if view is not None:  # a strided view: no index arrays at all
@@ -1011,7 +1009,7 @@ class _Generator:
                     expr = f"xp.permute_dims({expr}, {_shape(perm)})"
                 result = self.namer.fresh("t", numbered=True)
                 self._lines(node).append(f"{result} = {expr}")
-                self.text[id(node)] = (result, _ATOM, 0)
+                self.text[node] = (result, _ATOM, 0)
                 return
         if isinstance(node, Scatter) and not inner.lines:
             target = _slice_target(node)
@@ -1026,18 +1024,18 @@ class _Generator:
                     f"{result} = xp.zeros({_shape(node.shape)}, dtype=xp.{node.dtype})"
                 )
                 lines.append(f"{result}[{subscripts}] = {value}")
-                self.text[id(node)] = (result, _ATOM, 0)
+                self.text[node] = (result, _ATOM, 0)
                 return
         for var in node.vars:
-            if id(var) not in self.names:
-                self.names[id(var)] = self.namer.fresh(var.hint)
-        names = [self.names[id(v)] for v in node.vars]
+            if var not in self.names:
+                self.names[var] = self.namer.fresh(var.hint)
+        names = [self.names[v] for v in node.vars]
         kind = "gather" if isinstance(node, Gather) else "scatter"
         grid = node.outer_shape if isinstance(node, Gather) else node.array.shape[: len(node.vars)]
         result = self.namer.fresh("t", numbered=True)
         lines = self._lines(node)
         params = ", ".join(names)
-        if self.bulk[id(node)]:
+        if self.bulk[node]:
             lines.append(
                 f"# {kind} {list(node.outer_shape)} (\\[{params}]. ...): index grids, bulk index"
             )
@@ -1074,7 +1072,7 @@ class _Generator:
                 f"{len(node.vars)}{check})"
             )
         lines.append(f"{result} = {call}")
-        self.text[id(node)] = (result, _ATOM, 0)
+        self.text[node] = (result, _ATOM, 0)
 
 
 def _operation_count(expr: KernelExpr) -> int:

@@ -30,18 +30,18 @@ def collect_binders(nodes: Iterable[Term]) -> tuple[dict[Var, Term], set[Var]]:
     return binder, rebound
 
 
-def nesting(order: Sequence[Term], roots: Iterable[Term], *, lets: bool) -> dict[int, int]:
+def nesting(order: Sequence[Term], roots: Iterable[Term], *, lets: bool) -> dict[Term, int]:
     """The binder nesting of every node of ``order`` (children before parents): the
     longest path from a root, counting each scoped position entered (a ``let``'s body
     only when ``lets``)."""
-    depth: dict[int, int] = {id(r): 0 for r in roots}
+    depth: dict[Term, int] = {r: 0 for r in roots}
     for node in reversed(order):
-        here = depth.get(id(node), 0)
+        here = depth.get(node, 0)
         scoped = bound_vars(node)[1] if lets or not isinstance(node, Let) else ()
         for position, kid in enumerate(children(node)):
             inner = here + (1 if position in scoped else 0)
-            if inner > depth.get(id(kid), -1):
-                depth[id(kid)] = inner
+            if inner > depth.get(kid, -1):
+                depth[kid] = inner
     return depth
 
 
@@ -66,8 +66,8 @@ class Scopes:
         self.binder = binder
         self.lets_are_scopes = lets_are_scopes
         self.nesting = nesting(order, roots, lets=lets_are_scopes)
-        self._home: dict[int, Term | None] = {}
-        self._scoped: dict[int, frozenset[Var]] = {}
+        self._home: dict[Term, Term | None] = {}
+        self._scoped: dict[Term, frozenset[Var]] = {}
         self._scope: dict[Var, Term | None] = {}
         none: frozenset[Var] = frozenset()
         for node in order:
@@ -79,23 +79,23 @@ class Scopes:
                 if not kids:
                     scoped = none
                 elif len(kids) == 1:
-                    scoped = self._scoped[id(kids[0])]
+                    scoped = self._scoped[kids[0]]
                 else:
-                    scoped = frozenset().union(*(self._scoped[id(k)] for k in kids))
+                    scoped = frozenset().union(*(self._scoped[k] for k in kids))
                 own = bound_vars(node)[0]
                 if own and not scoped.isdisjoint(own):
                     scoped = scoped.difference(own)
-            self._scoped[id(node)] = scoped
+            self._scoped[node] = scoped
             home: Term | None = None
             for var in scoped:
                 candidate = self._scope[var]
                 if self.depth(candidate) > self.depth(home):
                     home = candidate
-            self._home[id(node)] = home
+            self._home[node] = home
 
     def depth(self, scope: Term | None) -> int:
         """How deeply ``scope`` (a binder, or ``None`` for the top level) is nested."""
-        return 0 if scope is None else self.nesting.get(id(scope), 0) + 1
+        return 0 if scope is None else self.nesting.get(scope, 0) + 1
 
     def _scope_of(self, var: Var) -> Term | None:
         """The scope a variable is visible from: its binder, or the home of a let's
@@ -103,15 +103,15 @@ class Scopes:
         if var not in self._scope:
             binder = self.binder.get(var)
             if isinstance(binder, Let) and not self.lets_are_scopes:
-                self._scope[var] = self._home[id(binder.bound)]
+                self._scope[var] = self._home[binder.bound]
             else:
                 self._scope[var] = binder
         return self._scope[var]
 
     def home(self, node: Term) -> Term | None:
-        return self._home[id(node)]
+        return self._home[node]
 
     def scoped_free_vars(self, node: Term) -> frozenset[Var]:
         """The variables ``node`` mentions that a binder of the DAG binds outside it
         (a root's are the variables used outside their scope: none in a closed term)."""
-        return self._scoped[id(node)]
+        return self._scoped[node]

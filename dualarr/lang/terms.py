@@ -876,17 +876,17 @@ def postorder(
     ``children_of`` replaces :func:`children` (e.g. to follow let-bound variables)."""
     kids_of = children if children_of is None else children_of
     order: list[Term] = []
-    seen: set[int] = set()
+    seen: set[Term] = set()
     for root in roots:
-        if id(root) in seen:
+        if root in seen:
             continue
         stack: list[tuple[Term, Iterator[Term]]] = [(root, iter(kids_of(root)))]
-        seen.add(id(root))
+        seen.add(root)
         while stack:
             node, kids = stack[-1]
             for kid in kids:
-                if id(kid) not in seen:
-                    seen.add(id(kid))
+                if kid not in seen:
+                    seen.add(kid)
                     stack.append((kid, iter(kids_of(kid))))
                     break
             else:
@@ -899,13 +899,13 @@ def walk(roots: Iterable[Term], descend: Callable[[Term], bool] | None = None) -
     """Every node reachable from ``roots`` once, in no particular order (iterative); a
     node's children are visited only where ``descend(node)`` holds.  Lazy: a search that
     stops early visits no more."""
-    seen: set[int] = set()
+    seen: set[Term] = set()
     stack = list(roots)
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        if node in seen:
             continue
-        seen.add(id(node))
+        seen.add(node)
         yield node
         if descend is None or descend(node):
             stack.extend(children(node))
@@ -926,33 +926,31 @@ class FreeVars:
     the binders around its node and the memo stays linear in the DAG's size."""
 
     def __init__(self, ignore: Iterable[Var] = ()) -> None:
-        self._memo: dict[int, frozenset[Var]] = {}
-        self._keep: list[Term] = []  # keeps ids stable while memoised
+        self._memo: dict[Term, frozenset[Var]] = {}
         self._ignore = frozenset(ignore)
 
     def __call__(self, term: Term) -> frozenset[Var]:
         memo = self._memo
-        cached = memo.get(id(term))
+        cached = memo.get(term)
         if cached is not None:
             return cached
         # iterative post-order that does not descend into memoised nodes
         stack: list[tuple[Term, tuple[Term, ...], int]] = [(term, children(term), 0)]
-        pending = {id(term)}
+        pending = {term}
         while stack:
             node, kids, at = stack[-1]
             while at < len(kids):
                 kid = kids[at]
                 at += 1
-                if id(kid) not in memo and id(kid) not in pending:
-                    pending.add(id(kid))
+                if kid not in memo and kid not in pending:
+                    pending.add(kid)
                     stack[-1] = (node, kids, at)
                     stack.append((kid, children(kid), 0))
                     break
             else:
                 stack.pop()
-                memo[id(node)] = self._compute(node, kids)
-                self._keep.append(node)
-        return memo[id(term)]
+                memo[node] = self._compute(node, kids)
+        return memo[term]
 
     def _compute(self, node: Term, kids: tuple[Term, ...]) -> frozenset[Var]:
         if isinstance(node, Var):
@@ -962,7 +960,7 @@ class FreeVars:
         binders, scoped = bound_vars(node)
         result: frozenset[Var] | None = None
         for position, kid in enumerate(kids):
-            fv = self._memo[id(kid)]
+            fv = self._memo[kid]
             if position in scoped and fv:
                 fv = fv.difference(binders)
             if not fv:
@@ -983,11 +981,11 @@ def transform(
     roots: Sequence[Term], rewrite: Callable[[Term, tuple[Term, ...]], Term]
 ) -> list[Term]:
     """Rebuild a DAG bottom-up: ``rewrite(node, new_children)`` once per node (sharing kept)."""
-    new: dict[int, Term] = {}
+    new: dict[Term, Term] = {}
     for node in postorder(roots):
-        kids = tuple(new[id(k)] for k in children(node))
-        new[id(node)] = rewrite(node, kids)
-    return [new[id(r)] for r in roots]
+        kids = tuple(new[k] for k in children(node))
+        new[node] = rewrite(node, kids)
+    return [new[r] for r in roots]
 
 
 def rebuild(node: Term, kids: tuple[Term, ...]) -> Term:
@@ -1023,7 +1021,7 @@ def substitute_free(
     mapping = dict(mapping)
     keys = set(mapping)
     renamed: set[Var] = set()  # binders this call renamed
-    new: dict[int, Term] = {}
+    new: dict[Term, Term] = {}
 
     def touched(node: Term) -> bool:
         fv = free_vars(node)
@@ -1033,10 +1031,10 @@ def substitute_free(
     stack: list[tuple[Term, bool]] = [(t, False) for t in roots]
     while stack:
         node, expanded = stack.pop()
-        if id(node) in new:
+        if node in new:
             continue
         if isinstance(node, Var):
-            new[id(node)] = mapping.get(node, node)
+            new[node] = mapping.get(node, node)
             continue
         kids = children(node)
         if not expanded:
@@ -1047,13 +1045,13 @@ def substitute_free(
                         renamed.add(var)
                         keys.add(var)
             stack.append((node, True))
-            stack.extend((kid, False) for kid in kids if id(kid) not in new and touched(kid))
+            stack.extend((kid, False) for kid in kids if kid not in new and touched(kid))
             continue
-        rebuilt = _rebuild_binding(node, tuple(new.get(id(kid), kid) for kid in kids), mapping)
+        rebuilt = _rebuild_binding(node, tuple(new.get(kid, kid) for kid in kids), mapping)
         if isinstance(rebuilt, Index) and isinstance(rebuilt.array, Index):  # x'[j][ix]
             rebuilt = Index(rebuilt.array.array, (*rebuilt.array.index, *rebuilt.index))
-        new[id(node)] = rebuilt
-    return [new.get(id(t), t) for t in terms]
+        new[node] = rebuilt
+    return [new.get(t, t) for t in terms]
 
 
 def distinct_binders(roots: Sequence[Term]) -> list[Term]:
@@ -1064,23 +1062,23 @@ def distinct_binders(roots: Sequence[Term]) -> list[Term]:
     is harmless for evaluation (scopes are nested terms) but code generation names
     variables, so each such copy gets fresh variables here (sharing kept)."""
     order = postorder(roots)
-    owner: dict[Var, int] = {}
-    clashing: set[int] = set()
+    owner: dict[Var, Term] = {}
+    clashing: set[Term] = set()
     top = 0
     for node in order:
         if isinstance(node, Var):
             top = max(top, node.id)
         for var in bound_vars(node)[0]:
             top = max(top, var.id)
-            if owner.setdefault(var, id(node)) != id(node):
-                clashing.add(id(node))
+            if owner.setdefault(var, node) is not node:
+                clashing.add(node)
     if not clashing:
         return list(roots)
     supply = IdSupply(top + 1)
     fv = FreeVars()
 
     def rename(node: Term, kids: tuple[Term, ...]) -> Term:
-        if id(node) not in clashing:
+        if node not in clashing:
             return rebuild(node, kids)
         variables, scoped = bound_vars(node)
         mapping: dict[Var, Term] = {

@@ -324,7 +324,7 @@ class Printer:
         return start + pad.join([*lines, body])
 
     def _lambda_body(self, binder: Term, body: str) -> str:
-        return self._scope(binder, body, self.indent.get(id(binder), 0) + 1)
+        return self._scope(binder, body, self.indent.get(binder, 0) + 1)
 
     def _render_node(self, node: Term) -> tuple[str, int]:
         ref = self._ref
@@ -340,8 +340,8 @@ class Printer:
             case Cond(cond=c, if_true=a, if_false=b):
                 return f"cond {ref(c, ATOM)} {ref(a, ATOM)} {ref(b, ATOM)}", APP
             case Let(var=var, bound=bound, body=body):
-                inner = self._scope(node, ref(body, LOWEST), self.indent.get(id(node), 0))
-                sep = "\n" + "  " * self.indent.get(id(node), 0)
+                inner = self._scope(node, ref(body, LOWEST), self.indent.get(node, 0))
+                sep = "\n" + "  " * self.indent.get(node, 0)
                 if not inner.startswith("\n"):
                     inner = sep + inner
                 return f"let {self._var(var)} = {ref(bound, LOWEST)} in{inner}", LOWEST

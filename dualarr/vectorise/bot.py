@@ -98,11 +98,11 @@ Request = Vec | VecIndex | Push
 def _request_key(request: Request) -> Hashable:
     match request:
         case Vec(body=body):
-            return ("vec", id(body))
+            return ("vec", body)  # terms hash and compare by identity
         case VecIndex(array=array, index=index):
-            return ("vindex", id(array), *(id(c) for c in index))
+            return ("vindex", array, *index)
         case Push(array=array, index=index):
-            return ("push", id(array), *(id(c) for c in index))
+            return ("push", array, *index)
         case _:
             assert_never(request)
 
@@ -216,7 +216,6 @@ class Rewriter:
         self.fv = free_vars
         self.hint = hint
         self.on_rule: Callable[[Request, Rewrite], None] | None = None
-        self._alive: list[object] = []  # keeps ids in memo keys valid
         self.memo: dict[Hashable, Term] = {}
         self.known_bounds: dict[Var, tuple[int, int]] = {}
 
@@ -257,11 +256,7 @@ class Rewriter:
         raise NotImplementedError
 
     def solve(self, request: Request) -> Term:
-        return run(request, self._solve, self._key, self.memo)  # type: ignore[no-any-return]
-
-    def _key(self, request: Request) -> Hashable:
-        self._alive.append(request)
-        return _request_key(request)
+        return run(request, self._solve, _request_key, self.memo)  # type: ignore[no-any-return]
 
     def _solve(self, request: Request) -> Generator[Request, Term, Term]:
         rewrite = self.rule(request)
@@ -275,9 +270,6 @@ class Rewriter:
     def fresh_index_var(self) -> Var:
         return fresh_var(self.supply, self.hint, (), DType.INT64)
 
-    def _keep(self, *terms: Term) -> None:
-        self._alive.extend(terms)
-
     def _index_transpose(self, perm: tuple[int, ...], b: Term, ix: tuple[Term, ...]) -> Term:
         """``index (tr p b) ix``: permute a full index; a partial one becomes a gather."""
         rank = len(perm)
@@ -290,7 +282,6 @@ class Rewriter:
         else:
             shape = tuple(b.shape[perm[q]] for q in range(m, rank))
             result = Gather(shape, b, rest_vars, comps)
-        self._keep(result)
         return result
 
     def _index_reshape(self, sh: tuple[int, ...], b: Term, ix: tuple[Term, ...]) -> Term:
@@ -307,7 +298,6 @@ class Rewriter:
             result = Gather(sh[m:], b, rest_vars, tuple(comps))
         else:  # a rank-0 array reshaped: every in-range index reads it
             result = Cond(ok, Gather(sh[m:], b, rest_vars, ()), zeros(sh[m:], b.dtype))
-        self._keep(result)
         return result
 
     def _index_gather(
@@ -336,7 +326,6 @@ class Rewriter:
             else:
                 inner = Gather(sh[m:], b, rest_vars, ())
                 result = Cond(ok, inner, zeros(inner.shape, inner.dtype))
-        self._keep(result)
         return result
 
 
@@ -404,12 +393,12 @@ class Vectoriser(Rewriter):
         let-bound to ``c`` and read as ``c[new_i]``, so the index function stays cheap
         scalar work and the result stays in normal form.
         """
-        hoisted: dict[int, tuple[Term, Var]] = {}
+        hoisted: dict[Term, tuple[Term, Var]] = {}
         bound = set(lambda_vars)
         stack = list(index)
         while stack:
             node = stack.pop()
-            if id(node) in hoisted or not self.depends(node):
+            if node in hoisted or not self.depends(node):
                 continue
             fv = self.fv(node)
             heavy = (node.shape != () and not isinstance(node, Var)) or isinstance(
@@ -418,7 +407,7 @@ class Vectoriser(Rewriter):
             )
             if heavy and fv.isdisjoint(bound):
                 var = fresh_var(self.supply, "c", (self.k, *node.shape), node.dtype)
-                hoisted[id(node)] = (node, var)
+                hoisted[node] = (node, var)
                 continue
             bound.update(bound_vars(node)[0])  # a let or lambda inside the index: not hoisted
             stack.extend(children(node))
@@ -428,7 +417,6 @@ class Vectoriser(Rewriter):
                 mapping_terms, {key: Index(var, (self.i,)) for key, (_, var) in hoisted.items()}
             )
             index = tuple(replaced)
-            self._keep(*index)
         comps = self.rename(index, new_i)
         heavy_list = list(hoisted.values())
         n_base = len(base)
@@ -478,7 +466,6 @@ class Vectoriser(Rewriter):
             case Cond(cond=c, if_true=a, if_false=b):
                 selector = Cond(c, int_const(0), int_const(1))
                 options = FromList((a, b))
-                self._keep(selector, options)
                 return Rewrite("build1-cond", "Fig. 9", (VecIndex(options, (selector,)),), _same)
             case Let(var=x, bound=bound, body=body):
                 return self.let_rule("build1-let", x, bound, Vec(body), "Fig. 9")
@@ -612,26 +599,21 @@ class Vectoriser(Rewriter):
                 # out of range every argument reads 0 but op(0..0) may not be 0: guard
                 inner = Op(op, tuple(Index(arg, ix) for arg in args))
                 guarded = self.guard(ix_.all_in_range(ix, a.shape), inner, inner.shape)
-                self._keep(inner, guarded)
                 return Rewrite("index-op", "Fig. 10", (Vec(guarded),), _same, _GUARD)
             case Let(var=x, bound=bound, body=body):
                 return self.let_rule("index-let", x, bound, VecIndex(body, ix), "Fig. 10")
             case Cond(cond=c, if_true=p, if_false=q):
                 pushed: Term = Cond(c, Index(p, ix), Index(q, ix))
-                self._keep(pushed)
                 return Rewrite("index-cond", "Fig. 10", (Vec(pushed),), _same)
             case Replicate(count=n, array=b):
                 guarded = _guarded_index(b, ix[1:], ix_.in_range(ix[0], n))
-                self._keep(guarded)
                 return Rewrite("index-replicate", "Fig. 10", (Vec(guarded),), _same)
             case SumOuter(array=b):
                 pushed = SumOuter(Index(Transpose(_to_position(len(ix), len(b.shape)), b), ix))
-                self._keep(pushed)
                 return Rewrite("index-sumOuter", "Fig. 10", (Vec(pushed),), _same)
             case ArgMin(array=b) | ArgMax(array=b):
                 node = ArgMin if isinstance(a, ArgMin) else ArgMax
                 pushed = node(Index(Transpose(_to_position(len(ix), len(b.shape)), b), ix))
-                self._keep(pushed)
                 return Rewrite("index-argmin", "Fig. 10", (Vec(pushed),), _same, _ARG)
             case Transpose(perm=p, array=b):
                 pushed = self._index_transpose(p, b, ix)
@@ -678,7 +660,6 @@ class IndexPusher(Rewriter):
 
     def _then(self, rule: str, term: Term) -> Rewrite:
         """Continue pushing when ``term`` is again an ``index``."""
-        self._keep(term)
         if isinstance(term, Index):
             return Rewrite(rule, "Fig. 10", (Push(term.array, term.index),), _same)
         return Rewrite(rule, "Fig. 10", (), lambda _: term)
@@ -714,7 +695,6 @@ class IndexPusher(Rewriter):
                 )
             case SumOuter(array=b):
                 moved = Transpose(_to_position(len(ix), len(b.shape)), b)
-                self._keep(moved)
                 return Rewrite(
                     "index-sumOuter", "Fig. 10", (Push(moved, ix),), lambda rs: SumOuter(rs[0])
                 )
@@ -755,18 +735,18 @@ def _guarded_index(b: Term, comps: tuple[Term, ...], ok: Term) -> Term:
     return Cond(ok, b, zeros(b.shape, b.dtype))
 
 
-def _replace_nodes(terms: Sequence[Term], replacement: dict[int, Term]) -> list[Term]:
-    """Replace the nodes with the given ids (by identity), rebuilding their ancestors."""
-    new: dict[int, Term] = {}
+def _replace_nodes(terms: Sequence[Term], replacement: dict[Term, Term]) -> list[Term]:
+    """Replace the given nodes (by identity), rebuilding their ancestors."""
+    new: dict[Term, Term] = {}
     for node in postorder(terms):
-        if id(node) in replacement:
-            new[id(node)] = replacement[id(node)]
+        if node in replacement:
+            new[node] = replacement[node]
             continue
-        rebuilt = rebuild(node, tuple(new[id(kid)] for kid in children(node)))
+        rebuilt = rebuild(node, tuple(new[kid] for kid in children(node)))
         if isinstance(rebuilt, Index) and isinstance(rebuilt.array, Index):
             rebuilt = Index(rebuilt.array.array, (*rebuilt.array.index, *rebuilt.index))
-        new[id(node)] = rebuilt
-    return [new[id(t)] for t in terms]
+        new[node] = rebuilt
+    return [new[t] for t in terms]
 
 
 # --------------------------------------------------------------------------------------
@@ -799,7 +779,7 @@ class _Recorder:
 
     def on_rule(self, rewriter: Rewriter, request: Request, rewrite: Rewrite) -> None:
         number = len(self.steps) + 1
-        self.applied[(id(rewriter), _request_key(request))] = (number, rewrite)
+        self.applied[(rewriter, _request_key(request))] = (number, rewrite)
         self.steps.append(
             BotStep(
                 number,
@@ -817,7 +797,7 @@ class _Recorder:
         """The request's term after the steps numbered ``<= upto``."""
 
         def solve(req: Request) -> Generator[Request, Term, Term]:
-            applied = self.applied.get((id(rewriter), _request_key(req)))
+            applied = self.applied.get((rewriter, _request_key(req)))
             if applied is None or applied[0] > upto:
                 rewrite = rewriter.rule(req) if isinstance(req, Push) else None
                 if rewrite is not None and not rewrite.rule:  # already a normal form
@@ -832,16 +812,16 @@ class _Recorder:
         return run(request, solve, _request_key)  # type: ignore[no-any-return]
 
     def whole(self, upto: int) -> tuple[Term, ...]:
-        replaced: dict[int, Term] = {}
+        replaced: dict[Term, Term] = {}
         for original, rewriter, root in self.jobs:
-            first = self.applied.get((id(rewriter), _request_key(root)))
+            first = self.applied.get((rewriter, _request_key(root)))
             if first is None or first[0] > upto:
                 continue
-            replaced[id(original)] = self.expand(rewriter, root, upto)
+            replaced[original] = self.expand(rewriter, root, upto)
 
         def rewrite(node: Term, kids: tuple[Term, ...]) -> Term:
-            if id(node) in replaced:
-                return replaced[id(node)]
+            if node in replaced:
+                return replaced[node]
             return rebuild(node, kids)
 
         return tuple(transform(self.roots, rewrite))
@@ -859,9 +839,9 @@ def vectorise(
 def _vectorise(roots: Sequence[Term], supply: IdSupply, record: bool) -> BotResult:
     free_vars = FreeVars()
     recorder = _Recorder(roots) if record else None
-    new: dict[int, Term] = {}
+    new: dict[Term, Term] = {}
     for node in postorder(roots):
-        kids = tuple(new[id(k)] for k in children(node))
+        kids = tuple(new[k] for k in children(node))
         result = rebuild(node, kids)
         if isinstance(result, Build1):
             vectoriser = Vectoriser(result.size, result.var, supply, free_vars)
@@ -876,8 +856,8 @@ def _vectorise(roots: Sequence[Term], supply: IdSupply, record: bool) -> BotResu
             if recorder is not None:
                 recorder.watch(node, pusher, request)
             result = pusher.solve(request)
-        new[id(node)] = result
-    terms = tuple(new[id(r)] for r in roots)
+        new[node] = result
+    terms = tuple(new[r] for r in roots)
     return BotResult(terms, recorder.steps if recorder is not None else [])
 
 

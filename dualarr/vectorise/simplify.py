@@ -106,10 +106,9 @@ class Simplifier:
         self.cleanup = cleanup
         self.fv = FreeVars()
         self.table: dict[Hashable, Term] = {}  # structure -> the one node (hash-consing)
-        # id(node) -> its simple form, across runs: a simple node maps to itself, so a
+        # node -> its simple form, across runs: a simple node maps to itself, so a
         # second run (after let inlining, say) visits only the nodes it has not seen
-        self.done: dict[int, Term] = {}
-        self._alive: list[Term] = []  # keeps the ids in ``done`` unique
+        self.done: dict[Term, Term] = {}
         # told ``(node, node over simple children, its simple form)`` for each node of
         # the outermost run that a rule rewrote (the steps of :func:`simplification_steps`)
         self.on_rewrite: Callable[[Term, Term, Term], None] | None = None
@@ -119,13 +118,13 @@ class Simplifier:
         done = self.done
         self._depth += 1
         try:
-            for node in postorder(roots, lambda n: () if id(n) in done else children(n)):
-                if id(node) in done:
+            for node in postorder(roots, lambda n: () if n in done else children(n)):
+                if node in done:
                     continue
-                self.rebuild(node, tuple(done[id(k)] for k in children(node)))
+                self.rebuild(node, tuple(done[k] for k in children(node)))
         finally:
             self._depth -= 1
-        return [done[id(r)] for r in roots]
+        return [done[r] for r in roots]
 
     def rebuild(self, node: Term, kids: tuple[Term, ...]) -> Term:
         """``node`` over simple ``kids``, simplified (and remembered)."""
@@ -134,14 +133,13 @@ class Simplifier:
         simple = self.canonical(made)
         if made is not built and self.on_rewrite is not None and self._depth == 1:
             self.on_rewrite(node, built, simple)
-        self.done[id(node)] = simple
-        self.done.setdefault(id(simple), simple)
-        self._alive += (node, simple)
+        self.done[node] = simple
+        self.done.setdefault(simple, simple)
         return simple
 
     def canonical(self, t: Term) -> Term:
         """Common subexpressions become one node: equal structure over the same
-        children (the table keeps them alive, so their ids stay unique)."""
+        children (compared by identity)."""
         key = _structure(t)
         if key is None:
             return t
@@ -577,7 +575,7 @@ def _float_identity(t: Op, op: str, args: tuple[Term, ...]) -> Term:
 
 def _field_key(value: object) -> Hashable:
     if isinstance(value, TermBase):
-        return id(value)
+        return value  # hashed and compared by identity
     if isinstance(value, tuple):
         return tuple(_field_key(v) for v in value)
     return value
@@ -596,7 +594,7 @@ def _structure(t: Term) -> Hashable | None:
         components = tuple(_alpha_key(c, position) for c in t.index)
         if any(c is None for c in components):
             return None
-        return (type(t), t.outer_shape, id(t.array), len(t.vars), components)
+        return (type(t), t.outer_shape, t.array, len(t.vars), components)
     return (type(t), *(_field_key(getattr(t, name)) for name in _INIT_FIELDS[type(t)]))
 
 
@@ -619,21 +617,21 @@ def _alpha_key(term: Term, position: dict[Var, int], budget: int = 64) -> Hashab
         if isinstance(node, Gather | Scatter | Build1 | Let):
             return None  # inner binders: compare by identity only
         stack.extend(children(node))
-    keys: dict[int, Hashable] = {}
+    keys: dict[Term, Hashable] = {}
     for node in reversed(order):
         if isinstance(node, Var):
-            keys[id(node)] = ("bound", position[node]) if node in position else id(node)
+            keys[node] = ("bound", position[node]) if node in position else node
         elif isinstance(node, Const):
-            keys[id(node)] = _structure(node) or id(node)
+            keys[node] = _structure(node) or node
         else:
-            kids = tuple(keys[id(k)] for k in children(node))
+            kids = tuple(keys[k] for k in children(node))
             static = tuple(
                 _field_key(getattr(node, f.name))
                 for f in fields(node)
                 if f.init and not isinstance(getattr(node, f.name), TermBase | tuple)
             )
-            keys[id(node)] = (type(node), static, kids)
-    return keys[id(term)]
+            keys[node] = (type(node), static, kids)
+    return keys[term]
 
 
 def _scale_of_contraction(spec: str, a: Term, b: Term) -> Term | None:
@@ -709,19 +707,19 @@ def simplification_steps(
     ``contractions`` as for :func:`simplify`."""
     originals = tuple(roots)
     simplifier = Simplifier(supply, contractions=contractions)
-    rewritten: dict[int, tuple[int, Term]] = {}  # id(original node) -> (step number, simple)
+    rewritten: dict[Term, tuple[int, Term]] = {}  # original node -> (step number, simple)
     steps: list[BotStep] = []
 
     def whole(upto: int) -> tuple[Term, ...]:
         def rewrite(node: Term, kids: tuple[Term, ...]) -> Term:
-            done = rewritten.get(id(node))
+            done = rewritten.get(node)
             return done[1] if done is not None and done[0] <= upto else rebuild(node, kids)
 
         return tuple(transform(originals, rewrite))
 
     def record(node: Term, before: Term, after: Term) -> None:
         number = first + len(steps)
-        rewritten[id(node)] = (number, after)
+        rewritten[node] = (number, after)
         rule, note = simplification_rule(before, after)
         steps.append(
             BotStep(

@@ -10,7 +10,8 @@ are CPU seconds of this process (``time.process_time``), not wall-clock seconds.
 
 Table 2: the programs of ``pipeline_programs.py`` that used to be quadratic, at
 ``--sizes`` operations (let chains at most 3,500 deep, in a 1,000-element build): the
-seconds and the peak memory (``tracemalloc``, MB, a second run) of each stage; then
+seconds (the fastest of ``--program-repeat`` rounds, each round timing every size once)
+and the peak memory (``tracemalloc``, MB, a separate run) of each stage; then
 ``da.grad``'s first call (compile and run) against ``mode="interpret"``, in seconds and
 peak MB, the ratios of its time and memory between successive sizes, and the largest
 growth of any one stage's time and memory (``stage t x``, ``stage m x``; the goal is
@@ -212,33 +213,39 @@ def programs_table(sizes: list[int], repeat: int) -> None:
           + f"{'grad':>15}{'interpret':>15}{'time x':>8}{'mem x':>7}"
           + f"{'stage t x':>11}{'stage m x':>10}")
     for name, make in PROGRAMS.items():
-        previous: tuple[float, float] | None = None
-        before: tuple[dict[str, float], dict[str, float]] | None = None
+        cases = []
         for size in sizes:
             if name.startswith("let chain"):  # 3,500 deep at most, in a 1,000-element build
                 n = min(size, 3500)
-                f, args = make(n, rows=1000)
+                cases.append((n, make(n, rows=1000)))
             else:
-                n = size
-                f, args = make(n)
-            runs = [stage_times(f, args) for _ in range(repeat)]
-            nodes = runs[0][1]
-            times = {s: min(r[0][s] for r in runs) for s in STAGES}
+                cases.append((size, make(size)))
+        # rounds over every size, so that a slow spell of this shared machine slows all
+        # sizes of a program alike instead of one size's runs
+        times = [{s: float("inf") for s in STAGES} for _ in cases]
+        nodes = [0 for _ in cases]
+        for _ in range(repeat):
+            for k, (_, (f, args)) in enumerate(cases):
+                lap, nodes[k] = stage_times(f, args)
+                times[k] = {s: min(times[k][s], lap[s]) for s in STAGES}
+        previous: tuple[float, float] | None = None
+        before: tuple[dict[str, float], dict[str, float]] | None = None
+        for k, (n, (f, args)) in enumerate(cases):
             peaks, _ = stage_times(f, args, memory=True)
             grad_s, grad_mb = end_to_end(f, args, "compiled")
             interp_s, interp_mb = end_to_end(f, args, "interpret")
-            cells = "".join(f"{times[s]:>7.3f}|{peaks[s]:<7.1f}" for s in STAGES)
+            cells = "".join(f"{times[k][s]:>7.3f}|{peaks[s]:<7.1f}" for s in STAGES)
             ratios = ""
             if previous is not None and before is not None:
                 # the largest growth of one stage (stages under 10 ms or 0.5 MB count as that)
-                worst_t = max(times[s] / max(before[0][s], 0.01) for s in STAGES)
+                worst_t = max(times[k][s] / max(before[0][s], 0.01) for s in STAGES)
                 worst_m = max(peaks[s] / max(before[1][s], 0.5) for s in STAGES)
                 ratios = (f"{grad_s / previous[0]:>8.1f}{grad_mb / previous[1]:>7.1f}"
                           f"{worst_t:>11.1f}{worst_m:>10.1f}")
-            print(f"{name:<28}{n:>6}{nodes:>7}{cells}{grad_s:>7.2f}|{grad_mb:<7.1f}"
+            print(f"{name:<28}{n:>6}{nodes[k]:>7}{cells}{grad_s:>7.2f}|{grad_mb:<7.1f}"
                   f"{interp_s:>7.2f}|{interp_mb:<7.1f}{ratios}", flush=True)
             previous = (grad_s, grad_mb)
-            before = (times, peaks)
+            before = (times[k], peaks)
 
 
 def cores() -> int:
@@ -253,8 +260,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--blocks", type=int, nargs="+", default=[3, 30, 300])
     parser.add_argument("--sizes", type=int, nargs="*", default=[100, 1000, 10000])
-    parser.add_argument("--program-repeat", type=int, default=2,
-                        help="runs of each program's stages (the fastest is shown)")
+    parser.add_argument("--program-repeat", type=int, default=3,
+                        help="rounds over the sizes of each program (the fastest run is shown)")
     args = parser.parse_args()
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 15_000))  # body-position let chains
     x, y = np.linspace(-1, 1, N), np.linspace(0, 2, N)

@@ -230,17 +230,17 @@ def forward(alg: Algebra[Any], d: dl.Delta, tangents: Mapping[int, Any]) -> Any:
     derivative factor evaluated where an out-of-range read gave 0 (``sqrt' 0``) must
     not turn the 0 that the read's Delta carries into NaN (the reverse pass drops such
     elements in the transposed scatter, so both passes agree)."""
-    values: dict[int, Any] = {}
+    values: dict[dl.Delta, Any] = {}
     for node in dl.delta_postorder([d]):
-        values[id(node)] = _forward_node(alg, node, values, tangents)
-    return values[id(d)]
+        values[node] = _forward_node(alg, node, values, tangents)
+    return values[d]
 
 
 def _forward_node(
-    alg: Algebra[Any], d: dl.Delta, values: dict[int, Any], tangents: Mapping[int, Any]
+    alg: Algebra[Any], d: dl.Delta, values: dict[dl.Delta, Any], tangents: Mapping[int, Any]
 ) -> Any:
     def v(x: dl.Delta) -> Any:
-        return values[id(x)]
+        return values[x]
 
     match d:
         case dl.Zero(shape=shape, dtype=dtype):

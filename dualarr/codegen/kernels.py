@@ -13,9 +13,9 @@ arguments (:class:`Arg`), scalar literals (:class:`Literal`) and applies primiti
 
 :class:`CompiledKernel` is what generated code calls, ``k1(xp, a, b)``: numexpr when
 ``xp`` is NumPy (or NumPy's own ufunc for a function of :data:`UNFUSED` alone,
-:func:`numpy_ufunc`), a CuPy kernel on CuPy, :func:`evaluate_kernel` otherwise.  On
-NumPy a call site writes into its last result once that result is dropped
-(:class:`dualarr.codegen.buffers.SpareBuffer`).
+:func:`numpy_ufunc`, on every core for a large array: :mod:`dualarr.codegen.threads`),
+a CuPy kernel on CuPy, :func:`evaluate_kernel` otherwise.  On NumPy a call site writes
+into its last result once that result is dropped (:class:`dualarr.codegen.buffers.SpareBuffer`).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import numpy as np
 from ..lang.primitives import REGISTRY, NamespaceCall
 from ..lang.terms import DType, Shape, assert_never
 from .buffers import SpareBuffer
+from .threads import PARALLEL_MIN_SIZE, run_in_chunks
 
 __all__ = [
     "FUSABLE",
@@ -179,7 +180,8 @@ UNFUSED = frozenset(
 """Functions left to the array library, each a kernel of its own (its operands are
 arguments, never fused expressions): NumPy's SIMD loops compute them 2.7-4.8x faster
 than numexpr's scalar libm calls on one core of an AVX-512 x86-64
-(``benchmarks/bench_kernels.py``, ``results/kernels.txt``), more than fusing saves.
+(``benchmarks/bench_kernels.py``, ``results/kernels.txt``), more than fusing saves; on
+a large array they run on every core (:mod:`dualarr.codegen.threads`).
 ``sin`` and ``cos`` (NumPy's float64 loops are scalar) and the arithmetic are fused."""
 
 TRANSCENDENTAL = frozenset(
@@ -456,12 +458,14 @@ def _cupy_kernel(source: tuple[str, str, str], name: str) -> Any:
 class CompiledKernel:
     """A :class:`Kernel` ready to run: ``kernel(xp, *arrays)``."""
 
-    __slots__ = ("_cupy", "_numexpr", "_options", "_spare", "_ufunc", "kernel")
+    __slots__ = ("_chunked", "_cupy", "_numexpr", "_options", "_spare", "_ufunc", "kernel")
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
         self._spare = SpareBuffer()
         self._ufunc = numpy_ufunc(kernel.expression)
+        # a large sealed kernel runs on every core (:mod:`dualarr.codegen.threads`)
+        self._chunked = self._ufunc is not None and math.prod(kernel.shape) >= PARALLEL_MIN_SIZE
         self._cupy: Any = None
         self._numexpr: Any = None
         self._options: dict[str, Any] = {}
@@ -479,6 +483,11 @@ class CompiledKernel:
             if self._ufunc is not None:
                 ufunc, plan = self._ufunc
                 operands = [arrays[p] if type(p) is int else p for p in plan]
+                if self._chunked:
+                    if out is None:
+                        out = np.empty(self.kernel.shape, self.kernel.dtype.numpy())
+                    if run_in_chunks(ufunc, operands, out):
+                        return self._spare.keep(out)
                 return self._spare.keep(ufunc(*operands, out=out))
             with _NUMEXPR_LOCK:
                 if out is None:

@@ -289,7 +289,7 @@ class Interpreter(Generic[A]):
     def __init__(self, algebra: Algebra[A]) -> None:
         self.algebra = algebra
         self.free_vars = FreeVars()
-        self._bulk_ok: dict[int, bool] = {}
+        self._bulk_ok: dict[Term, bool] = {}
 
     def run(
         self,
@@ -300,7 +300,7 @@ class Interpreter(Generic[A]):
         """``roots`` on ``inputs``, after the top-level ``bindings`` of a let-program
         (Fig. 21), each evaluated once in order into one environment."""
         env: Env = {var: (value, 0) for var, value in inputs.items()}
-        memos: list[dict[int, Any]] = [{}]
+        memos: list[dict[Term, Any]] = [{}]
         with np.errstate(all="ignore"):
             for var, term in bindings:
                 env[var] = (self._eval(term, env, memos), 0)
@@ -321,22 +321,22 @@ class Interpreter(Generic[A]):
             level = max(level, bound[1])
         return level
 
-    def _eval(self, root: Term, env: Env, memos: list[dict[int, Any]]) -> Any:
+    def _eval(self, root: Term, env: Env, memos: list[dict[Term, Any]]) -> Any:
         """Interpret ``root`` iteratively; recursion only for ``build1`` bodies."""
-        levels: dict[int, int] = {}
+        levels: dict[Term, int] = {}
 
         def cached(node: Term) -> bool:
-            level = levels.get(id(node))
+            level = levels.get(node)
             if level is None:
                 level = self._level(node, env, len(memos))
-                levels[id(node)] = level
-            return id(node) in memos[level]
+                levels[node] = level
+            return node in memos[level]
 
         def store(node: Term, value: Any) -> None:
-            memos[levels[id(node)]][id(node)] = value
+            memos[levels[node]][node] = value
 
         def get(node: Term) -> Any:
-            return memos[levels[id(node)]][id(node)]
+            return memos[levels[node]][node]
 
         # stack of (node, state): state 0 = enter, 1 = children done, 2 = let bound done
         stack: list[tuple[Term, int]] = [(root, 0)]
@@ -369,7 +369,7 @@ class Interpreter(Generic[A]):
                     stack.append((kid, 0))
             elif state == 2:
                 assert isinstance(node, Let)
-                env[node.var] = (get(node.bound), levels[id(node.bound)])
+                env[node.var] = (get(node.bound), levels[node.bound])
                 stack.append((node, 1))
                 stack.append((node.body, 0))
             else:
@@ -379,7 +379,7 @@ class Interpreter(Generic[A]):
         return get(root)
 
     def _compute(
-        self, node: Term, get: Callable[[Term], Any], env: Env, memos: list[dict[int, Any]]
+        self, node: Term, get: Callable[[Term], Any], env: Env, memos: list[dict[Term, Any]]
     ) -> Any:
         alg = self.algebra
         match node:
@@ -436,7 +436,7 @@ class Interpreter(Generic[A]):
     # -- binders -------------------------------------------------------------------
 
     def _build1(
-        self, size: int, var: Var, body: Term, node: Term, env: Env, memos: list[dict[int, Any]]
+        self, size: int, var: Var, body: Term, node: Term, env: Env, memos: list[dict[Term, Any]]
     ) -> Any:
         level = len(memos)
         rows = []
@@ -452,7 +452,7 @@ class Interpreter(Generic[A]):
         grid_shape: tuple[int, ...],
         index: tuple[Term, ...],
         env: Env,
-        memos: list[dict[int, Any]],
+        memos: list[dict[Term, Any]],
     ) -> IndexFn[A]:
         """Interpret ``λvs. index`` on every point of ``grid_shape`` (in bulk if possible)."""
         alg = self.algebra
@@ -481,10 +481,10 @@ class Interpreter(Generic[A]):
 
     def _bulk_evaluable(self, term: Term, lambda_vars: frozenset[Var]) -> bool:
         """Can ``term`` run with its lambda variables bound to whole index grids?"""
-        cached = self._bulk_ok.get(id(term))
+        cached = self._bulk_ok.get(term)
         if cached is None:
             cached = is_scalar_index_work(term, lambda_vars, self.free_vars)
-            self._bulk_ok[id(term)] = cached
+            self._bulk_ok[term] = cached
         return cached
 
 

@@ -60,17 +60,17 @@ class ClosedProgram:
     def program(self) -> Program:
         """The traced program with the captured values' nodes replaced by variables."""
         traced = self.traced
-        replacement: dict[int, Var] = {}
+        replacement: dict[Term, Var] = {}
         fresh: list[Var] = []
         for k, node in enumerate(self._replaced):
             hint = f"c{k + 1}" if isinstance(node, Const) else node.hint  # type: ignore[union-attr]
             var = fresh_var(traced.supply, hint, node.shape, node.dtype)
-            replacement[id(node)] = var
+            replacement[node] = var
             fresh.append(var)
         outputs: Sequence[Term] = traced.outputs
         if replacement:
             outputs = transform(
-                traced.outputs, lambda node, kids: replacement.get(id(node)) or rebuild(node, kids)
+                traced.outputs, lambda node, kids: replacement.get(node) or rebuild(node, kids)
             )
         return Program(
             traced.name,
@@ -108,31 +108,31 @@ def close_program(program: Program, *, lift_constants: bool = True) -> ClosedPro
     """``program`` with its captured arrays (``lift_constants``) and the variables of
     enclosing traces (free variables that are not inputs) made inputs, and its
     structural key; one walk over the DAG."""
-    number: dict[int, int] = {id(v): k for k, v in enumerate(program.inputs)}
-    position: dict[int, int] = {}
+    number: dict[Var, int] = {v: k for k, v in enumerate(program.inputs)}
+    position: dict[TermBase, int] = {}
     lifted: list[Const] = []
     outer: list[Var] = []
-    binders = {id(v) for v in program.inputs}
+    binders = {v for v in program.inputs}
     entries: list[Hashable] = []
 
     def var_number(var: Var) -> int:
-        found = number.get(id(var))
+        found = number.get(var)
         if found is None:
-            found = number[id(var)] = len(number)
+            found = number[var] = len(number)
         return found
 
     def static(value: Any) -> Hashable:
         if isinstance(value, Var):
             return ("v", var_number(value))
         if isinstance(value, TermBase):
-            return position[id(value)]
+            return position[value]
         if isinstance(value, tuple):
             return tuple(static(v) for v in value)
         return value  # type: ignore[no-any-return]
 
     order = postorder(program.outputs)
     for node in order:
-        position[id(node)] = len(entries)
+        position[node] = len(entries)
         cls = type(node)
         if cls is Const:
             assert isinstance(node, Const)
@@ -154,11 +154,11 @@ def close_program(program: Program, *, lift_constants: bool = True) -> ClosedPro
         for name in ("var", "vars"):
             bound = getattr(node, name, None)
             if isinstance(bound, Var):
-                binders.add(id(bound))
+                binders.add(bound)
             elif isinstance(bound, tuple):
-                binders.update(id(v) for v in bound)
+                binders.update(v for v in bound)
     for node in order:
-        if isinstance(node, Var) and id(node) not in binders:
+        if isinstance(node, Var) and node not in binders:
             outer.append(node)
 
     types = tuple((v.shape, v.dtype) for v in program.inputs)
@@ -167,7 +167,7 @@ def close_program(program: Program, *, lift_constants: bool = True) -> ClosedPro
         tuple((c.shape, c.dtype) for c in lifted),
         tuple((v.shape, v.dtype) for v in outer),
         program.tuple_output,
-        tuple(position[id(t)] for t in program.outputs),
+        tuple(position[t] for t in program.outputs),
         tuple(entries),
     )
     captured = (*(c.value for c in lifted), *outer)

@@ -159,8 +159,8 @@ def is_scalar_index_work(term: Term, variables: frozenset[Var] | set[Var], fv: F
     """
     dependent = set(variables)
     order = postorder([term])
-    position = {id(n): k for k, n in enumerate(order)}
-    lets = sorted((n for n in order if isinstance(n, Let)), key=lambda n: position[id(n.bound)])
+    position = {n: k for k, n in enumerate(order)}
+    lets = sorted((n for n in order if isinstance(n, Let)), key=lambda n: position[n.bound])
     for let in lets:
         if not fv(let.bound).isdisjoint(dependent):
             dependent.add(let.var)
@@ -185,14 +185,14 @@ def zero_preserving(op: str) -> bool:
 
 def bounds(term: Term, known: dict[Var, tuple[int, int]]) -> tuple[int, int] | None:
     """An interval holding every value of the index term ``term``, or None if unknown."""
-    memo: dict[int, tuple[int, int] | None] = {}
+    memo: dict[Term, tuple[int, int] | None] = {}
     for node in postorder([term]):
-        memo[id(node)] = _node_bounds(node, known, memo)
-    return memo[id(term)]
+        memo[node] = _node_bounds(node, known, memo)
+    return memo[term]
 
 
 def _node_bounds(
-    node: Term, known: dict[Var, tuple[int, int]], memo: dict[int, tuple[int, int] | None]
+    node: Term, known: dict[Var, tuple[int, int]], memo: dict[Term, tuple[int, int] | None]
 ) -> tuple[int, int] | None:
     if node.shape != () or node.dtype is not DType.INT64:
         return None
@@ -203,7 +203,7 @@ def _node_bounds(
         return known.get(node)
     if not isinstance(node, Op) or len(node.args) != 2:
         return None
-    a, b = (memo.get(id(x)) for x in node.args)
+    a, b = (memo.get(x) for x in node.args)
     if a is None or b is None:
         return None
     if node.op == "add":

@@ -195,7 +195,11 @@ def view(name: str) -> Callable[..., Any]:
 
 
 class TermBase:
-    """Methods shared by every term node: printing and a structured ``repr``."""
+    """Methods shared by every term node: printing and a structured ``repr``.
+
+    Nodes compare and hash by identity (``eq=False``), so the tables of a DAG walk
+    (visited sets, memos, hash-consing keys) key on the nodes themselves: no ``id()``
+    integer per entry, and a node stays alive while a table refers to it."""
 
     __slots__ = ()
 

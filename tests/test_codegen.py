@@ -17,7 +17,7 @@ from strategies import GeneratedProgram, programs
 import dualarr
 from dualarr.codegen import generate as codegen
 from dualarr.codegen.generate import HELPERS, compile_program, generate
-from dualarr.interp.evaluate import evaluate_many
+from dualarr.interp.evaluate import all_in_range, evaluate_many
 from dualarr.lang.errors import DualarrError
 from dualarr.lang.program import Program
 from dualarr.lang.terms import (
@@ -168,7 +168,9 @@ def test_a_long_body_is_compiled_in_bounded_units(monkeypatch: pytest.MonkeyPatc
     units: list[int] = []
 
     def counting_compile(source: str, filename: str, mode: str) -> Any:
-        units.append(source.count("\n"))
+        (unit,) = ast.parse(source).body  # one segment's function: statements, return
+        assert isinstance(unit, ast.FunctionDef)
+        units.append(len(unit.body) - 1)
         return compile(source, filename, mode)
 
     monkeypatch.setattr(codegen, "compile", counting_compile, raising=False)
@@ -350,3 +352,47 @@ def test_constant_indices_are_range_checked_at_code_generation(
             want_scatter[p] += value[k]
     np.testing.assert_array_equal(got_gather, want_gather)
     np.testing.assert_array_equal(got_scatter, want_scatter)
+
+
+@settings(max_examples=100, suppress_health_check=SLOW_OK, deadline=None)
+@given(programs(), st.integers(1, 4))
+def test_segments_pass_each_value_on_until_its_last_reader(
+    gp: GeneratedProgram, size: int
+) -> None:
+    """Segments of a long body are functions: each reads only parameters and values
+    earlier segments handed on, hands on only what a later one reads, and lets go of
+    what no later one reads."""
+    program, _ = vectorise_program(gp.program())
+    code = generate(program.inputs, program.outputs)
+    saved = codegen.SEGMENT_STATEMENTS
+    codegen.SEGMENT_STATEMENTS = size
+    try:
+        plan = codegen._segments(code, {}, "<test>")
+    finally:
+        codegen.SEGMENT_STATEMENTS = saved
+    assert len(plan) == -(-(len(code.statements) + 1) // size)
+    available = set(code.parameters)
+    for k, segment in enumerate(plan):
+        later = set().union(*(s.reads for s in plan[k + 1 :]))
+        assert set(segment.reads) <= available
+        assert set(segment.writes) <= later
+        assert set(segment.drops) <= set(segment.reads) and not set(segment.drops) & later
+        available = (available - set(segment.drops)) | set(segment.writes)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(-3, 12), max_size=6),
+    st.integers(0, 10),
+    st.sampled_from([np.int64, np.int32]),
+)
+def test_the_range_check_agrees_with_comparing_each_index(
+    values: list[int], extent: int, dtype: type[np.signedinteger[Any]]
+) -> None:
+    """One unsigned ``max`` over an int64 index (a negative one reads as 2**63 or more)
+    decides as ``0 <= i < extent`` for every element."""
+    info = np.iinfo(dtype)
+    index = np.array([min(max(v, info.min), info.max) for v in values], dtype=dtype)
+    want = all(0 <= int(i) < extent for i in index)
+    assert all_in_range([index], (extent,)) is want
+    assert all_in_range([index[::-1], index], (extent, extent)) is want

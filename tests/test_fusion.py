@@ -32,10 +32,13 @@ from dualarr.codegen.kernels import (
     Kernel,
     KernelExpr,
     Literal,
+    _signed_terms,
+    combine_like_terms,
     cupy_source,
     evaluate_kernel,
     kernel_parameter_name,
     numexpr_text,
+    numpy_ufunc,
 )
 from dualarr.lang.terms import Const, DType, Gather, IdSupply, Let, Op, fresh_var
 from dualarr.pipeline import vectorise_program
@@ -946,3 +949,151 @@ def test_negative_zero_keeps_its_sign_in_a_kernel() -> None:
         got = da.jit(f)(x)
     np.testing.assert_array_equal(got, np.arctan2(np.zeros(4), np.full(4, -0.0)))
     assert np.all(got == np.pi)
+
+
+# -- algebraic cleanup: like terms of a sum, collected ----------------------------------
+
+
+def signed_sum(terms: Sequence[tuple[bool, KernelExpr]]) -> KernelExpr:
+    """``±t1 ± t2 ...`` folded left, the first term negated as ``neg`` when negative."""
+    (first_positive, first), *rest = terms
+    total: KernelExpr = first if first_positive else op("neg", first)
+    for positive, term in rest:
+        total = op("add" if positive else "sub", total, term)
+    return total
+
+
+def sums_in(expr: KernelExpr) -> list[list[tuple[int, KernelExpr]]]:
+    """The terms of every maximal sum in ``expr``."""
+    found: list[list[tuple[int, KernelExpr]]] = []
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Apply) and e.op in ("add", "sub", "neg"):
+            terms = _signed_terms(e)
+            found.append(terms)
+            stack.extend(t for _, t in terms)
+        elif isinstance(e, Apply):
+            stack.extend(e.args)
+    return found
+
+
+def operations(expr: KernelExpr) -> int:
+    return Kernel("k", (), (), expr, F64, ()).operations
+
+
+def assert_like_terms_collected(expr: KernelExpr) -> None:
+    """No sum of ``expr`` adds a term twice (terms that cancel aside)."""
+    for terms in sums_in(expr):
+        net: dict[KernelExpr, int] = {}
+        for sign, term in terms:
+            net[term] = net.get(term, 0) + sign
+        repeated = [t for t, _ in terms if [u for _, u in terms].count(t) > 1]
+        assert all(net[t] == 0 for t in repeated), numexpr_text(expr, ("x", "y", "z"))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=SLOW_OK)
+@given(
+    st.lists(float_exprs(2), min_size=1, max_size=3),
+    st.lists(st.tuples(st.booleans(), st.integers(0, 2)), min_size=1, max_size=7),
+    unit_arrays(),
+)
+def test_collecting_like_terms_keeps_the_value_and_never_adds_work(
+    pool: list[KernelExpr], picks: list[tuple[bool, int]], inputs: list[np.ndarray]
+) -> None:
+    """A sum drawn from a few terms, each used several times with either sign (as a
+    reverse pass adds one contribution per use): collected, it computes each term once,
+    costs no more operations and means the same."""
+    expr = signed_sum([(positive, pool[k % len(pool)]) for positive, k in picks])
+    collected = combine_like_terms(expr, [True] * ARGUMENTS)
+    assert operations(collected) <= operations(expr)
+    assert_like_terms_collected(collected)
+    with np.errstate(all="ignore"):
+        want = evaluate_kernel(expr, np, inputs)
+        got = evaluate_kernel(collected, np, inputs)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, equal_nan=True)
+    kernel, arrays = kernel_of(collected, F64, inputs)
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(
+            CompiledKernel(kernel)(np, *arrays), want, rtol=1e-9, atol=1e-12, equal_nan=True
+        )
+
+
+def test_like_terms_become_one_multiple() -> None:
+    x, y, z = Arg(0), Arg(1), Arg(2)
+    t = op("mul", x, op("mul", y, z))
+    names = ("x", "y", "z")
+    floats = [True, True, True]
+
+    def collected(expr: KernelExpr) -> str:
+        return numexpr_text(combine_like_terms(expr, floats), names)
+
+    assert collected(op("add", t, t)) == "2.0 * (x * (y * z))"
+    assert collected(op("add", op("sub", op("sub", x, t), t), y)) == (
+        "x - 2.0 * (x * (y * z)) + y"
+    )
+    assert collected(op("sub", op("neg", t), t)) == "-(2.0 * (x * (y * z)))"
+    assert collected(op("sin", op("add", x, x))) == "sin(2.0 * x)"  # inside a call too
+    assert collected(op("sub", t, t)) == "x * (y * z) - x * (y * z)"  # inf - inf is NaN
+    assert collected(op("add", x, y)) == "x + y"  # nothing alike: as written
+    # booleans add as logical or: a sum over them is left alone
+    assert combine_like_terms(op("add", x, x), [False, True, True]) == op("add", x, x)
+
+
+def test_a_value_used_twice_contributes_once_to_its_kernel() -> None:
+    """``x * x`` sends the cotangent back through both factors: the gradient's kernel
+    adds ``2.0 * (x * c)``, not ``x * c`` twice (W5 of the benchmarks)."""
+
+    def f(x: Any) -> Any:
+        return da.sum(da.sin(x) * da.exp(-x * x) + da.log1p(x * x))
+
+    x = np.linspace(-2.0, 2.0, 11)
+    fused = da.pipeline(f, x, fuse=True)
+    well_formed(fused.kernels.kernels)
+    for kernel in fused.kernels.kernels:
+        assert_like_terms_collected(kernel.expression)
+    assert any("2.0 * " in kernel.numexpr() for kernel in fused.kernels.kernels)
+    _, (grad,) = fused(x)
+    e = np.exp(-x * x)
+    want = np.cos(x) * e - 2.0 * x * np.sin(x) * e + 2.0 * x / (1.0 + x * x)
+    np.testing.assert_allclose(grad, want, rtol=1e-12, atol=1e-15)
+
+
+def test_one_view_under_two_names_is_one_kernel_argument() -> None:
+    """Fig. 18's gradient reads ``x[::-1]`` through two names (a let-bound view and the
+    view of a pending slice): the kernel reads it once, as ``2.0 * (dt * v)``."""
+
+    def fig18(x: Any) -> Any:
+        n = x.shape[0]
+        return da.sum(da.build1(n, lambda i: x[i] * x[n - 1 - i]))
+
+    fused = da.pipeline(fig18, np.linspace(-1.0, 1.0, 9), fuse=True)
+    (kernel,) = fused.kernels.kernels
+    assert len(kernel.params) == 2, str(kernel)  # dt and the reversed view
+    assert operations(kernel.expression) == 2 and kernel.numexpr().startswith("2.0 * ")
+
+
+# -- one operation alone: NumPy's ufunc ------------------------------------------------
+
+
+def test_a_kernel_of_one_operation_runs_numpys_ufunc() -> None:
+    """One operation gains nothing from numexpr's virtual machine: it is NumPy's loop
+    (``sin`` and ``cos`` aside: NumPy's float64 loops for them are scalar)."""
+    x, y = Arg(0), Arg(1)
+    assert numpy_ufunc(op("mul", x, y)) == (np.multiply, (0, 1))
+    assert numpy_ufunc(op("sub", Literal(1.0), x)) == (np.subtract, (1.0, 0))
+    assert numpy_ufunc(op("lt", x, y)) == (np.less, (0, 1))
+    assert numpy_ufunc(op("exp", x)) == (np.exp, (0,))
+    assert numpy_ufunc(op("sin", x)) is None and numpy_ufunc(op("cos", x)) is None
+    assert numpy_ufunc(op("mul", x, op("add", x, y))) is None  # two operations
+    assert numpy_ufunc(op("recip", x)) is None  # spelled as another expression
+    a, b = np.linspace(0.5, 1.5, 5), np.linspace(-1.0, 1.0, 5)
+    for expr, dtype, want in [
+        (op("mul", x, y), F64, a * b),
+        (op("sub", Literal(1.0), x), F64, 1.0 - a),
+        (op("lt", x, y), BOOL, a < b),
+    ]:
+        kernel = Kernel("k", ("a", "b"), (F64, F64), expr, dtype, (5,))
+        got = CompiledKernel(kernel)(np, a, b)
+        assert got.dtype == dtype.numpy()
+        np.testing.assert_array_equal(got, want)

@@ -1,13 +1,14 @@
-"""A sealed kernel (``exp``, ``log1p``, ``tanh``… alone) on several cores
+"""A one-function kernel (``exp``, ``log1p``, ``x * y``… alone) on several cores
 (:mod:`dualarr.codegen.threads`).
 
 Properties: the chunked ufunc writes the same bits as one call over the whole array, for
-any length (chunks need not divide it) and with scalar operands; an operand it cannot
-split leaves it undone for the single call; NumPy's error state of the caller holds on
-every thread (an invalid value in the last chunk raises under ``np.errstate(invalid=
-"raise")`` and is silent under ``"ignore"``); a process that is not the one that made
-the pool makes its own; and a large gradient through sealed kernels equals the unfused
-program's bit for bit.
+any length (chunks need not divide it), with scalar operands, views of any strides
+(``x[::-1]``, a transpose, a strided ``out``) and operands broadcast along the rows; an
+operand it cannot split leaves it undone for the single call; NumPy's error state of the
+caller holds on every thread (an invalid value in the last chunk raises under
+``np.errstate(invalid="raise")`` and is silent under ``"ignore"``); a process that is not
+the one that made the pool makes its own; and a large gradient through sealed kernels
+equals the unfused program's bit for bit.
 """
 
 from __future__ import annotations
@@ -63,13 +64,30 @@ def test_chunks_write_the_bits_of_one_call(
 
 
 @pytest.mark.usefixtures("two_threads")
+def test_views_and_broadcast_operands_are_cut_by_rows() -> None:
+    x = np.linspace(0.0, 1.0, 4096)
+    grid = np.linspace(-1.0, 1.0, 64 * 48).reshape(64, 48)
+    cases: list[tuple[np.ufunc, list[Any], np.ndarray]] = [
+        (np.sin, [x[::-1]], np.zeros(4096)),  # a reversed view
+        (np.add, [x, x[:1]], np.zeros(4096)),  # one element, broadcast
+        (np.sin, [x], np.zeros((2, 4096))[0, :]),  # a row of a larger array as out
+        (np.multiply, [x[::2], 2.0], np.zeros((4096, 2))[::2, 0]),  # strided out
+        (np.multiply, [grid, grid[:, :1]], np.zeros((64, 48))),  # a column, broadcast
+        (np.subtract, [grid, grid[0]], np.zeros((64, 48))),  # a row, broadcast
+        (np.add, [grid[::-1].T, 1.0], np.zeros((48, 64))),  # a transposed view
+    ]
+    for ufunc, operands, out in cases:
+        assert run_in_chunks(ufunc, operands, out)
+        np.testing.assert_array_equal(out, ufunc(*operands))
+
+
+@pytest.mark.usefixtures("two_threads")
 def test_operands_it_cannot_split_are_left_to_the_single_call() -> None:
     x = np.linspace(0.0, 1.0, 4096)
     out = np.zeros(4096)
-    assert not run_in_chunks(np.sin, [x[::-1].copy()[::-1]], out)  # a reversed view
-    assert not run_in_chunks(np.add, [x, x[:1]], out)  # broadcast from another shape
-    assert not run_in_chunks(np.sin, [x], np.zeros((2, 4096))[:, 0])  # strided out
     assert not run_in_chunks(np.sin, [[0.5] * 4096], out)  # a list
+    assert not run_in_chunks(np.sin, [x], np.zeros(()))  # no rows
+    assert not run_in_chunks(np.add, [x, x[:2]], out)  # rows NumPy would not broadcast
     assert np.all(out == 0.0)
 
 

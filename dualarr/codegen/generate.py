@@ -18,6 +18,7 @@ Python loop over its grid.  Integer ``//`` and ``%`` call ``helpers.quot`` /
 
 from __future__ import annotations
 
+import ast
 import keyword
 import math
 import re
@@ -84,6 +85,7 @@ from .kernels import (
     Kernel,
     KernelExpr,
     Literal,
+    combine_like_terms,
     kernel_parameter_name,
     literal_value,
     substitute_args,
@@ -144,6 +146,10 @@ def _gather(
 ) -> Any:
     """``out[is] = array[components[is]]`` over ``outer_shape``; out of range reads 0
     (``in_range``: the check :func:`_in_range` made, or None)."""
+    if in_range and len(components) == 1 and type(array) is np.ndarray:
+        (comp,) = components  # the common case first: one index array of the grid's shape
+        if type(comp) is np.ndarray and comp.dtype.type is np.int64 and comp.shape == outer_shape:
+            return array.take(comp, axis=0, mode="clip")
     a = np.asarray(array)
     if not components:
         return np.broadcast_to(a, (*outer_shape, *a.shape))
@@ -399,6 +405,11 @@ class _Generator:
         self.read_outside: set[Term] = set()
         self.range_checks: dict[tuple[str, Shape], str] = {}
         self.alias_of: dict[Term, Term] = {}  # a pending let-bound name -> its expression
+        # one array under several names (``v1 = t1``, a view taken twice): kernels read
+        # it as one argument, so that like terms over it are seen as alike
+        self.same_array: dict[str, str] = {}
+        self.views: dict[str, str] = {}  # ``x[::-1]`` in the function body -> its name
+        self.view_text: dict[str, str] = {}  # and back
 
     # -- analysis ------------------------------------------------------------------
 
@@ -525,6 +536,7 @@ class _Generator:
         results = [self._ref(r, 0) for r in self.outputs]
         self._inline_single_range_checks()
         self.results = "(" + ", ".join(results) + ("," if len(results) == 1 else "") + ")"
+        self._free_after_last_use()
         body = [
             *self.kernel_lines(),
             *self.constant_lines,
@@ -584,7 +596,11 @@ class _Generator:
                 if isinstance(binder, Let):
                     if node in self.fusable and self._alias(node, binder.bound):
                         return
-                    self._lines(node).append(f"{name} = {self._ref(binder.bound, 0)}")
+                    bound = self._ref(binder.bound, 0)
+                    if not self._rename_last(node, binder.bound, bound, name):
+                        self._lines(node).append(f"{name} = {bound}")
+                        if bound.isidentifier() and self.home[node] is _TOP:
+                            self.same_array[name] = self.same_array.get(bound, bound)
                 self.text[node] = (name, _ATOM, 0)
                 return
             case Let(body=body):
@@ -711,6 +727,7 @@ class _Generator:
         if not text.isidentifier():
             self._bind(node, text)
             text = self.text[node][0]
+        text = self.same_array.get(text, text)
         index = self.leaf_index.get(text)
         if index is None:
             index = self.leaf_index[text] = len(self.leaves)
@@ -758,7 +775,10 @@ class _Generator:
             self.namer.fresh("kernel", numbered=True),
             tuple(params),
             tuple(self.leaf_dtypes[g] for g in used),
-            substitute_args(expr, {g: Arg(k) for g, k in local.items()}),
+            combine_like_terms(
+                substitute_args(expr, {g: Arg(k) for g, k in local.items()}),
+                [self.leaf_dtypes[g] is DType.FLOAT64 for g in used],
+            ),
             node.dtype,
             node.shape,
         )
@@ -785,12 +805,13 @@ class _Generator:
                 continue
             if self.leaf_shapes[g] != array.shape:
                 return False
-            name = self.namer.fresh("t", numbered=True)
-            self._lines(node).append(f"{name} = {self.leaves[g]}[{subscripts}]")
-            index = self.leaf_index[name] = len(self.leaves)
-            self.leaves.append(name)
-            self.leaf_dtypes.append(self.leaf_dtypes[g])
-            self.leaf_shapes.append(node.shape)
+            name = self._view(node, f"{self.leaves[g]}[{subscripts}]")
+            index = self.leaf_index.get(name)
+            if index is None:
+                index = self.leaf_index[name] = len(self.leaves)
+                self.leaves.append(name)
+                self.leaf_dtypes.append(self.leaf_dtypes[g])
+                self.leaf_shapes.append(node.shape)
             sliced[g] = Arg(index)
         self.pending[node] = substitute_args(expr, sliced)
         uses = self.uses.get(node, 0)
@@ -800,6 +821,41 @@ class _Generator:
             if not text.isidentifier() and uses > 1:
                 self._bind(node, text)
         return True
+
+    def _rename_last(self, var: Var, bound: Term, text: str, name: str) -> bool:
+        """``v1 = x[::-1]`` for ``t1 = x[::-1]`` then ``v1 = t1``: the let's name given to
+        the line just written for its bound, read by nothing else."""
+        lines = self._lines(var)
+        target = self._resolve(bound)
+        if (
+            not re.fullmatch(r"t\d+", text)
+            or not lines
+            or not lines[-1].startswith(f"{text} = ")
+            or self.uses.get(target, 0) != 1
+            or text in self.leaf_index
+            or text in self.same_array.values()
+        ):
+            return False
+        lines[-1] = f"{name} = {lines[-1][len(text) + 3 :]}"
+        self.text[target] = (name, _ATOM, 0)
+        view = self.view_text.pop(text, None)
+        if view is not None:
+            self.views[view] = name
+            self.view_text[name] = view
+        return True
+
+    def _view(self, node: Gather, expr: str) -> str:
+        """The name of the view ``expr`` (``x[::-1]``): a new ``tN = expr`` line, or in the
+        function body the name it already has (the views' arrays are never written)."""
+        top = self.home[node] is _TOP
+        name = self.views.get(expr) if top else None
+        if name is None:
+            name = self.namer.fresh("t", numbered=True)
+            self._lines(node).append(f"{name} = {expr}")
+            if top:
+                self.views[expr] = name
+                self.view_text[name] = expr
+        return name
 
     def _range_check(self, node: Gather | Scatter, comps: str, extents: Shape) -> str:
         """``, in_rangeN``: the name of the range check of ``comps`` (index arrays of the
@@ -871,6 +927,41 @@ class _Generator:
                 definition, reader = readers
                 lines[reader] = lines[reader].replace(f", {name})", ")")
                 del lines[definition]
+
+    def _free_after_last_use(self) -> None:
+        """``del a, b`` after the statement that reads ``a`` and ``b`` last: each array the
+        body names is freed once dead, as a hand-written NumPy function frees its
+        temporaries, so that a long program's memory stays that of its live values
+        (and the allocator reuses warm memory instead of asking the system for more).
+        Names and reads are those of the body's syntax tree (one ``ast.parse``)."""
+        lines = self.chunks[_TOP].lines
+        head = len(self.constant_lines)
+        tree = ast.parse("\n".join([*self.constant_lines, *lines, f"_ = {self.results}"]))
+        bound: dict[str, None] = {}  # names the body assigns, in order
+        last_read: dict[str, int] = {}  # name -> the line after which it is dead
+        for statement in tree.body:
+            end = (statement.end_lineno or statement.lineno) - 1 - head
+            if isinstance(statement, ast.Assign):
+                for target in statement.targets:
+                    for node in ast.walk(target):
+                        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                            bound[node.id] = None
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    last_read[node.id] = end
+        dead: dict[int, list[str]] = {}
+        checks = set(self.range_checks.values())  # one bool each: nothing to free
+        for name in (n for n in bound if n not in checks):
+            after = last_read.get(name, -1)
+            if 0 <= after < len(lines):  # read by the body, not by the returned tuple
+                dead.setdefault(after, []).append(name)
+        if dead:
+            freed: list[str] = []
+            for k, text in enumerate(lines):
+                freed.append(text)
+                if k in dead:
+                    freed.append("del " + ", ".join(dead[k]))
+            lines[:] = freed
 
     def _constant(self, node: Const) -> str:
         """The name of an array constant: ``k1 = constants[0]  # float64[3]: [1. 2. 3.]``
@@ -1007,9 +1098,7 @@ class _Generator:
                 expr = f"{self._ref(node.array, _ATOM)}[{subscripts}]"
                 if perm is not None:
                     expr = f"xp.permute_dims({expr}, {_shape(perm)})"
-                result = self.namer.fresh("t", numbered=True)
-                self._lines(node).append(f"{result} = {expr}")
-                self.text[node] = (result, _ATOM, 0)
+                self.text[node] = (self._view(node, expr), _ATOM, 0)
                 return
         if isinstance(node, Scatter) and not inner.lines:
             target = _slice_target(node)
@@ -1147,37 +1236,90 @@ def compile_function(code: GeneratedCode) -> Callable[..., tuple[Any, ...]]:
 
     A body of at most :data:`SEGMENT_STATEMENTS` statements is compiled as the
     ``def`` of ``code.source``.  A longer one runs as consecutive segments of that many
-    statements, each compiled on its own as module code and executed in one namespace
-    per call (the parameters, then every binding): the same statements in the same
-    order.  CPython's ``compile()`` of one unit grows faster than its length (about
-    12-13x the time for 10x the lines on a 2-core x86-64 machine, against 10.3x for ten
-    separate units, and its memory with it), so segments keep code generation linear.
+    statements, each compiled on its own as a function of the names it reads from the
+    parameters and earlier segments, returning the names later segments read: the same
+    statements in the same order, on fast local variables, and each value dropped after
+    the last segment that reads it.  CPython's ``compile()`` of one unit grows faster
+    than its length (about 12-13x the time for 10x the lines on a 2-core x86-64 machine,
+    against 10.3x for ten separate units, and its memory with it), so segments keep code
+    generation linear.
     """
     where = f"<dualarr.codegen.generate {code.name}>"
     kernels = {kernel.name: CompiledKernel(kernel) for kernel in code.kernels}
+    namespace: dict[str, Any] = dict(kernels)
     if len(code.statements) <= SEGMENT_STATEMENTS:
-        namespace: dict[str, Any] = dict(kernels)
         exec(compile(code.source, where, "exec"), namespace)
         function: Callable[..., tuple[Any, ...]] = namespace[code.name]
         return function
-    statements = [*code.statements, f"{_RESULTS} = {code.results}"]
-    segments = [
-        compile("\n".join(statements[start : start + SEGMENT_STATEMENTS]) + "\n",
-                f"{where[:-1]} segment {start // SEGMENT_STATEMENTS + 1}>", "exec")
-        for start in range(0, len(statements), SEGMENT_STATEMENTS)
-    ]
+    plan = _segments(code, namespace, where)
     parameters = code.parameters
 
     def segmented(*arguments: Any) -> tuple[Any, ...]:
-        namespace: dict[str, Any] = dict(kernels)
-        namespace.update(zip(parameters, arguments, strict=True))
-        for segment in segments:
-            exec(segment, namespace)
-        results: tuple[Any, ...] = namespace[_RESULTS]
+        values = dict(zip(parameters, arguments, strict=True))
+        for segment in plan[:-1]:
+            written = segment.function(*[values[name] for name in segment.reads])
+            values.update(zip(segment.writes, written, strict=True))
+            for name in segment.drops:
+                del values[name]
+        final = plan[-1]
+        results: tuple[Any, ...] = final.function(*[values[name] for name in final.reads])
         return results
 
     segmented.__name__ = segmented.__qualname__ = code.name
     return segmented
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """One compiled piece of a long body: ``writes = function(*reads)``, after which the
+    names no later segment reads are dropped."""
+
+    function: Callable[..., Any]
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    drops: tuple[str, ...]
+
+
+def _segments(code: GeneratedCode, namespace: dict[str, Any], where: str) -> list[_Segment]:
+    """The body's statements in pieces of :data:`SEGMENT_STATEMENTS`, each a function of
+    the names it reads (what a name is bound to is read off the syntax tree)."""
+    statements = [*code.statements, f"{_RESULTS} = {code.results}"]
+    pieces = [
+        statements[start : start + SEGMENT_STATEMENTS]
+        for start in range(0, len(statements), SEGMENT_STATEMENTS)
+    ]
+    loads: list[set[str]] = []
+    stores: list[set[str]] = []
+    for piece in pieces:
+        load: set[str] = set()
+        store: set[str] = set()
+        for node in ast.walk(ast.parse("\n".join(piece))):
+            if isinstance(node, ast.Name):
+                (store if isinstance(node.ctx, ast.Store) else load).add(node.id)
+        loads.append(load)
+        stores.append(store)
+    last_read = {name: k for k, load in enumerate(loads) for name in load}  # the latest
+    available = set(code.parameters)
+    plan: list[_Segment] = []
+    for k, piece in enumerate(pieces):
+        reads = tuple(sorted(loads[k] & available))
+        writes = tuple(sorted(n for n in stores[k] if last_read.get(n, -1) > k))
+        last = k == len(pieces) - 1
+        body = piece[:-1] if last else piece
+        tail = f"return {code.results}" if last else (
+            "return (" + "".join(f"{name}, " for name in writes) + ")"
+        )
+        name = f"{code.name}_segment{k + 1}"
+        lines = [f"def {name}({', '.join(reads)}):"]
+        lines += ["    " + line for text in body for line in text.split("\n")]
+        lines.append("    " + tail)
+        unit = compile("\n".join(lines) + "\n", f"{where[:-1]} segment {k + 1}>", "exec")
+        exec(unit, namespace)
+        drops = tuple(n for n in reads if last_read[n] == k)
+        available.difference_update(drops)
+        available.update(writes)
+        plan.append(_Segment(namespace[name], reads, writes, drops))
+    return plan
 
 
 class CompiledProgram:

@@ -32,7 +32,7 @@ import numpy as np
 from ..lang.primitives import REGISTRY, NamespaceCall
 from ..lang.terms import DType, Shape, assert_never
 from .buffers import SpareBuffer
-from .threads import PARALLEL_MIN_SIZE, run_in_chunks
+from .threads import PARALLEL_MIN_SIZE, PARALLEL_MIN_SIZE_CHEAP, run_in_chunks
 
 __all__ = [
     "FUSABLE",
@@ -43,6 +43,7 @@ __all__ = [
     "Kernel",
     "KernelExpr",
     "Literal",
+    "combine_like_terms",
     "cupy_source",
     "evaluate_kernel",
     "numexpr_text",
@@ -184,6 +185,10 @@ than numexpr's scalar libm calls on one core of an AVX-512 x86-64
 a large array they run on every core (:mod:`dualarr.codegen.threads`).
 ``sin`` and ``cos`` (NumPy's float64 loops are scalar) and the arithmetic are fused."""
 
+SCALAR_IN_NUMPY = frozenset({"sin", "cos"})
+"""Functions whose NumPy float64 loop is scalar (libm per element, one core): alone in a
+kernel they still run on numexpr, which spreads them over every core."""
+
 TRANSCENDENTAL = frozenset(
     {"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "sinh", "cosh", "tanh", "sqrt",
      "asin", "acos", "atan", "atan2", "sigmoid", "pow"}
@@ -218,6 +223,102 @@ def substitute_args(
             return Apply(op, tuple(substitute_args(a, args) for a in inner))
         case _:
             assert_never(template)
+
+
+# --------------------------------------------------------------------------------------
+# Algebraic cleanup: like terms of a sum collected
+# --------------------------------------------------------------------------------------
+
+_BOOL_VALUED = frozenset({"lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not"})
+_KIND_PRESERVING = frozenset({"add", "sub", "mul", "neg", "abs", "stop_gradient"})
+_SUM_OPS = frozenset({"add", "sub", "neg"})
+
+
+def _float_valued(expr: KernelExpr, float_args: Sequence[bool]) -> bool:
+    """Whether ``expr`` computes floats (not booleans), its arguments' kinds given."""
+    match expr:
+        case Arg(index=k):
+            return float_args[k]
+        case Literal(value=value):
+            return not isinstance(value, bool)
+        case Apply(op=op, args=args):
+            if op in _BOOL_VALUED:
+                return False
+            if op == "select":
+                return any(_float_valued(a, float_args) for a in args[1:])
+            if op in _KIND_PRESERVING:
+                return any(_float_valued(a, float_args) for a in args)
+            return True
+        case _:
+            assert_never(expr)
+
+
+def _signed_terms(expr: KernelExpr) -> list[tuple[int, KernelExpr]]:
+    """``expr`` as a sum ``±t1 ± t2 ...``, left to right, seen through ``add``, ``sub``
+    and ``neg``."""
+    terms: list[tuple[int, KernelExpr]] = []
+    stack: list[tuple[int, KernelExpr]] = [(1, expr)]
+    while stack:
+        sign, e = stack.pop()
+        if isinstance(e, Apply) and e.op in _SUM_OPS:
+            if e.op == "neg":
+                stack.append((-sign, e.args[0]))
+            else:
+                stack.append((sign if e.op == "add" else -sign, e.args[1]))
+                stack.append((sign, e.args[0]))
+        else:
+            terms.append((sign, e))
+    return terms
+
+
+def combine_like_terms(expr: KernelExpr, float_args: Sequence[bool]) -> KernelExpr:
+    """``expr`` with the like terms of each float sum collected: ``a - t - t`` becomes
+    ``a - 2.0 * t`` and ``t + t`` becomes ``2.0 * t`` (exact), so that the kernel
+    computes ``t`` once.  A reverse pass sums one contribution per use of a value
+    (Fig. 19): ``x * x`` contributes ``x * c`` twice.  Terms that cancel (``t - t``) are
+    kept as written: ``inf - inf`` is NaN, not 0.  ``float_args``: which arguments
+    are floats (booleans add as logical or)."""
+    match expr:
+        case Arg() | Literal():
+            return expr
+        case Apply(op=op, args=args):
+            if op in _SUM_OPS and _float_valued(expr, float_args):
+                collected = _collect(_signed_terms(expr), float_args)
+                if collected is not None:
+                    return collected
+            return Apply(op, tuple(combine_like_terms(a, float_args) for a in args))
+        case _:
+            assert_never(expr)
+
+
+def _collect(
+    terms: list[tuple[int, KernelExpr]], float_args: Sequence[bool]
+) -> KernelExpr | None:
+    """The sum of ``terms`` with like terms as one multiple; None when none repeats."""
+    coefficient: dict[KernelExpr, int] = {}
+    for sign, term in terms:
+        coefficient[term] = coefficient.get(term, 0) + sign
+    if len(coefficient) == len(terms):
+        return None
+    written: set[KernelExpr] = set()
+    result: KernelExpr | None = None
+    for sign, term in terms:
+        count = coefficient[term]
+        if count == 0:  # cancelling terms stay (NaN and infinities)
+            part, positive = term, sign > 0
+        elif term in written:
+            continue
+        else:
+            written.add(term)
+            part, positive = term, count > 0
+            if abs(count) != 1:
+                part = Apply("mul", (Literal(float(abs(count))), term))
+        part = combine_like_terms(part, float_args)
+        if result is None:
+            result = part if positive else Apply("neg", (part,))
+        else:
+            result = Apply("add" if positive else "sub", (result, part))
+    return result
 
 
 def _literal_text(value: float | bool, c: bool) -> str:
@@ -331,11 +432,13 @@ def transcendental(expr: KernelExpr) -> bool:
 
 
 def numpy_ufunc(expr: KernelExpr) -> tuple[np.ufunc, tuple[int | float | bool, ...]] | None:
-    """The NumPy ufunc of a kernel that is one primitive of :data:`UNFUSED` over its
-    arguments, and what it is called with (an argument's number, or a literal's value);
-    None for any other kernel.  Such a kernel is NumPy's SIMD loop writing into the
-    site's buffer (:class:`dualarr.codegen.buffers.SpareBuffer`)."""
-    if not isinstance(expr, Apply) or expr.op not in UNFUSED:
+    """The NumPy ufunc of a kernel that is one primitive over its arguments (a function
+    of :data:`UNFUSED`, or one operation left alone: ``dt * w``), and what it is called
+    with (an argument's number, or a literal's value); None for any other kernel.  Such
+    a kernel is NumPy's SIMD loop writing into the site's buffer
+    (:class:`dualarr.codegen.buffers.SpareBuffer`): one operation costs numexpr more
+    (its virtual machine, its threads) than it saves."""
+    if not isinstance(expr, Apply) or expr.op in SCALAR_IN_NUMPY:
         return None
     impl = REGISTRY[expr.op].impl
     ufunc = getattr(np, impl.name, None) if isinstance(impl, NamespaceCall) else None
@@ -464,8 +567,11 @@ class CompiledKernel:
         self.kernel = kernel
         self._spare = SpareBuffer()
         self._ufunc = numpy_ufunc(kernel.expression)
-        # a large sealed kernel runs on every core (:mod:`dualarr.codegen.threads`)
-        self._chunked = self._ufunc is not None and math.prod(kernel.shape) >= PARALLEL_MIN_SIZE
+        # a large one-function kernel runs on every core (:mod:`dualarr.codegen.threads`)
+        costly = transcendental(kernel.expression)
+        self._chunked = self._ufunc is not None and math.prod(kernel.shape) >= (
+            PARALLEL_MIN_SIZE if costly else PARALLEL_MIN_SIZE_CHEAP
+        )
         self._cupy: Any = None
         self._numexpr: Any = None
         self._options: dict[str, Any] = {}

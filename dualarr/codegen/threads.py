@@ -1,11 +1,11 @@
-"""One NumPy ufunc on several cores: contiguous chunks of its operands on a thread pool.
+"""One NumPy ufunc on several cores: chunks of its operands on a thread pool.
 
 A sealed kernel (:func:`dualarr.codegen.kernels.numpy_ufunc`: ``exp``, ``log1p``,
 ``tanh``… alone) runs NumPy's SIMD loop, which is faster per element than numexpr's
 (without Intel's VML numexpr calls libm once per element) but runs on one core, while
 numexpr's fused kernels use every core.  NumPy releases the GIL inside the loop, so the
 loop over each chunk of a large array can run on a thread of its own:
-:func:`run_in_chunks` splits the result and the operands of the result's shape into as
+:func:`run_in_chunks` splits the result and the operands of the result's rows into as
 many pieces as numexpr has threads (``NUMEXPR_NUM_THREADS``, ``numexpr.set_num_threads``:
 one setting for every CPU kernel), runs the first piece itself and the others on a pool.
 Each piece is computed by the same loop as the whole, so the result is the same bits.
@@ -14,6 +14,7 @@ Each piece is computed by the same loop as the whole, so the result is the same 
 from __future__ import annotations
 
 import contextvars
+import math
 import os
 import threading
 from collections.abc import Sequence
@@ -22,12 +23,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PARALLEL_MIN_SIZE", "run_in_chunks"]
+__all__ = ["PARALLEL_MIN_SIZE", "PARALLEL_MIN_SIZE_CHEAP", "run_in_chunks"]
 
 PARALLEL_MIN_SIZE = 1 << 18
 """Elements from which a sealed kernel runs in chunks: below it, handing pieces to other
 threads (40-90 µs on a loaded 2-core machine) can cost more than they save on a cheap
 loop (``exp``, ``tanh``: about 1 ns per element; ``log1p``: 1-4 ns)."""
+
+PARALLEL_MIN_SIZE_CHEAP = 3 << 18
+"""The same for one cheap operation (``x * y``: a fraction of a ns per element, bound by
+memory): two threads gain from about 0.8 million elements on."""
 
 _CHUNK_ALIGN = 1024
 """Chunk boundaries at multiples of this many elements (whole cache lines and pages)."""
@@ -63,39 +68,45 @@ _POOL = _Pool()
 
 
 def run_in_chunks(ufunc: np.ufunc, operands: Sequence[Any], out: np.ndarray) -> bool:
-    """``ufunc(*operands, out=out)`` in chunks on several threads; False (nothing done)
-    when it cannot split: one thread, an operand that is neither a scalar nor a
-    C-contiguous array of ``out``'s shape, or ``out`` not C-contiguous.  NumPy's error
-    state (``np.errstate``) is the caller's on every thread."""
+    """``ufunc(*operands, out=out)`` in chunks of ``out``'s first axis on several threads;
+    False (nothing done) when it cannot split: one thread, no rows, or an
+    operand that is neither a scalar nor an array broadcasting to ``out``.  An operand of
+    ``out``'s rank and rows is cut as ``out`` is (any strides: ``x[::-1]`` too); one that
+    broadcasts along the first axis (fewer dimensions, or one row) is read whole by every
+    chunk.  NumPy's error state (``np.errstate``) is the caller's on every thread."""
     executor = _POOL.executor()
-    if executor is None or not out.flags.c_contiguous:
+    rows = out.shape[0] if out.ndim else 0
+    if executor is None or rows == 0:
         return False
-    flat: list[Any] = []
+    cut: list[tuple[Any, bool]] = []  # (operand, whether it is cut along the first axis)
     for operand in operands:
         if type(operand) is np.ndarray and operand.ndim > 0:
-            if operand.shape != out.shape or not operand.flags.c_contiguous:
+            if operand.ndim == out.ndim and operand.shape[0] == rows:
+                cut.append((operand, True))
+            elif operand.ndim < out.ndim or operand.shape[0] == 1:
+                cut.append((operand, False))
+            else:
                 return False
-            flat.append(operand.reshape(-1))
         elif isinstance(operand, np.ndarray | float | int | bool | np.generic):
-            flat.append(operand)
+            cut.append((operand, False))
         else:
             return False
-    target = out.reshape(-1)
-    size = target.shape[0]
-    step = -(-size // _POOL.threads)
-    step = -(-step // _CHUNK_ALIGN) * _CHUNK_ALIGN
+    row = math.prod(out.shape[1:])
+    step = -(-rows // _POOL.threads)
+    if row == 1:
+        step = -(-step // _CHUNK_ALIGN) * _CHUNK_ALIGN
     context = contextvars.copy_context()  # np.errstate lives in a context variable
 
     def piece(start: int) -> tuple[Any, ...]:
         stop = start + step
-        return tuple(a[start:stop] if type(a) is np.ndarray and a.ndim else a for a in flat)
+        return tuple(a[start:stop] if whole else a for a, whole in cut)
 
     pending: list[Future[Any]] = [
-        executor.submit(context.copy().run, ufunc, *piece(start), out=target[start : start + step])
-        for start in range(step, size, step)
+        executor.submit(context.copy().run, ufunc, *piece(start), out=out[start : start + step])
+        for start in range(step, rows, step)
     ]
     try:
-        context.run(ufunc, *piece(0), out=target[:step])
+        context.run(ufunc, *piece(0), out=out[:step])
     finally:
         for future in pending:
             future.result()

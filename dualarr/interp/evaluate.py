@@ -69,9 +69,16 @@ with ``xp = numpy``."""
 
 
 def all_in_range(comps: Sequence[Array], shape: Sequence[int]) -> bool:
-    """Every component within its extent: two reductions each, no temporary arrays."""
+    """Every component within its extent, no temporary arrays: one reduction over an
+    int64 component read as unsigned (a negative one reads as at least 2**63), two
+    (``min`` and ``max``) over another."""
     for comp, extent in zip(map(np.asarray, comps), shape, strict=False):
-        if comp.size and (comp.min() < 0 or comp.max() >= extent):
+        if not comp.size:
+            continue
+        if comp.dtype.type is np.int64:
+            if comp.view(np.uint64).max() >= extent:
+                return False
+        elif comp.min() < 0 or comp.max() >= extent:
             return False
     return True
 
@@ -90,7 +97,8 @@ def index_array(
     if in_range and len(index) == 1:  # one int64 index array known in range: no work
         (comp,) = index
         if type(comp) is np.ndarray and comp.dtype.type is np.int64:
-            picked: Array = array[comp]
+            # ``take`` without its own bounds check ("clip" moves nothing in range)
+            picked: Array = array.take(comp, axis=0, mode="clip")
             return picked
     comps = [np.asarray(i, dtype=np.int64) for i in index]
     if len({c.shape for c in comps}) > 1:
@@ -102,7 +110,7 @@ def index_array(
     if in_range is None:
         in_range = all_in_range(comps, array.shape)
     if in_range:  # the common case: a plain NumPy index
-        return array[comps[0]] if len(comps) == 1 else array[tuple(comps)]
+        return array.take(comps[0], axis=0, mode="clip") if len(comps) == 1 else array[tuple(comps)]
     valid = np.ones(batch, dtype=bool)
     clipped = []
     for comp, extent in zip(comps, array.shape, strict=False):

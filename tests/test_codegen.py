@@ -396,3 +396,26 @@ def test_the_range_check_agrees_with_comparing_each_index(
     want = all(0 <= int(i) < extent for i in index)
     assert all_in_range([index], (extent,)) is want
     assert all_in_range([index[::-1], index], (extent, extent)) is want
+
+
+def test_a_let_takes_over_only_the_line_of_its_own_bound() -> None:
+    """``let v2 = stop_gradient t1``: the bound prints as ``t1``, a line another value
+    owns and reads, so it stays ``t1 = -x`` and ``v2 = t1`` follows; a view read only by
+    its let is written under the let's name (``v1 = x[::-1]``)."""
+
+    def f(x: Any) -> Any:
+        a = -x
+        return dualarr.sum(a - dualarr.stop_gradient(a) + dualarr.stop_gradient(a))
+
+    x = np.array([0.5, -1.0])
+    p = dualarr.pipeline(f, x, fuse=False)
+    assert "t1 = -x" in p.python and "v2 = t1" in p.python
+    value, (grad,) = p(x)
+    assert value == -x.sum() and np.array_equal(grad, [-1.0, -1.0])
+
+    def fig18(x: Any) -> Any:
+        n = x.shape[0]
+        return dualarr.sum(dualarr.build1(n, lambda i: x[i] * x[n - 1 - i]))
+
+    source = dualarr.pipeline(fig18, np.arange(4.0), fuse=False).python
+    assert "v1 = x[3::-1]" in source and "= v1\n" not in source

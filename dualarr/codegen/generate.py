@@ -410,6 +410,7 @@ class _Generator:
         self.same_array: dict[str, str] = {}
         self.views: dict[str, str] = {}  # ``x[::-1]`` in the function body -> its name
         self.view_text: dict[str, str] = {}  # and back
+        self.owner: dict[str, Term] = {}  # a ``tN`` name -> the node its line computes
 
     # -- analysis ------------------------------------------------------------------
 
@@ -585,6 +586,7 @@ class _Generator:
         name = self.namer.fresh("t", numbered=True)
         self._lines(node).append(f"{name} = {expr}")
         self.text[node] = (name, _ATOM, 0)
+        self.owner[name] = node
 
     def _emit(self, node: Term) -> None:
         match node:
@@ -828,7 +830,7 @@ class _Generator:
         lines = self._lines(var)
         target = self._resolve(bound)
         if (
-            not re.fullmatch(r"t\d+", text)
+            self.owner.get(text) is not target
             or not lines
             or not lines[-1].startswith(f"{text} = ")
             or self.uses.get(target, 0) != 1
@@ -838,6 +840,7 @@ class _Generator:
             return False
         lines[-1] = f"{name} = {lines[-1][len(text) + 3 :]}"
         self.text[target] = (name, _ATOM, 0)
+        del self.owner[text]
         view = self.view_text.pop(text, None)
         if view is not None:
             self.views[view] = name
@@ -949,6 +952,15 @@ class _Generator:
             for node in ast.walk(statement):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                     last_read[node.id] = end
+        # ``v4 = t1`` names one array twice: it is freed after the last read of either
+        group_last: dict[str, int] = {}  # the array's first name -> its last read
+        for alias, name in self.same_array.items():
+            group_last[name] = max(
+                group_last.get(name, last_read.get(name, -1)), last_read.get(alias, -1)
+            )
+        for alias, name in self.same_array.items():
+            if group_last[name] >= 0:
+                last_read[alias] = last_read[name] = group_last[name]
         dead: dict[int, list[str]] = {}
         checks = set(self.range_checks.values())  # one bool each: nothing to free
         for name in (n for n in bound if n not in checks):
@@ -1099,6 +1111,7 @@ class _Generator:
                 if perm is not None:
                     expr = f"xp.permute_dims({expr}, {_shape(perm)})"
                 self.text[node] = (self._view(node, expr), _ATOM, 0)
+                self.owner.setdefault(self.text[node][0], node)
                 return
         if isinstance(node, Scatter) and not inner.lines:
             target = _slice_target(node)
@@ -1162,6 +1175,7 @@ class _Generator:
             )
         lines.append(f"{result} = {call}")
         self.text[node] = (result, _ATOM, 0)
+        self.owner[result] = node
 
 
 def _operation_count(expr: KernelExpr) -> int:

@@ -18,7 +18,6 @@ Python loop over its grid.  Integer ``//`` and ``%`` call ``helpers.quot`` /
 
 from __future__ import annotations
 
-import ast
 import keyword
 import math
 import re
@@ -936,22 +935,18 @@ class _Generator:
         body names is freed once dead, as a hand-written NumPy function frees its
         temporaries, so that a long program's memory stays that of its live values
         (and the allocator reuses warm memory instead of asking the system for more).
-        Names and reads are those of the body's syntax tree (one ``ast.parse``)."""
+        Reads and bindings are those :func:`_reads_and_binds` sees in each statement."""
         lines = self.chunks[_TOP].lines
-        head = len(self.constant_lines)
-        tree = ast.parse("\n".join([*self.constant_lines, *lines, f"_ = {self.results}"]))
-        bound: dict[str, None] = {}  # names the body assigns, in order
-        last_read: dict[str, int] = {}  # name -> the line after which it is dead
-        for statement in tree.body:
-            end = (statement.end_lineno or statement.lineno) - 1 - head
-            if isinstance(statement, ast.Assign):
-                for target in statement.targets:
-                    for node in ast.walk(target):
-                        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                            bound[node.id] = None
-            for node in ast.walk(statement):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                    last_read[node.id] = end
+        bound: dict[str, int] = {}  # name -> the line of the statement binding it
+        last_read: dict[str, int] = {}  # name -> the last line of its last reader
+        for start, stop in _statement_spans(lines):
+            reads, binds = _reads_and_binds(lines[start:stop])
+            for name in reads:
+                last_read[name] = stop - 1
+            for name in binds:
+                bound.setdefault(name, start)
+        for name in _reads_and_binds([f"_ = {self.results}"])[0]:
+            last_read[name] = len(lines)  # read by the returned tuple: never freed
         # ``v4 = t1`` names one array twice: it is freed after the last read of either
         group_last: dict[str, int] = {}  # the array's first name -> its last read
         for alias, name in self.same_array.items():
@@ -963,9 +958,9 @@ class _Generator:
                 last_read[alias] = last_read[name] = group_last[name]
         dead: dict[int, list[str]] = {}
         checks = set(self.range_checks.values())  # one bool each: nothing to free
-        for name in (n for n in bound if n not in checks):
+        for name, line in bound.items():
             after = last_read.get(name, -1)
-            if 0 <= after < len(lines):  # read by the body, not by the returned tuple
+            if line < after < len(lines) and name not in checks:
                 dead.setdefault(after, []).append(name)
         if dead:
             freed: list[str] = []
@@ -1239,6 +1234,43 @@ def generate(
     )
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_BINDING = re.compile(r"\(?([A-Za-z_]\w*(?:, *[A-Za-z_]\w*)*),?\)? = ")
+
+
+def _statement_spans(lines: Sequence[str]) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` of each top-level statement of a generated body: a line at the
+    left margin and the indented lines of its block."""
+    start = None
+    for k, line in enumerate(lines):
+        if not line.startswith(" "):
+            if start is not None:
+                yield start, k
+            start = k
+    if start is not None:
+        yield start, len(lines)
+
+
+def _reads_and_binds(statement: Sequence[str]) -> tuple[set[str], list[str]]:
+    """The names a top-level statement of generated code may read, and those it binds
+    (``t1 = ...``, ``i1, j1 = ...``, ``(i1,) = ...``).  The reads are every identifier
+    outside comment lines and binding targets: more than the names read (an attribute, a
+    word of a string), which can only keep a value longer, never free it early."""
+    reads: set[str] = set()
+    binds: list[str] = []
+    for k, line in enumerate(statement):
+        text = line.lstrip()
+        if text.startswith("#"):
+            continue
+        binding = _BINDING.match(text)
+        if binding is not None:
+            if k == 0:
+                binds.extend(_IDENTIFIER.findall(binding.group(1)))
+            text = text[binding.end() :]
+        reads.update(_IDENTIFIER.findall(text))
+    return reads, binds
+
+
 SEGMENT_STATEMENTS = 1000
 """Top-level statements compiled as one unit at most (:func:`compile_function`)."""
 
@@ -1296,7 +1328,8 @@ class _Segment:
 
 def _segments(code: GeneratedCode, namespace: dict[str, Any], where: str) -> list[_Segment]:
     """The body's statements in pieces of :data:`SEGMENT_STATEMENTS`, each a function of
-    the names it reads (what a name is bound to is read off the syntax tree)."""
+    the names it reads (:func:`_reads_and_binds`) from the parameters and the earlier
+    pieces, returning those a later piece reads."""
     statements = [*code.statements, f"{_RESULTS} = {code.results}"]
     pieces = [
         statements[start : start + SEGMENT_STATEMENTS]
@@ -1307,9 +1340,10 @@ def _segments(code: GeneratedCode, namespace: dict[str, Any], where: str) -> lis
     for piece in pieces:
         load: set[str] = set()
         store: set[str] = set()
-        for node in ast.walk(ast.parse("\n".join(piece))):
-            if isinstance(node, ast.Name):
-                (store if isinstance(node.ctx, ast.Store) else load).add(node.id)
+        for statement in piece:
+            read, bind = _reads_and_binds(statement.split("\n"))
+            load |= read
+            store.update(bind)
         loads.append(load)
         stores.append(store)
     last_read = {name: k for k, load in enumerate(loads) for name in load}  # the latest

@@ -988,7 +988,8 @@ def assert_like_terms_collected(expr: KernelExpr) -> None:
         net: dict[KernelExpr, int] = {}
         for sign, term in terms:
             net[term] = net.get(term, 0) + sign
-        repeated = [t for t, _ in terms if [u for _, u in terms].count(t) > 1]
+        seen = [u for _, u in terms]
+        repeated = [t for _, t in terms if seen.count(t) > 1]
         assert all(net[t] == 0 for t in repeated), numexpr_text(expr, ("x", "y", "z"))
 
 

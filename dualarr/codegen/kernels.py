@@ -11,9 +11,13 @@ arguments (:class:`Arg`), scalar literals (:class:`Literal`) and applies primiti
 - :func:`evaluate_kernel`: the registry's implementations over any array namespace
   (``array_api_strict``, and the meaning the other two must agree with).
 
+Before a kernel is made, :func:`combine_like_terms` collects the like terms of its sums
+(a reverse pass adds one contribution per use of a value).
+
 :class:`CompiledKernel` is what generated code calls, ``k1(xp, a, b)``: numexpr when
-``xp`` is NumPy (or NumPy's own ufunc for a function of :data:`UNFUSED` alone,
-:func:`numpy_ufunc`, on every core for a large array: :mod:`dualarr.codegen.threads`),
+``xp`` is NumPy (or NumPy's own ufunc for a function of :data:`UNFUSED`, or any one
+operation, alone: :func:`numpy_ufunc`, on every core for a large array:
+:mod:`dualarr.codegen.threads`),
 a CuPy kernel on CuPy, :func:`evaluate_kernel` otherwise.  On NumPy a call site writes
 into its last result once that result is dropped (:class:`dualarr.codegen.buffers.SpareBuffer`).
 """

@@ -145,10 +145,6 @@ def _gather(
 ) -> Any:
     """``out[is] = array[components[is]]`` over ``outer_shape``; out of range reads 0
     (``in_range``: the check :func:`_in_range` made, or None)."""
-    if in_range and len(components) == 1 and type(array) is np.ndarray:
-        (comp,) = components  # the common case first: one index array of the grid's shape
-        if type(comp) is np.ndarray and comp.dtype.type is np.int64 and comp.shape == outer_shape:
-            return array.take(comp, axis=0, mode="clip")
     a = np.asarray(array)
     if not components:
         return np.broadcast_to(a, (*outer_shape, *a.shape))

@@ -3,7 +3,7 @@
 # put it first on PATH.
 #
 # - Creates .venv with python3.11 (or python3 if that is >= 3.11), upgrades pip in it and
-#   runs `pip install -e ".[widgets,symbolic,book,dev]"`.
+#   runs `pip install -e ".[widgets,symbolic,book,dev,vml]"`.
 # - Skips the install when .venv/.dualarr-stamp holds the sha256 of pyproject.toml, so a
 #   second run takes well under two seconds. Delete the stamp (or .venv) to force one.
 # - Makes sure graphviz's `dot` and Chromium exist: as root it apt-installs Debian's
@@ -42,11 +42,11 @@ _dualarr_setup() {
             "$py" -m venv "$venv" || return 1
         fi
         rm -f "$stamp"
-        echo "setup: installing dualarr[widgets,symbolic,book,dev] into .venv (log: .venv/pip-install.log)"
+        echo "setup: installing dualarr[widgets,symbolic,book,dev,vml] into .venv (log: .venv/pip-install.log)"
         {
             "$venv/bin/python" -m pip install --disable-pip-version-check --upgrade pip &&
                 (cd "$root" && "$venv/bin/python" -m pip install --disable-pip-version-check \
-                    -e ".[widgets,symbolic,book,dev]")
+                    -e ".[widgets,symbolic,book,dev,vml]")
         } >"$log" 2>&1
         local rc=$?
         if [ $rc -ne 0 ]; then

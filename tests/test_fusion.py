@@ -10,8 +10,11 @@ and fusion's purpose by counting the array passes of generated programs (no timi
 from __future__ import annotations
 
 import ast
+import importlib.util
 import math
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,6 +29,7 @@ import dualarr as da
 from dualarr.codegen.generate import _Generator, compile_program, generate
 from dualarr.codegen.kernels import (
     FUSABLE,
+    VECTOR_MATH_MODULE,
     Apply,
     Arg,
     CompiledKernel,
@@ -39,6 +43,7 @@ from dualarr.codegen.kernels import (
     kernel_parameter_name,
     numexpr_text,
     numpy_ufunc,
+    vector_math_ufunc,
 )
 from dualarr.lang.terms import Const, DType, Gather, IdSupply, Let, Op, fresh_var
 from dualarr.pipeline import vectorise_program
@@ -1079,13 +1084,18 @@ def test_one_view_under_two_names_is_one_kernel_argument() -> None:
 
 def test_a_kernel_of_one_operation_runs_numpys_ufunc() -> None:
     """One operation gains nothing from numexpr's virtual machine: it is NumPy's loop
-    (``sin`` and ``cos`` aside: NumPy's float64 loops for them are scalar)."""
+    (``sin`` and ``cos`` aside: NumPy's float64 loops for them are scalar, so they are
+    the vector math library's, or numexpr's without one)."""
     x, y = Arg(0), Arg(1)
     assert numpy_ufunc(op("mul", x, y)) == (np.multiply, (0, 1))
     assert numpy_ufunc(op("sub", Literal(1.0), x)) == (np.subtract, (1.0, 0))
     assert numpy_ufunc(op("lt", x, y)) == (np.less, (0, 1))
     assert numpy_ufunc(op("exp", x)) == (np.exp, (0,))
-    assert numpy_ufunc(op("sin", x)) is None and numpy_ufunc(op("cos", x)) is None
+    for name in ("sin", "cos"):
+        assert numpy_ufunc(op(name, x)) == (
+            None if vector_math_ufunc(name) is None else (vector_math_ufunc(name), (0,))
+        )
+        assert getattr(np, name) not in (numpy_ufunc(op(name, x)) or (None,))
     assert numpy_ufunc(op("mul", x, op("add", x, y))) is None  # two operations
     assert numpy_ufunc(op("recip", x)) is None  # spelled as another expression
     a, b = np.linspace(0.5, 1.5, 5), np.linspace(-1.0, 1.0, 5)
@@ -1098,3 +1108,104 @@ def test_a_kernel_of_one_operation_runs_numpys_ufunc() -> None:
         got = CompiledKernel(kernel)(np, a, b)
         assert got.dtype == dtype.numpy()
         np.testing.assert_array_equal(got, want)
+
+
+# -- sin and cos: a vector math library's loops, or numexpr's -------------------------
+
+SPECIAL = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e300, -1e22, 5e-324, np.pi, 1e-310]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=SLOW_OK)
+@given(
+    st.sampled_from(["sin", "cos"]),
+    st.booleans(),
+    st.lists(st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(SPECIAL),
+             min_size=1, max_size=40),
+    st.sampled_from(["contiguous", "reversed", "strided", "transposed"]),
+)
+def test_sin_and_cos_kernels_agree_with_numpy_on_any_layout(
+    name: str, library: bool, values: list[float], layout: str
+) -> None:
+    """With the vector math library or without (numexpr), a kernel of ``sin``/``cos``
+    is NumPy's function to 2 ulp, NaN for NaN, on views of any strides, and its result
+    is fresh memory."""
+    base = np.array(values * 2, dtype=np.float64)
+    match layout:
+        case "contiguous":
+            x = base
+        case "reversed":
+            x = base[::-1]
+        case "strided":
+            x = base[::2]
+        case "transposed":
+            x = base.reshape(2, -1).T
+    before = da.config.vector_math
+    da.config.update("vector_math", library)
+    try:
+        kernel = CompiledKernel(Kernel("k", ("x",), (F64,), op(name, Arg(0)), F64, x.shape))
+    finally:
+        da.config.update("vector_math", before)
+    with np.errstate(invalid="ignore"):
+        got, want = kernel(np, x), getattr(np, name)(x)
+    assert got.shape == want.shape and got.dtype == np.float64
+    assert_fresh(got, [x, base])
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = ~np.isnan(want)
+    np.testing.assert_array_max_ulp(got[finite], want[finite], maxulp=2)
+
+
+def test_the_vector_math_setting_chooses_the_library_or_numexpr(monkeypatch: Any) -> None:
+    """``config.vector_math`` off: no library ufunc, the kernel is numexpr's; on, it is
+    the library's ufunc when that is installed (never NumPy's scalar loop)."""
+    monkeypatch.setattr(da.config, "vector_math", False)
+    assert vector_math_ufunc("sin") is None and numpy_ufunc(op("sin", Arg(0))) is None
+    monkeypatch.setattr(da.config, "vector_math", True)
+    assert vector_math_ufunc("exp") is None  # NumPy's own loop is the SIMD one
+    ufunc = vector_math_ufunc("cos")
+    try:
+        import mkl_umath
+    except (ImportError, OSError):
+        assert ufunc is None
+    else:
+        assert ufunc is mkl_umath.cos and numpy_ufunc(op("cos", Arg(0))) == (ufunc, (0,))
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec(VECTOR_MATH_MODULE) is None, reason="the vml extra is not installed"
+)
+def test_w5_gradient_runs_the_vector_math_library_and_matches_the_formula() -> None:
+    """W5's fused gradient calls the library's ``sin`` and ``cos`` kernels (the ``vml``
+    extra, which the test command installs) and agrees with the closed form."""
+    def w5(x: da.Tensor) -> da.Tensor:
+        return da.sum(da.sin(x) * da.exp(-x * x) + da.log1p(x * x))
+
+    x = np.linspace(-3.0, 3.0, 1001)
+    p = da.pipeline(w5, x)
+    ops = {k.expression.op for k in p.kernels.kernels if isinstance(k.expression, Apply)}
+    assert {"sin", "cos"} <= ops
+    compiled = [CompiledKernel(k) for k in p.kernels.kernels]
+    library = {vector_math_ufunc("sin"), vector_math_ufunc("cos")}
+    assert sum(c._ufunc is not None and c._ufunc[0] in library for c in compiled) == 2
+    _, (grad,) = p(x)
+    e = np.exp(-x * x)
+    want = np.cos(x) * e - 2 * x * np.sin(x) * e + 2 * x / (1 + x * x)
+    np.testing.assert_allclose(grad, want, rtol=1e-13, atol=1e-15)
+
+
+def test_a_program_without_sin_or_cos_never_loads_the_vector_math_library() -> None:
+    """The library (about 15 ms to import) is loaded by the first kernel of ``sin`` or
+    ``cos``, never on the way to another program's first gradient."""
+    script = (
+        "import sys, numpy as np, dualarr as da\n"
+        "x = np.linspace(0.0, 1.0, 200_000)\n"
+        "da.jit(da.grad(lambda x: da.sum(da.exp(x) * x)))(x)\n"
+        f"assert {VECTOR_MATH_MODULE!r} not in sys.modules\n"
+        "da.jit(da.grad(lambda x: da.sum(da.sin(x) * x)))(x)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == "
+        f"{VECTOR_MATH_MODULE!r}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    loaded = importlib.util.find_spec(VECTOR_MATH_MODULE) is not None
+    assert (VECTOR_MATH_MODULE in done.stdout) == loaded, done.stdout

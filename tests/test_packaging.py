@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRAS = ("gpu", "widgets", "symbolic", "book", "dev")
+EXTRAS = ("gpu", "widgets", "symbolic", "book", "dev", "vml")
 
 # pip name -> conda-forge name, where they differ.
 PIP_TO_CONDA = {"graphviz": "python-graphviz"}

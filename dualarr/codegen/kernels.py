@@ -25,6 +25,7 @@ into its last result once that result is dropped (:class:`dualarr.codegen.buffer
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 import threading
 from collections.abc import Mapping, Sequence
@@ -33,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..lang.config import config
 from ..lang.primitives import REGISTRY, NamespaceCall
 from ..lang.terms import DType, Shape, assert_never
 from .buffers import SpareBuffer
@@ -53,6 +55,7 @@ __all__ = [
     "numexpr_text",
     "numpy_ufunc",
     "substitute_args",
+    "vector_math_ufunc",
 ]
 
 
@@ -179,19 +182,47 @@ not listed here (``maximum``: NumPy's NaN rule; integer ``quot``/``rem``; a user
 ends a kernel: its result is an argument of the next one."""
 
 UNFUSED = frozenset(
-    {"exp", "log", "log1p", "expm1", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan",
-     "atan2", "sigmoid"}
+    {"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin",
+     "acos", "atan", "atan2", "sigmoid"}
 )
-"""Functions left to the array library, each a kernel of its own (its operands are
+"""Functions left to an array library, each a kernel of its own (its operands are
 arguments, never fused expressions): NumPy's SIMD loops compute them 2.7-4.8x faster
 than numexpr's scalar libm calls on one core of an AVX-512 x86-64
 (``benchmarks/bench_kernels.py``, ``results/kernels.txt``), more than fusing saves; on
-a large array they run on every core (:mod:`dualarr.codegen.threads`).
-``sin`` and ``cos`` (NumPy's float64 loops are scalar) and the arithmetic are fused."""
+a large array they run on every core (:mod:`dualarr.codegen.threads`).  ``sin`` and
+``cos`` (:data:`SCALAR_IN_NUMPY`) are a vector math library's loops when one is
+installed (:func:`vector_math_ufunc`)."""
 
 SCALAR_IN_NUMPY = frozenset({"sin", "cos"})
-"""Functions whose NumPy float64 loop is scalar (libm per element, one core): alone in a
-kernel they still run on numexpr, which spreads them over every core."""
+"""Functions whose NumPy float64 loop is scalar (libm per element, one core: 8 ns an
+element).  Alone in a kernel they are Intel's Vector Math Library's SIMD loops when the
+``vml`` extra (``mkl_umath``) is installed (5x faster, on every core, within 1 ulp), and
+otherwise run on numexpr, which spreads the libm calls over every core."""
+
+VECTOR_MATH_MODULE = "mkl_umath"
+"""The module of :func:`vector_math_ufunc`: NumPy ufuncs computed by Intel's Vector Math
+Library (``pip install 'dualarr[vml]'``)."""
+
+
+def vector_math_ufunc(op: str) -> np.ufunc | None:
+    """The vector math library's ufunc of ``op``, a function of :data:`SCALAR_IN_NUMPY`,
+    or None: another function, ``config.vector_math`` off, or the library not installed
+    (or its shared libraries missing).  Imported on first use: a program without ``sin``
+    or ``cos`` never loads it."""
+    if op not in SCALAR_IN_NUMPY or not config.vector_math:
+        return None
+    return _library_ufunc(op)
+
+
+@functools.cache
+def _library_ufunc(name: str) -> np.ufunc | None:
+    try:
+        module = importlib.import_module(VECTOR_MATH_MODULE)
+    except (ImportError, OSError):
+        return None
+    ufunc = getattr(module, name, None)
+    return ufunc if isinstance(ufunc, np.ufunc) else None
+
 
 TRANSCENDENTAL = frozenset(
     {"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "sinh", "cosh", "tanh", "sqrt",
@@ -441,11 +472,15 @@ def numpy_ufunc(expr: KernelExpr) -> tuple[np.ufunc, tuple[int | float | bool, .
     with (an argument's number, or a literal's value); None for any other kernel.  Such
     a kernel is NumPy's SIMD loop writing into the site's buffer
     (:class:`dualarr.codegen.buffers.SpareBuffer`): one operation costs numexpr more
-    (its virtual machine, its threads) than it saves."""
-    if not isinstance(expr, Apply) or expr.op in SCALAR_IN_NUMPY:
+    (its virtual machine, its threads) than it saves.  ``sin`` and ``cos`` are the vector
+    math library's ufuncs (:func:`vector_math_ufunc`), or None without one."""
+    if not isinstance(expr, Apply):
         return None
-    impl = REGISTRY[expr.op].impl
-    ufunc = getattr(np, impl.name, None) if isinstance(impl, NamespaceCall) else None
+    if expr.op in SCALAR_IN_NUMPY:
+        ufunc = vector_math_ufunc(expr.op)
+    else:
+        impl = REGISTRY[expr.op].impl
+        ufunc = getattr(np, impl.name, None) if isinstance(impl, NamespaceCall) else None
     if not isinstance(ufunc, np.ufunc):
         return None
     plan: list[int | float | bool] = []
@@ -571,9 +606,15 @@ class CompiledKernel:
         self.kernel = kernel
         self._spare = SpareBuffer()
         self._ufunc = numpy_ufunc(kernel.expression)
-        # a large one-function kernel runs on every core (:mod:`dualarr.codegen.threads`)
+        # a large one-function kernel runs on every core (:mod:`dualarr.codegen.threads`);
+        # the vector math library's own loops already do
         costly = transcendental(kernel.expression)
-        self._chunked = self._ufunc is not None and math.prod(kernel.shape) >= (
+        own_threads = isinstance(kernel.expression, Apply) and (
+            kernel.expression.op in SCALAR_IN_NUMPY
+        )
+        self._chunked = self._ufunc is not None and not own_threads and math.prod(
+            kernel.shape
+        ) >= (
             PARALLEL_MIN_SIZE if costly else PARALLEL_MIN_SIZE_CHEAP
         )
         self._cupy: Any = None

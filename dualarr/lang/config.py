@@ -17,6 +17,9 @@ operation: the unfused program, kept for teaching and as the oracle of the fused
 ``fuse_min_size`` (``DUALARR_FUSE_MIN_SIZE``, default 65,536): arrays of fewer elements
 are not fused, since one NumPy call on them costs less than a kernel call (the test
 suite sets it to 1, so that its small programs run through the kernels).
+``vector_math`` (``DUALARR_VECTOR_MATH``, default on): a kernel of ``sin`` or ``cos``
+calls Intel's Vector Math Library (``mkl_umath``, the ``vml`` extra) when it is installed,
+within 1 ulp of NumPy's result; read when a gradient program is compiled.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class Config:
     check_stages: bool = os.environ.get("DUALARR_CHECK_STAGES", "") not in ("", "0")
     fuse: bool = os.environ.get("DUALARR_FUSE", "1") not in ("", "0")
     fuse_min_size: int = int(os.environ.get("DUALARR_FUSE_MIN_SIZE", "65536"))
+    vector_math: bool = os.environ.get("DUALARR_VECTOR_MATH", "1") not in ("", "0")
 
     def update(self, name: str, value: bool | int) -> None:
         """Set one setting by name (an unknown name is an error, not a new attribute)."""

@@ -28,6 +28,11 @@ already imported); the installed size of each distribution (numba counts llvmlit
 agreement with NumPy (``np.allclose`` and the largest relative error); the time from
 ``import`` to the first W5 kernel's result.
 
+A function alone in its kernel (``sin``, ``cos``, ``exp``, ``tanh``, ``log1p`` of one
+array, written into a given buffer) is measured apart: NumPy's ufunc, a prebuilt
+``NumExpr`` on every thread, and Intel's Vector Math Library as ``mkl_umath``'s ufunc
+(the ``vml`` extra, when installed), with its import time and installed size.
+
 Every library runs in its own process (thread pools of different libraries slow each
 other on few cores).  The table is printed and, unless ``--quick``, written to
 ``benchmarks/results/kernels.txt`` (``--output`` names another file), ending with the
@@ -298,12 +303,57 @@ def worker_numba(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
+ALONE = ("sin", "cos", "exp", "tanh", "log1p")
+"""The functions timed alone in a kernel (:func:`worker_alone`)."""
+
+VML_DISTRIBUTIONS = ("mkl_umath", "mkl", "intel-openmp", "intel-cmplr-lib-rt",
+                     "intel-cmplr-lib-ur", "tbb", "tcmlib", "umf")
+"""``mkl_umath`` and what it installs with it."""
+
+
+def worker_alone(args: argparse.Namespace) -> dict[str, Any]:
+    """Each function of :data:`ALONE` alone, at every size, by one library (the worker's
+    name says which): ``f(x, out=buffer)``, or ``NumExpr("f(x)")(x, out=buffer)``."""
+    library = args.worker.removeprefix("alone-")
+    calls: dict[str, Callable[..., Array]] = {}
+    for function in ALONE:
+        match library:
+            case "numpy":
+                calls[function] = getattr(np, function)
+            case "numexpr":
+                ne = importlib.import_module("numexpr")
+                ne.set_num_threads(args.threads)
+                prebuilt = ne.NumExpr(f"{function}(x)", signature=[("x", np.float64)])
+                calls[function] = functools.partial(_numexpr_into, prebuilt)
+            case "vml":
+                calls[function] = getattr(importlib.import_module("mkl_umath"), function)
+    median: dict[str, dict[str, float]] = {}
+    error: dict[str, float] = {}
+    for function, call in calls.items():
+        median[function] = {}
+        for n in SIZES:
+            x = np.random.default_rng(n).uniform(0.0, 3.0, n)
+            buffer = np.empty_like(x)
+            timed: Callable[[], Array] = functools.partial(call, x, out=buffer)
+            median[function][str(n)] = per_call_seconds(timed, args.min_sample, args.repeat)[0]
+        error[function] = max_relative_error(timed(), getattr(np, function)(x))
+    return {"median": median, "error": error}
+
+
+def _numexpr_into(kernel: Any, x: Array, out: Array) -> Array:
+    result: Array = kernel(x, out=out, order="K", casting="safe", ex_uses_vml=False)
+    return result
+
+
 WORKERS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     "numpy": worker_numpy,
     "numexpr": worker_numexpr,
     "numba-cold": worker_numba,
     "numba-cache-fill": worker_numba,
     "numba-cache-load": worker_numba,
+    "alone-numpy": worker_alone,
+    "alone-numexpr": worker_alone,
+    "alone-vml": worker_alone,
 }
 
 
@@ -396,6 +446,7 @@ class Measured:
     sizes: dict[str, int]
     numexpr_ready: float  # import + NumExpr + first call, fresh process
     numexpr_vml: bool
+    alone: dict[str, Any]  # library -> worker_alone's result (vml when installed)
 
     def times(self, method: str, n: int, statistic: str = "median") -> list[float]:
         return [self.methods[method][statistic][k.name][str(n)] for k in KERNELS]
@@ -493,8 +544,41 @@ def report(args: argparse.Namespace, load_start: float, data: Measured, source: 
             f"numexpr:  NumExpr({KERNELS[1].expression!r}, signature=[...])",
             "numba:    @njit(parallel=True, fastmath=False)",
             f"          def {KERNELS[1].name}(" + body.replace("\n", "\n          "), ""]
+    out += alone_table(data)
     out += choice(data, nb_cold, nb_cached)
     return "\n".join(out) + "\n"
+
+
+ALONE_NAMES = {"numpy": "NumPy ufunc", "numexpr": "NumExpr", "vml": "mkl_umath"}
+
+
+def alone_table(data: Measured) -> list[str]:
+    """One function alone: µs per call of each library, and in brackets / NumPy's."""
+    libraries = [name for name in ALONE_NAMES if name in data.alone]
+    out = ["## one function alone in its kernel: µs per call, median; in brackets / NumPy "
+           "(NumExpr and mkl_umath on every thread; max relative error to NumPy last)",
+           f"{'function':9s} {'n':>8s}" + "".join(f" {ALONE_NAMES[m]:>16s}" for m in libraries)
+           + "".join(f" {'error ' + ALONE_NAMES[m]:>18s}" for m in libraries[1:])]
+    for function in ALONE:
+        for n in SIZES:
+            base = data.alone["numpy"]["median"][function][str(n)]
+            row = f"{function:9s} {n:8d}"
+            for library in libraries:
+                seconds = data.alone[library]["median"][function][str(n)]
+                cell = _us(seconds) + ("" if library == "numpy" else f" ({seconds / base:.2f})")
+                row += f" {cell:>16s}"
+            if n == SIZES[-1]:
+                row += "".join(f" {data.alone[m]['error'][function]:18.1e}"
+                               for m in libraries[1:])
+            out.append(row)
+    if "vml" in data.alone:
+        vml_mb = sum(data.sizes.get(d, 0) for d in VML_DISTRIBUTIONS) / 1e6
+        out.append(f"mkl_umath: import {_ms(data.imports['mkl_umath'])} ms (NumPy imported); "
+                   f"installed with mkl, intel-openmp and the other libraries it requires: "
+                   f"{vml_mb:.0f} MB")
+    else:
+        out.append("mkl_umath (the vml extra) is not installed: no column")
+    return [*out, ""]
 
 
 def choice(data: Measured, nb_cold: float, nb_cached: float) -> list[str]:
@@ -563,7 +647,29 @@ def choice(data: Measured, nb_cold: float, nb_cached: float) -> list[str]:
         "itself; a numba kernel is a Python loop over indices around it (@vectorize hides the "
         "loop but adds a type signature and a decorated function).",
         f"Choice: {verdict}.",
+        *vml_choice(data),
     ]
+
+
+def vml_choice(data: Measured) -> list[str]:
+    """The sentence on sin and cos: which library computes them alone."""
+    if "vml" not in data.alone:
+        return []
+    large = str(SIZES[-1])
+
+    def ratio(library: str, other: str, functions: tuple[str, ...]) -> float:
+        return geometric_mean([data.alone[library]["median"][f][large]
+                               / data.alone[other]["median"][f][large] for f in functions])
+
+    trig, others = ("sin", "cos"), tuple(f for f in ALONE if f not in ("sin", "cos"))
+    vml_mb = sum(data.sizes.get(d, 0) for d in VML_DISTRIBUTIONS) / 1e6
+    return [
+        f"sin and cos alone at n = 10^6: mkl_umath takes {ratio('vml', 'numexpr', trig):.2f}x "
+        f"numexpr's time and {ratio('vml', 'numpy', trig):.2f}x NumPy's (whose float64 loops "
+        f"for them are scalar); on {', '.join(others)} it takes "
+        f"{ratio('vml', 'numpy', others):.2f}x NumPy's own SIMD loops. It installs "
+        f"{vml_mb:.0f} MB, so it is the optional vml extra, used for sin and cos only: "
+        "without it their kernels are numexpr's."]
 
 
 # ---------------------------------------------------------------- main
@@ -598,16 +704,22 @@ def main() -> None:
         args.source = str(source_path)
         env = dict(os.environ, NUMBA_CACHE_DIR=str(Path(scratch) / "numba-cache"))
         env.pop("NUMBA_DISABLE_JIT", None)
-        runs = {name: run_worker(name, args, env) for name in WORKERS}
+        has_vml = importlib.util.find_spec("mkl_umath") is not None
+        runs = {name: run_worker(name, args, env) for name in WORKERS
+                if has_vml or name != "alone-vml"}
     data = Measured(
         methods={**runs["numpy"]["methods"], **runs["numexpr"]["methods"],
                  **runs["numba-cold"]["methods"]},
         numexpr_version=runs["numexpr"]["version"], numexpr_vml=runs["numexpr"]["vml"],
         numba=runs["numba-cold"], cache_fill=runs["numba-cache-fill"],
         cache_load=runs["numba-cache-load"],
-        imports={name: import_seconds(name, args.import_repeat) for name in ("numexpr", "numba")},
-        sizes={name: installed_bytes(name) for name in ("numexpr", "numba", "llvmlite")},
-        numexpr_ready=numexpr_first_kernel_seconds(args.import_repeat))
+        imports={name: import_seconds(name, args.import_repeat)
+                 for name in ("numexpr", "numba", *(("mkl_umath",) if has_vml else ()))},
+        sizes={name: installed_bytes(name) for name in ("numexpr", "numba", "llvmlite",
+                                                         *(VML_DISTRIBUTIONS if has_vml else ()))},
+        numexpr_ready=numexpr_first_kernel_seconds(args.import_repeat),
+        alone={name.removeprefix("alone-"): result for name, result in runs.items()
+               if name.startswith("alone-")})
     text = report(args, load_start, data, source)
     print(text, end="")
     output = args.output or (None if args.quick else HERE / "results" / "kernels.txt")

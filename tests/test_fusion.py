@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import math
+import os
 import re
 import subprocess
 import sys
@@ -1192,6 +1193,21 @@ def test_w5_gradient_runs_the_vector_math_library_and_matches_the_formula() -> N
     np.testing.assert_allclose(grad, want, rtol=1e-13, atol=1e-15)
 
 
+@pytest.mark.skipif(
+    importlib.util.find_spec(VECTOR_MATH_MODULE) is None, reason="the vml extra is not installed"
+)
+def test_a_large_sin_kernel_runs_in_chunks_with_the_bits_of_one_call() -> None:
+    """Above the parallel size the library's loop runs in chunks on dualarr's threads
+    (one MKL thread each): the same bits as one call over the whole array."""
+    ufunc = vector_math_ufunc("sin")
+    assert ufunc is not None
+    x = np.random.default_rng(3).uniform(-50.0, 50.0, 3 * (1 << 18) + 5)
+    kernel = CompiledKernel(Kernel("k", ("x",), (F64,), op("sin", Arg(0)), F64, x.shape))
+    assert kernel._chunked
+    np.testing.assert_array_equal(kernel(np, x), ufunc(x))
+    np.testing.assert_array_equal(kernel(np, x[::-1]), ufunc(x[::-1]))
+
+
 def test_a_program_without_sin_or_cos_never_loads_the_vector_math_library() -> None:
     """The library (about 15 ms to import) is loaded by the first kernel of ``sin`` or
     ``cos``, never on the way to another program's first gradient."""
@@ -1203,9 +1219,12 @@ def test_a_program_without_sin_or_cos_never_loads_the_vector_math_library() -> N
         "da.jit(da.grad(lambda x: da.sum(da.sin(x) * x)))(x)\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == "
         f"{VECTOR_MATH_MODULE!r}))\n"
+        "import os; print('MKL_NUM_THREADS', os.environ.get('MKL_NUM_THREADS'))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0, done.stderr
     loaded = importlib.util.find_spec(VECTOR_MATH_MODULE) is not None
     assert (VECTOR_MATH_MODULE in done.stdout) == loaded, done.stdout
+    if loaded and "MKL_NUM_THREADS" not in os.environ:  # one MKL thread: ours spread it
+        assert "MKL_NUM_THREADS 1" in done.stdout, done.stdout

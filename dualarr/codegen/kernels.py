@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import importlib
 import math
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -216,6 +217,11 @@ def vector_math_ufunc(op: str) -> np.ufunc | None:
 
 @functools.cache
 def _library_ufunc(name: str) -> np.ufunc | None:
+    # One MKL thread per call (unless the environment already says otherwise): a large
+    # array runs in chunks on dualarr's threads, as NumPy's own loops do, instead of on
+    # OpenMP threads that spin for 200 ms after each call, beside numexpr's and ours
+    # (W5's gradient: 11 ms against 8 ms on 2 cores, ``benchmarks/results/gradients.txt``).
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
     try:
         module = importlib.import_module(VECTOR_MATH_MODULE)
     except (ImportError, OSError):
@@ -606,15 +612,9 @@ class CompiledKernel:
         self.kernel = kernel
         self._spare = SpareBuffer()
         self._ufunc = numpy_ufunc(kernel.expression)
-        # a large one-function kernel runs on every core (:mod:`dualarr.codegen.threads`);
-        # the vector math library's own loops already do
+        # a large one-function kernel runs on every core (:mod:`dualarr.codegen.threads`)
         costly = transcendental(kernel.expression)
-        own_threads = isinstance(kernel.expression, Apply) and (
-            kernel.expression.op in SCALAR_IN_NUMPY
-        )
-        self._chunked = self._ufunc is not None and not own_threads and math.prod(
-            kernel.shape
-        ) >= (
+        self._chunked = self._ufunc is not None and math.prod(kernel.shape) >= (
             PARALLEL_MIN_SIZE if costly else PARALLEL_MIN_SIZE_CHEAP
         )
         self._cupy: Any = None

@@ -1076,11 +1076,16 @@ def jit(f: Callable[..., Any], *, backend: str | None = None) -> Callable[..., A
 
 
 def _array_types(args: Sequence[Any]) -> Hashable | None:
-    """The exact NumPy types of the arguments, when all are NumPy arrays."""
+    """The exact NumPy types of the arguments, when all are NumPy arrays: each one's
+    shape and dtype, in one flat tuple (a dtype object is its own key: ``<f8`` and
+    ``>f8`` differ; reading ``dtype.str`` would build a string per call)."""
+    key: list[Any] = []
     for a in args:
         if type(a) is not np.ndarray:
             return None
-    return tuple([(a.shape, a.dtype.str) for a in args])
+        key.append(a.shape)
+        key.append(a.dtype)
+    return tuple(key)
 
 
 def _fresh_numpy(

@@ -927,7 +927,7 @@ def print_tables(cases: Sequence[Case], outcomes: dict[str, Outcome], quick: boo
                  ratio(GOAL_LIBRARY, GOAL_BASE, case.row), "x", GOAL_LARGE)
     for case in cases:
         if is_large(case):
-            line("large workloads <= 1x NumPy by hand", case,
+            line("large workloads <= 1x NumPy", case,
                  ratio(GOAL_LIBRARY, "numpy", case.row), "x", 1.0)
     for case in cases:
         if case.workload == "C":
@@ -945,7 +945,7 @@ def print_tables(cases: Sequence[Case], outcomes: dict[str, Outcome], quick: boo
         if mine is not None and hand is not None and mine.peak_bytes is not None and (
             hand.peak_bytes
         ):
-            line("W5 peak memory <= NumPy by hand", case, mine.peak_bytes / hand.peak_bytes,
+            line("W5 peak memory <= NumPy's", case, mine.peak_bytes / hand.peak_bytes,
                  "x", 1.0)
 
 

@@ -1171,6 +1171,23 @@ def test_the_vector_math_setting_chooses_the_library_or_numexpr(monkeypatch: Any
         assert ufunc is mkl_umath.cos and numpy_ufunc(op("cos", Arg(0))) == (ufunc, (0,))
 
 
+def test_without_the_library_sin_and_cos_fall_back_to_numexpr(monkeypatch: Any) -> None:
+    """A machine without the ``vml`` extra (the module cannot be imported): no library
+    ufunc, and the kernel of ``sin`` is numexpr's, with NumPy's values."""
+    from dualarr.codegen import kernels
+
+    monkeypatch.setattr(kernels, "VECTOR_MATH_MODULE", "dualarr_no_such_vector_math_module")
+    kernels._library_ufunc.cache_clear()
+    try:
+        assert vector_math_ufunc("sin") is None and numpy_ufunc(op("sin", Arg(0))) is None
+        x = np.linspace(-4.0, 4.0, 33)
+        kernel = CompiledKernel(Kernel("k", ("x",), (F64,), op("sin", Arg(0)), F64, x.shape))
+        assert kernel._ufunc is None and kernel._numexpr is not None
+        np.testing.assert_array_max_ulp(kernel(np, x), np.sin(x), maxulp=2)
+    finally:
+        kernels._library_ufunc.cache_clear()
+
+
 @pytest.mark.skipif(
     importlib.util.find_spec(VECTOR_MATH_MODULE) is None, reason="the vml extra is not installed"
 )

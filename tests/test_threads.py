@@ -154,3 +154,35 @@ def test_a_large_gradient_through_sealed_kernels_equals_the_unfused_one() -> Non
         unfused = da.jit(da.grad(w5))(x)
     da.clear_caches()
     np.testing.assert_allclose(fused, unfused, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.usefixtures("two_threads")
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 1000), st.booleans())
+def test_a_large_in_range_take_runs_in_chunks_with_the_bits_of_one_call(
+    seed: int, extra: int, reversed_view: bool
+) -> None:
+    """A gather of a large in-range int64 index takes on every thread: the same array
+    as one ``take``, for a length chunks need not divide and a strided array; rows of a
+    matrix, and a small index, are left to the single call."""
+    rng = np.random.default_rng(seed)
+    array = rng.standard_normal(5000)
+    array = array[::-1] if reversed_view else array
+    index = rng.integers(0, 5000, threads.PARALLEL_MIN_SIZE_CHEAP + extra)
+    taken = threads.take_rows(array, index)
+    assert taken is not None
+    np.testing.assert_array_equal(taken, array.take(index, axis=0))
+    assert threads.take_rows(array, index[:1000]) is None
+    assert threads.take_rows(array.reshape(1000, 5), index % 1000) is None
+
+
+@pytest.mark.usefixtures("two_threads")
+def test_a_large_gather_gradient_equals_numpys() -> None:
+    """W6's gradient at a million indices (its gather in chunks) is NumPy's: the
+    gathered values for ``w``, a scatter-add for ``x``."""
+    rng = np.random.default_rng(6)
+    x, w = rng.standard_normal(1000), rng.standard_normal(threads.PARALLEL_MIN_SIZE_CHEAP + 7)
+    idx = rng.integers(0, 1000, w.size)
+    gx, gw = da.jit(da.grad(lambda x, i, w: da.sum(x[i] * w), argnums=(0, 2)))(x, idx, w)
+    np.testing.assert_array_equal(gw, x[idx])
+    np.testing.assert_allclose(gx, np.bincount(idx, weights=w, minlength=1000), rtol=1e-12)

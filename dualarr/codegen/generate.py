@@ -90,6 +90,7 @@ from .kernels import (
     substitute_args,
     transcendental,
 )
+from .threads import take_rows
 
 __all__ = [
     "HELPERS",
@@ -152,6 +153,12 @@ def _gather(
         c if getattr(c, "shape", None) == outer_shape else np.broadcast_to(c, outer_shape)
         for c in components
     ]
+    if in_range and len(comps) == 1:
+        (comp,) = comps  # a large int64 index known in range: ``take`` on every core
+        if type(comp) is np.ndarray and comp.dtype.type is np.int64:
+            taken = take_rows(a, comp)
+            if taken is not None:
+                return taken
     return index_array(a, comps, in_range)
 
 

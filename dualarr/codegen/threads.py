@@ -14,16 +14,17 @@ Each piece is computed by the same loop as the whole, so the result is the same 
 from __future__ import annotations
 
 import contextvars
+import functools
 import math
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-__all__ = ["PARALLEL_MIN_SIZE", "PARALLEL_MIN_SIZE_CHEAP", "run_in_chunks"]
+__all__ = ["PARALLEL_MIN_SIZE", "PARALLEL_MIN_SIZE_CHEAP", "run_in_chunks", "take_rows"]
 
 PARALLEL_MIN_SIZE = 1 << 18
 """Elements from which a sealed kernel runs in chunks: below it, handing pieces to other
@@ -67,8 +68,12 @@ class _Pool:
 _POOL = _Pool()
 
 
-def run_in_chunks(ufunc: np.ufunc, operands: Sequence[Any], out: np.ndarray) -> bool:
-    """``ufunc(*operands, out=out)`` in chunks of ``out``'s first axis on several threads;
+def run_in_chunks(
+    ufunc: Callable[..., Any], operands: Sequence[Any], out: np.ndarray
+) -> bool:
+    """``ufunc(*operands, out=out)`` in chunks of ``out``'s first axis on several threads
+    (a ufunc, or any function whose result rows come from the same rows of the operands
+    it is given cut: ``partial(np.take, x, axis=0, mode="clip")`` over an index);
     False (nothing done) when it cannot split: one thread, no rows, or an
     operand that is neither a scalar nor an array broadcasting to ``out``.  An operand of
     ``out``'s rank and rows is cut as ``out`` is (any strides: ``x[::-1]`` too); one that
@@ -111,3 +116,15 @@ def run_in_chunks(ufunc: np.ufunc, operands: Sequence[Any], out: np.ndarray) -> 
         for future in pending:
             future.result()
     return True
+
+
+def take_rows(array: np.ndarray, index: np.ndarray) -> np.ndarray | None:
+    """``array.take(index, axis=0, mode="clip")`` for a one-dimensional ``array`` and a
+    large one-dimensional int64 index known to be in range, in chunks of the index on
+    several threads (``take`` releases the GIL): the same bits as one call; None (nothing
+    done) for another shape, a small index or one thread."""
+    if array.ndim != 1 or index.ndim != 1 or index.size < PARALLEL_MIN_SIZE_CHEAP:
+        return None
+    out = np.empty(index.size, dtype=array.dtype)
+    take = functools.partial(np.take, array, axis=0, mode="clip")
+    return out if run_in_chunks(take, [index], out) else None

@@ -1,4 +1,5 @@
-"""One NumPy ufunc on several cores: chunks of its operands on a thread pool.
+"""One NumPy ufunc, or one gather's ``take``, on several cores: chunks of its operands
+on a thread pool.
 
 A sealed kernel (:func:`dualarr.codegen.kernels.numpy_ufunc`: ``exp``, ``log1p``,
 ``tanh``… alone) runs NumPy's SIMD loop, which is faster per element than numexpr's
@@ -9,6 +10,8 @@ loop over each chunk of a large array can run on a thread of its own:
 many pieces as numexpr has threads (``NUMEXPR_NUM_THREADS``, ``numexpr.set_num_threads``:
 one setting for every CPU kernel), runs the first piece itself and the others on a pool.
 Each piece is computed by the same loop as the whole, so the result is the same bits.
+:func:`take_rows` does the same for a large in-range gather (``take`` releases the GIL
+too); a smaller one, or one over a matrix, is :func:`dualarr.interp.evaluate.index_array`'s.
 """
 
 from __future__ import annotations

@@ -7,9 +7,26 @@
 # - Skips the install when .venv/.dualarr-stamp holds the sha256 of pyproject.toml, so a
 #   second run takes well under two seconds. Delete the stamp (or .venv) to force one.
 # - Makes sure graphviz's `dot` and Chromium exist: as root it apt-installs Debian's
-#   graphviz, chromium and fonts-liberation (log in .venv/apt.log); otherwise it prints a
-#   hint and goes on. DUALARR_SKIP_APT=1 skips that step.
+#   graphviz, chromium and fonts-liberation (log in .venv/apt.log), waiting up to 10 minutes
+#   for the dpkg lock when another apt-get holds it (apt's DPkg::Lock::Timeout); otherwise
+#   it prints a hint and goes on. DUALARR_SKIP_APT=1 skips that step.
 # Returns non-zero (never exits the caller's shell) when the install fails.
+
+# `apt-get update`, retried every 5 s for up to 10 minutes while another process holds
+# the package lists' lock ("Could not get lock").
+_dualarr_apt_update() {
+    local tries=0 out
+    while true; do
+        out="$(apt-get update -q 2>&1)" && { echo "$out"; return 0; }
+        echo "$out"
+        if ! grep -q "Could not get lock" <<<"$out" || [ $tries -ge 120 ]; then
+            return 1
+        fi
+        tries=$((tries + 1))
+        echo "setup: waiting for apt's lock (try $tries)"
+        sleep "${DUALARR_APT_RETRY_SECONDS:-5}"
+    done
+}
 
 _dualarr_setup() {
     local root venv stamp want have py log
@@ -67,8 +84,14 @@ _dualarr_setup() {
             echo "setup: not installing ${missing[*]} (DUALARR_SKIP_APT=1): drawings or the browser test may be skipped"
         elif [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
             local alog="$venv/apt.log"
-            if { apt-get update -q &&
-                DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+            # Another apt-get (a fresh machine's own updates) may hold apt's locks: wait for
+            # them, up to 10 minutes each, instead of failing at once. `install` waits for
+            # the dpkg lock itself (DPkg::Lock::Timeout); `update` ignores that option for
+            # the package lists' lock (apt 2.6), so it is retried while that lock is held.
+            echo "setup: apt-get install ${missing[*]} (waits up to 10 min for apt's locks)"
+            if { _dualarr_apt_update &&
+                DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install \
+                    -y -q --no-install-recommends "${missing[@]}"
             } >"$alog" 2>&1; then
                 echo "setup: installed ${missing[*]} with apt-get"
             else

@@ -31,10 +31,11 @@ from .interp.arrays import Backend
 from .interp.backends import backend_of, get_backend, to_backend
 from .interp.evaluate import Evaluator, Interpreter, algebra_for
 from .interp.term_algebra import TermAlgebra
+from .lang import primitives
 from .lang.closure import ClosedProgram, close_program
 from .lang.config import config
 from .lang.errors import DtypeError, DualarrError, ShapeError, TracingError, UnsupportedError
-from .lang.program import Program, ShapeSpec, fresh_result, input_type, trace
+from .lang.program import Program, ShapeSpec, fresh_results, input_type, trace
 from .lang.tensor import Tensor, current_context, current_trace, ensure_tensor
 from .lang.terms import Const, FromIntegral, IdSupply, Term, TermBase, Var, type_name
 from .lang.trampoline import collector_paused
@@ -228,7 +229,7 @@ def evaluate_now(
     program = _vectorised(closed)
     inputs = _inputs(closed, args, backend_of(args))
     env = dict(zip(program.inputs, inputs, strict=True))
-    values = [_unaliased(v, inputs) for v in Evaluator().run(list(program.outputs), env)]
+    values = fresh_results(Evaluator().run(list(program.outputs), env), inputs)
     return optree.tree_unflatten(trees[-1], values)
 
 
@@ -376,10 +377,11 @@ def _result(array: Any, like: Term, backend: Backend | None = None) -> Any:
 
 
 def _unaliased(value: Any, inputs: Sequence[Any]) -> Any:
-    """``value`` (an array, or a tuple of them) sharing no memory with ``inputs``."""
-    if isinstance(value, tuple):
-        return tuple(_unaliased(v, inputs) for v in value)
-    return fresh_result(value, list(inputs))
+    """``value`` (an array, or a tree of them: the results of one call) with no array
+    sharing memory with ``inputs`` or with another array of ``value``; copies where
+    needed (DESIGN §3)."""
+    leaves, tree = optree.tree_flatten(value)
+    return optree.tree_unflatten(tree, fresh_results(leaves, inputs))
 
 
 def _home(home: Backend, value: Any) -> Any:
@@ -422,7 +424,7 @@ def _aux_values(closed: ClosedProgram, tree: Any, inputs: Sequence[Any], run_on:
     """The auxiliary data of ``has_aux``: the outputs after the first, by the compiled
     forward program, in ``tree``'s structure."""
     leaves = _forward(closed, 1)(*inputs, backend=run_on) if len(closed.traced.outputs) > 1 else ()
-    return optree.tree_unflatten(tree, [_unaliased(v, inputs) for v in leaves])
+    return optree.tree_unflatten(tree, fresh_results(leaves, inputs))
 
 
 def value_and_grad(
@@ -505,7 +507,8 @@ def _value_and_grad(
             )
             value = run.values[0][()]
             chosen = results[0] if isinstance(argnums, int | np.integer) else results
-        value, chosen = _home(home, value), _home(home, _unaliased(chosen, inputs))
+        value, aux, chosen = _unaliased((value, aux, chosen), inputs)
+        value, chosen = _home(home, value), _home(home, chosen)
         return ((value, aux), chosen) if has_aux else (value, chosen)
 
     wrapped.__name__ = f"{op}({_function_name(f)})"
@@ -767,7 +770,10 @@ def vjp(f: Callable[..., Any], *args: Any, has_aux: bool = False, mode: str = "c
         value, pullback = _compiled_vjp(closed, inputs, positions, backend)
     else:
         value, pullback = _concrete_vjp(vectorised, closed.arity, inputs, positions, backend)
-    return (value, pullback, aux) if has_aux else (value, pullback)
+    if has_aux:
+        value, aux = _unaliased((value, aux), inputs)
+        return value, pullback, aux
+    return value, pullback
 
 
 def _concrete_vjp(
@@ -778,7 +784,7 @@ def _concrete_vjp(
     backend: Backend,
 ) -> tuple[Any, Callable[..., tuple[Any, ...]]]:
     run = dual_run(program, inputs, positions, backend)
-    values = tuple(_unaliased(v, inputs) for v in run.values)
+    values = _unaliased(tuple(run.values), inputs)
     value = values if program.tuple_output else values[0]
 
     def pullback(*cotangents: Any) -> tuple[Any, ...]:
@@ -887,7 +893,7 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) 
             _result(forward(alg, d, seeds) if term.dtype.is_float else 0.0, term, backend)
             for d, term in zip(run.deltas, program.outputs, strict=True)
         ]
-    values = tuple(_unaliased(v, inputs) for v in run.values)
+    values, outs = _unaliased((tuple(run.values), outs), inputs)
     if program.tuple_output:
         return values, tuple(outs)
     return values[0], outs[0]
@@ -960,7 +966,7 @@ def jacobian(
             for k in positions
         )
         result = results[0] if isinstance(argnums, int | np.integer) else results
-        return (result, aux) if has_aux else result
+        return _unaliased((result, aux), inputs) if has_aux else result
 
     wrapped.__name__ = f"jacobian({_function_name(f)})"
     return wrapped
@@ -997,7 +1003,9 @@ def jit(f: Callable[..., Any], *, backend: str | None = None) -> Callable[..., A
     is not seen until the cache is cleared (``jitted.clear_cache()`` or
     :func:`clear_caches`).  Use it for a function whose captured values do not change
     (``da.jit(da.grad(loss))``); :func:`grad` and the other transformations always read
-    call-time values.  Inside a trace ``jit`` is the identity."""
+    call-time values.  Inside a trace ``jit`` is the identity.  A primitive defined
+    again (``da.primitive``, a re-run cell) is not a captured value: the next call of
+    every jitted function traces again, with the new definition."""
     if not callable(f):
         raise DualarrError(f"expected a function, got {type(f).__name__}", op="jit")
     if backend is not None:
@@ -1009,17 +1017,19 @@ def jit(f: Callable[..., Any], *, backend: str | None = None) -> Callable[..., A
             # the lean path: NumPy arrays of a cached type run the generated code, then
             # only a result that would alias an input is copied
             quick = _array_types(args)
-            settings = (config.fuse, config.fuse_min_size)
+            # a primitive defined again (``primitives.generation``) traces again
+            settings = (config.fuse, config.fuse_min_size, primitives.generation)
             hit = compiled.get((quick, (), None, settings)) if quick is not None else None
             if hit is not None:
                 code, several = hit
                 with np.errstate(all="ignore"):
                     raw = code.function(np, HELPERS, code.constants, *args)
-                values = tuple(
-                    _fresh_numpy(v, dt, args, spare)
-                    for v, dt, spare in zip(raw, code.output_dtypes, code.spares, strict=True)
-                )
-                return values if several else values[0]
+                if not several:
+                    return _fresh_numpy(raw[0], code.output_dtypes[0], args, code.spares[0])
+                taken = list(args)  # nor does one result alias another
+                for v, dt, spare in zip(raw, code.output_dtypes, code.spares, strict=True):
+                    taken.append(_fresh_numpy(v, dt, taken, spare))
+                return tuple(taken[len(args) :])
         if _traced(args) or current_trace() is not None:
             return f(*args, **kwargs)
         quick = _array_types(args)
@@ -1028,7 +1038,7 @@ def jit(f: Callable[..., Any], *, backend: str | None = None) -> Callable[..., A
                 quick if quick is not None else tuple(input_type(a, k) for k, a in enumerate(args)),
                 tuple(sorted(kwargs.items())) if kwargs else (),
                 backend,
-                (config.fuse, config.fuse_min_size),
+                (config.fuse, config.fuse_min_size, primitives.generation),
             )
             entry = compiled.get(key)
         except TypeError:

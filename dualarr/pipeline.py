@@ -55,9 +55,10 @@ from .codegen.kernels import Kernel
 from .interp.arrays import Backend
 from .interp.backends import backend_of
 from .lang.config import config
-from .lang.errors import DualarrError, ShapeError
+from .lang.errors import DualarrError, PrimitiveRedefinedError, ShapeError
+from .lang.primitives import REGISTRY, Primitive, UserImplementation
 from .lang.program import Program, trace
-from .lang.terms import Const, substitute, type_name, view
+from .lang.terms import Const, Op, postorder, substitute, type_name, view
 from .vectorise.bot import BotStep, check_bot_normal, vectorise
 from .vectorise.simplify import simplify
 
@@ -194,11 +195,11 @@ class CompiledGradient:
                 np, HELPERS, self.compiled.constants, *values, cotangent
             )
         spares = self.compiled.spares
-        results = tuple(
-            _fresh(g, *self._types[k], values, spares[1 + j])
-            for j, (k, g) in enumerate(zip(self.positions, grads, strict=True))
-        )
-        return _fresh(value, *self._out_type, values, spares[0]), results
+        taken = [*values]  # no result aliases an input or another result of this call
+        taken.append(_fresh(value, *self._out_type, taken, spares[0]))
+        for j, (k, g) in enumerate(zip(self.positions, grads, strict=True)):
+            taken.append(_fresh(g, *self._types[k], taken, spares[1 + j]))
+        return taken[len(values)], tuple(taken[len(values) + 1 :])
 
     def _run_on(
         self, backend: Backend, values: Sequence[Any], cotangent: Any
@@ -209,19 +210,21 @@ class CompiledGradient:
             xp, helpers_for(backend), constants, *values, cotangent
         )
 
+        taken = [*values]  # no result is an input or another result of this call
+
         def fresh(array: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
             array = xp.asarray(array)
             target = getattr(xp, dtype.name)
             if array.dtype != target:
                 array = xp.astype(array, target)
-            if tuple(array.shape) != shape or any(array is x for x in values):
+            if tuple(array.shape) != shape or any(array is x for x in taken):
                 array = xp.asarray(xp.broadcast_to(array, shape), copy=True)
+            taken.append(array)
             return array
 
-        results = tuple(
-            fresh(g, *self._types[k]) for k, g in zip(self.positions, grads, strict=True)
-        )
-        return fresh(value, *self._out_type), results
+        first = fresh(value, *self._out_type)
+        pairs = zip(self.positions, grads, strict=True)
+        return first, tuple(fresh(g, *self._types[k]) for k, g in pairs)
 
     def __repr__(self) -> str:
         return f"<CompiledGradient {self.gradient.name}: {len(self.gradient.bindings)} bindings>"
@@ -299,6 +302,10 @@ class Pipeline:
     compiled gradient included, is derived from that vectorised term.  ``fuse``
     (default: the ``fuse`` setting when the pipeline is made) says whether the compiled
     gradient fuses elementwise work into the kernels of the ``kernels`` stage (§7.5).
+    The later stages are built on first use; if a user's primitive the source calls has
+    been defined again since it was traced (``da.primitive``), building one raises
+    :class:`~dualarr.lang.errors.PrimitiveRedefinedError` rather than mixing two
+    definitions (a stage built before keeps the old definition whole).
     """
 
     STAGES = (
@@ -324,6 +331,7 @@ class Pipeline:
         self.contractions = contractions
         self.fuse: bool = config.fuse if fuse is None else fuse
         self.source: Program = trace(f, *args)
+        self._primitives = _user_primitives(self.source)
         self.vectorised, self.bot_steps = vectorise_program(
             self.source, record=True, contractions=contractions
         )
@@ -334,8 +342,21 @@ class Pipeline:
         self._stages: GradientStages | None = None
         self._compiled: CompiledGradient | None = None
 
+    def _check_primitives(self) -> None:
+        """A :class:`PrimitiveRedefinedError` when a user's primitive the source calls
+        has been defined again since it was traced: a stage built now would mix two
+        definitions (the vectorised term already folded constants with the old one)."""
+        for name, record in self._primitives.items():
+            if REGISTRY.get(name) != record:
+                raise PrimitiveRedefinedError(
+                    f"{name} was defined again after this pipeline was traced; make the "
+                    "pipeline again (da.pipeline) to see the new definition",
+                    primitive=name,
+                )
+
     def _gradient_stages(self) -> GradientStages:
         if self._stages is None:
+            self._check_primitives()
             if not self.differentiable:
                 shapes = ", ".join(type_name(t.shape, t.dtype) for t in self.vectorised.outputs)
                 raise DualarrError(
@@ -369,6 +390,7 @@ class Pipeline:
     @property
     def compiled(self) -> CompiledGradient:
         if self._compiled is None:
+            self._check_primitives()
             self._compiled = CompiledGradient(self.vectorised, self.gradient, self.fuse)
         return self._compiled
 
@@ -416,6 +438,15 @@ class Pipeline:
 
     def _repr_markdown_(self) -> str:
         return f"```\n{self}\n```"
+
+
+def _user_primitives(program: Program) -> dict[str, Primitive]:
+    """The records of the user-defined primitives ``program`` calls, as they are now."""
+    return {
+        node.op: REGISTRY[node.op]
+        for node in postorder(program.outputs)
+        if isinstance(node, Op) and isinstance(REGISTRY[node.op].impl, UserImplementation)
+    }
 
 
 def pipeline(

@@ -123,6 +123,7 @@ INT_CONSTS: tuple[int, ...] = (0, 1, 2, -1, 3, 4, -2, 5)
 FLOAT_UNARY: tuple[str, ...] = (
     "sin", "cos", "tanh", "atan", "sigmoid", "neg", "abs", "exp", "log",
     "sqrt", "log1p", "expm1", "tan", "asin", "acos", "sinh", "cosh", "recip", "stop_gradient",
+    "sinc", "sinc_d1", "sinc_d2", "sinc_d3", "sinc_d4",
 )  # fmt: skip
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -358,6 +359,78 @@ def test_results_do_not_alias_captured_arrays() -> None:
     assert w[0] == 1.0
     out = da.vmap(lambda a: w)(np.zeros((2, 1)))
     assert not np.shares_memory(out, w)
+
+
+# -- no result aliases another result of the same call ---------------------------------
+
+# Functions of two arguments whose results may be one array computed once: equal
+# outputs, gradients equal to each other, an output equal to its aux.
+PAIRED_FUNCTIONS: dict[str, Callable[[Any, Any], Any]] = {
+    "exp twice": lambda a, b: (da.exp(a + b), da.exp(a + b)),
+    "shared value": lambda a, b: (lambda t: (t, t))(da.exp(a + b)),
+    "argument twice": lambda a, b: (a, a),
+    "identity pair": lambda a, b: (a * 1.0, b + 0.0),
+    "product": lambda a, b: (a * b, b * a),
+}
+
+
+def _paired_results(
+    name: str, a: np.ndarray, b: np.ndarray, mode: str
+) -> list[tuple[str, Any]]:
+    f = PAIRED_FUNCTIONS[name]
+
+    def scalar(x: Any, y: Any) -> Any:
+        first, second = f(x, y)
+        return da.sum(first) + da.sum(second)
+
+    def with_aux(x: Any, y: Any) -> Any:
+        return scalar(x, y), f(x, y)
+
+    value, pullback = da.vjp(f, a, b, mode=mode)
+    primal, pullback_aux, aux = da.vjp(lambda x, y: (scalar(x, y), f(x, y)), a, b, has_aux=True)
+    p = da.pipeline(scalar, a, b)
+    return [
+        ("grad", da.grad(scalar, argnums=(0, 1), mode=mode)(a, b)),
+        ("grad of sum exp", da.grad(lambda x, y: da.sum(da.exp(x + y)), (0, 1), mode=mode)(a, b)),
+        ("value_and_grad", da.value_and_grad(scalar, argnums=(0, 1), mode=mode)(a, b)),
+        ("has_aux", da.value_and_grad(with_aux, (0, 1), has_aux=True, mode=mode)(a, b)),
+        ("vjp value", value),
+        ("pullback", pullback((a * 1.0, b * 1.0))),
+        ("vjp has_aux", (primal, aux, pullback_aux(1.0))),
+        ("jvp", da.jvp(f, (a, b), (b, a))),
+        ("jacobian", da.jacobian(lambda x, y: da.exp(x + y), (0, 1), mode=mode)(a, b)),
+        ("jacobian has_aux", da.jacobian(lambda x, y: (x + y, f(x, y)), has_aux=True)(a, b)),
+        ("vmap", da.vmap(f)(a[None], b[None])),
+        ("trace", da.trace(f, a, b)(a, b)),
+        ("jit", da.jit(f)(a, b)),
+        ("jit again", da.jit(f)(a, b)),
+        ("pipeline", p(a, b)),
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(PAIRED_FUNCTIONS))
+@given(st.lists(st.floats(-3, 3), min_size=1, max_size=4))
+@settings(max_examples=5, deadline=None)
+def test_no_two_results_of_one_call_share_memory(name: str, mode: str, values: list[float]) -> None:
+    a = np.array(values)
+    b = np.array(values[::-1]) + 1.0
+    for what, result in _paired_results(name, a, b, mode):
+        arrays = _arrays(result)
+        for k, first in enumerate(arrays):
+            assert not np.shares_memory(first, a) and not np.shares_memory(first, b), what
+            for second in arrays[k + 1 :]:
+                assert not np.shares_memory(first, second), f"two results of {what} share memory"
+
+
+def test_updating_one_gradient_in_place_leaves_the_other() -> None:
+    a, b = np.array([0.5, 1.0]), np.array([1.0, 2.0])
+    gx, gy = da.grad(lambda x, y: da.sum(da.exp(x + y)), argnums=(0, 1))(a, b)
+    gx *= 0.0  # clipping, an optimiser's in-place update
+    np.testing.assert_allclose(gy, np.exp(a + b))
+    first, second = da.jit(lambda x: (da.exp(x), da.exp(x)))(a)
+    first[:] = 0.0
+    np.testing.assert_allclose(second, np.exp(a))
 
 
 # -- random programs over captured arrays ----------------------------------------------

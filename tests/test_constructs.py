@@ -253,8 +253,8 @@ def test_gather_with_data_dependent_index() -> None:
     idx = np.array([[2, 0], [9, -1]])
     got = run(lambda v, ix: da.gather([2, 2], v, lambda i, j: ix[i, j]), V, idx)
     np.testing.assert_allclose(got, [[V[2], V[0]], [0.0, 0.0]])
-    got = run(lambda v, ix: v[ix], V, idx)  # NumPy-style integer-array indexing
-    np.testing.assert_allclose(got, [[V[2], V[0]], [0.0, 0.0]])
+    got = run(lambda v, ix: v[ix], V, idx)  # NumPy-style integer-array indexing: -1 wraps
+    np.testing.assert_allclose(got, [[V[2], V[0]], [0.0, V[-1]]])
 
 
 def test_scatter_adds_collisions_and_drops_out_of_range() -> None:

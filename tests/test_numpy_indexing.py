@@ -1,6 +1,7 @@
 """``x[...]`` on traced values: NumPy's semantics for static indices (ints that wrap,
 slices with any step, ``None``, ``...``, int arrays that broadcast, constant bool masks,
-out-of-range errors at trace time), the paper's total semantics for traced ones (§5.2).
+out-of-range errors at trace time); traced ones wrap as NumPy's do, except in a core
+binder's index function, where the paper's total semantics hold (§5.2).
 
 A Hypothesis property compares values, shapes, dtypes and gradients (both modes) with
 NumPy over random shapes and random index tuples; explicit cases pin the NumPy rules
@@ -289,15 +290,18 @@ def test_bad_static_indices_raise_named_errors(index: Any, error: type, match: s
         da.trace(lambda x: x[index], X)
 
 
-def test_traced_indices_keep_total_semantics() -> None:
+def test_traced_indices_are_total_in_binders_and_wrap_elsewhere() -> None:
+    """Inside a core binder the paper's rule (no wrapping, §5.2); elsewhere NumPy's
+    (negative wraps), and what is still out of range reads 0 (tests/
+    test_numpy_traced_indices.py has the properties)."""
     v = np.array([1.0, 2.0, 3.0])
     np.testing.assert_array_equal(run(lambda x: da.build1(3, lambda i: x[i - 1]), v), [0, 1, 2])
     np.testing.assert_array_equal(run(lambda x: da.build1(3, lambda i: x[i + 1]), v), [2, 3, 0])
     traced = da.trace(lambda x, i: x[i], v, np.int64(-1))
-    assert traced(v, np.int64(-1)) == 0.0  # no wrapping: a negative traced index reads 0
-    idx = np.array([2, -1, 5], dtype=np.int64)
+    assert traced(v, np.int64(-1)) == 3.0  # NumPy's rule: a negative traced index wraps
+    idx = np.array([2, -1, 5, -4], dtype=np.int64)
     got = da.trace(lambda x, j: x[j, None], v, idx)(v, idx)
-    np.testing.assert_array_equal(got, [[3.0], [0.0], [0.0]])
+    np.testing.assert_array_equal(got, [[3.0], [3.0], [0.0], [0.0]])
 
 
 def test_traced_and_static_arrays_broadcast_together() -> None:

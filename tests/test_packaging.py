@@ -6,7 +6,10 @@ ourselves), so this test needs no YAML library.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -122,3 +125,81 @@ def test_environment_has_python_dot_and_gpu_note() -> None:
     assert "conda-forge" in text
     assert re.search(r"#.*for GPU: cupy", text)
     assert "cupy" not in names
+
+
+# -- a bare install, and a set-up that waits for apt ------------------------------------
+
+OPTIONAL_MODULES = (
+    "graphviz",
+    "sympy",
+    "ipywidgets",
+    "matplotlib",
+    "sklearn",
+    "scipy",
+    "tqdm",
+    "mkl_umath",
+    "IPython",
+    "jupytext",
+)
+
+
+def test_dualarr_imports_and_runs_without_any_optional_package() -> None:
+    """``import dualarr`` needs no extra (a bare ``pip install``); a drawing without
+    ``graphviz`` raises a named error that says which extra to install."""
+    blocked = ", ".join(repr(m) for m in OPTIONAL_MODULES)
+    script = f"""
+import sys
+for name in ({blocked},):
+    sys.modules[name] = None  # importing it raises ImportError
+import numpy as np
+import dualarr as da
+import dualarr.numpy as dnp
+x = np.array([0.5, 1.0, 2.0])
+f = lambda x: dnp.sum(dnp.tanh(x) ** 2)
+for mode in ("compiled", "interpret"):
+    np.testing.assert_allclose(da.grad(f, mode=mode)(x), 2 * np.tanh(x) / np.cosh(x) ** 2)
+print(da.pipeline(f, x).python)
+try:
+    da.trace(f, x).graph()
+except da.MissingDependencyError as error:
+    assert isinstance(error, ImportError) and "dualarr[widgets]" in str(error), error
+    assert (error.module, error.extra) == ("graphviz", "widgets")
+    print("named:", error)
+else:
+    raise SystemExit("a drawing without graphviz did not raise")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "named: drawing: drawing needs the Python package 'graphviz'" in done.stdout
+
+
+def test_apt_update_waits_while_another_apt_holds_the_lock(tmp_path: Path) -> None:
+    """``.ci/setup.sh`` retries ``apt-get update`` while the lists' lock is held, and
+    ``apt-get install`` waits for the dpkg lock (``DPkg::Lock::Timeout``)."""
+    fake = tmp_path / "apt-get"
+    calls = tmp_path / "calls"
+    fake.write_text(
+        "#!/usr/bin/env bash\n"
+        f'echo "$*" >> {calls}\n'
+        f'if [ "$(wc -l < {calls})" -lt 3 ]; then\n'
+        '  echo "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 1"\n'
+        "  exit 100\n"
+        "fi\n"
+    )
+    fake.chmod(0o755)
+    setup = (ROOT / ".ci" / "setup.sh").read_text()
+    start = setup.index("_dualarr_apt_update() {")
+    function = setup[start : setup.index("\n}\n", start) + 3]
+    done = subprocess.run(
+        ["bash", "-c", f"{function}\n_dualarr_apt_update"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}",
+             "DUALARR_APT_RETRY_SECONDS": "0"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert calls.read_text().splitlines() == ["update -q"] * 3
+    assert "DPkg::Lock::Timeout=600 install" in setup

@@ -39,7 +39,7 @@ from ..lang.config import config
 from ..lang.errors import DualarrError
 from ..lang.indexing import affine_form, is_scalar_index_work
 from ..lang.names import Namer
-from ..lang.primitives import REGISTRY, NamespaceCall
+from ..lang.primitives import REGISTRY, NamespaceCall, UserImplementation
 from ..lang.scopes import Scopes, collect_binders
 from ..lang.terms import (
     ArgMax,
@@ -198,7 +198,7 @@ def helpers_for(backend: Backend) -> SimpleNamespace:
 # Names and literals
 # --------------------------------------------------------------------------------------
 
-_RESERVED = {"xp", "helpers", "constants", "float", "True", "False", "None"}
+_RESERVED = {"xp", "helpers", "constants", "implementations", "float", "True", "False", "None"}
 
 
 def _scalar(value: object) -> str:
@@ -337,16 +337,24 @@ _INFIX: dict[str, tuple[str, int]] = {
     "ne": ("!=", _CMP),
 }
 
-def _call(op: str) -> str:
+def _call(op: str, implementations: dict[str, Callable[..., Any]]) -> str:
     """How a call of a primitive is spelled when it is not an operator (:data:`_INFIX`,
-    ``-a``, ``1.0 / a``): the namespace function (its record's implementation is one),
-    the helper of that name, or the registry's implementation bound to ``xp``."""
+    ``-a``, ``1.0 / a``), up to its opening parenthesis: the namespace function (its
+    record's implementation is one), the helper of that name, dualarr's own record's
+    implementation bound to ``xp`` (``helpers.elementwise[op](``), or a user's record's
+    implementation (``da.primitive``) as it is now, kept in the program's own table
+    (``implementations[op](xp, ``, filled into ``implementations``): a primitive defined
+    again later never changes a compiled program, whose derivative code was made from
+    the same record."""
     impl = REGISTRY[op].impl
     if isinstance(impl, NamespaceCall):
-        return f"xp.{impl.name}"
+        return f"xp.{impl.name}("
     if hasattr(HELPERS, op):
-        return f"helpers.{op}"
-    return f"helpers.elementwise[{op!r}]"
+        return f"helpers.{op}("
+    if not isinstance(impl, UserImplementation):
+        return f"helpers.elementwise[{op!r}]("
+    implementations[op] = impl
+    return f"implementations[{op!r}](xp, "
 
 _MAX_NEST = 6  # inline expressions at most this deep (the parser's nesting limit)
 _MAX_WIDTH = 88  # a longer inline expression gets its own line
@@ -404,6 +412,7 @@ class _Generator:
         self.leaf_dtypes: list[DType] = []
         self.leaf_shapes: list[Shape] = []
         self.kernels: list[Kernel] = []
+        self.implementations: dict[str, Callable[..., Any]] = {}  # see :func:`_call`
         self.read_outside: set[Term] = set()
         self.range_checks: dict[tuple[str, Shape], str] = {}
         self.alias_of: dict[Term, Term] = {}  # a pending let-bound name -> its expression
@@ -657,11 +666,10 @@ class _Generator:
                 if operand in self.pending and operand not in self.text:
                     self._materialise(operand)
         args = [self._kernel_operand(a) for a in operands]
-        if all(isinstance(a, Literal) for a in args):  # never fold constants in a kernel
+        if all(isinstance(a, Literal) for a in args):
+            # never fold constants in a kernel (numexpr folds them in Python, where
+            # ``1.0 / 0.0`` raises): an operation of constants reads one as an argument
             args[0] = self._kernel_operand(operands[0], literal=False)
-        if op == "div" and isinstance(args[1], Literal) and args[1].value == 0:
-            # numexpr turns ``a / c`` into ``a * (1 / c)``: a zero divisor is an argument
-            args[1] = self._kernel_operand(operands[1], literal=False)
         while 1 + sum(_operation_count(a) for a in args) > self._MAX_KERNEL_OPERATIONS:
             # the largest operand's kernel is written out first: kernels stay bounded
             k = max(range(len(args)), key=lambda j: _operation_count(args[j]))
@@ -1094,7 +1102,8 @@ class _Generator:
             return f"-{ref(args[0], _UNARY)}", _UNARY
         if op == "recip":
             return f"1.0 / {ref(args[0], _MUL + 1)}", _MUL
-        return _call(op) + "(" + ", ".join(ref(a, 0) for a in args) + ")", _ATOM
+        call = _call(op, self.implementations)
+        return call + ", ".join(ref(a, 0) for a in args) + ")", _ATOM
 
     def _emit_indexed(self, node: Gather | Scatter) -> None:
         """Grids (or a loop), the lambda's own lines, then the gather/scatter call."""
@@ -1193,7 +1202,8 @@ class GeneratedCode:
     ``parameters``, ``statements`` and ``results`` are the same function in parts: its
     parameter names, its body's top-level statements and its returned tuple.  ``kernels``
     are the fused kernels it calls by name (``kernel1(xp, a, b)``, listed as comments at
-    the top of the body)."""
+    the top of the body); ``implementations`` the primitives' implementations it calls
+    as ``implementations[name](xp, …)`` (user-defined ones, bound when generated)."""
 
     source: str
     constants: tuple[np.ndarray, ...]
@@ -1202,6 +1212,7 @@ class GeneratedCode:
     statements: tuple[str, ...] = ()
     results: str = "()"
     kernels: tuple[Kernel, ...] = ()
+    implementations: tuple[tuple[str, Callable[..., Any]], ...] = ()
 
 
 def generate(
@@ -1234,6 +1245,7 @@ def generate(
         generator.statements(),
         generator.results,
         tuple(generator.kernels),
+        tuple(generator.implementations.items()),
     )
 
 
@@ -1296,6 +1308,7 @@ def compile_function(code: GeneratedCode) -> Callable[..., tuple[Any, ...]]:
     where = f"<dualarr.codegen.generate {code.name}>"
     kernels = {kernel.name: CompiledKernel(kernel) for kernel in code.kernels}
     namespace: dict[str, Any] = dict(kernels)
+    namespace["implementations"] = dict(code.implementations)
     if len(code.statements) <= SEGMENT_STATEMENTS:
         exec(compile(code.source, where, "exec"), namespace)
         function: Callable[..., tuple[Any, ...]] = namespace[code.name]

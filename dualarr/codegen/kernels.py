@@ -11,8 +11,19 @@ arguments (:class:`Arg`), scalar literals (:class:`Literal`) and applies primiti
 - :func:`evaluate_kernel`: the registry's implementations over any array namespace
   (``array_api_strict``, and the meaning the other two must agree with).
 
-Before a kernel is made, :func:`combine_like_terms` collects the like terms of its sums
-(a reverse pass adds one contribution per use of a value).
+A kernel computes the same bits as the unfused program (one array call per operation,
+its oracle): its source keeps the program's grouping (each operand of an infix operator
+is parenthesised unless the tree groups it so), code generation applies only rewrites
+exact in IEEE arithmetic (:func:`combine_like_terms`: ``t + t`` is ``2.0 * t``), numexpr
+compiles it with no optimisation of its own (by default it turns ``a / c`` into
+``a * (1 / c)`` and ``a ** 3`` into ``a * (a * a)``, both rounded otherwise), and CuPy
+compiles it with no contraction into fused multiply-adds (``--fmad=false``).  A kernel
+holds float64 and boolean work only: float32 programs run unfused.  Transcendental
+functions are NumPy's own ufuncs, as in the unfused program (:data:`UNFUSED`), except
+``sin`` and ``cos`` on NumPy (:data:`SCALAR_IN_NUMPY`): Intel's Vector Math Library's
+loops when it is installed, within 2 ulp of NumPy's (each is within 1 ulp of the exact
+value; ``tests/test_fusion_ieee.py``), else numexpr's calls of the C library's ``sin``
+and ``cos``, which NumPy's float64 loops call too (the same bits on x86-64 Linux).
 
 :class:`CompiledKernel` is what generated code calls, ``k1(xp, a, b)``: numexpr when
 ``xp`` is NumPy (or NumPy's own ufunc for a function of :data:`UNFUSED`, or any one
@@ -184,15 +195,18 @@ ends a kernel: its result is an argument of the next one."""
 
 UNFUSED = frozenset(
     {"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin",
-     "acos", "atan", "atan2", "sigmoid"}
+     "acos", "atan", "atan2", "sigmoid", "pow"}
 )
 """Functions left to an array library, each a kernel of its own (its operands are
 arguments, never fused expressions): NumPy's SIMD loops compute them 2.7-4.8x faster
 than numexpr's scalar libm calls on one core of an AVX-512 x86-64
 (``benchmarks/bench_kernels.py``, ``results/kernels.txt``), more than fusing saves; on
-a large array they run on every core (:mod:`dualarr.codegen.threads`).  ``sin`` and
-``cos`` (:data:`SCALAR_IN_NUMPY`) are a vector math library's loops when one is
-installed (:func:`vector_math_ufunc`)."""
+a large array they run on every core (:mod:`dualarr.codegen.threads`).  On NumPy such a
+kernel computes what the unfused program computes, bit for bit: NumPy's ufunc
+(``numpy.power``'s loops, say, differ from the C library's ``pow`` by 1 ulp, and use
+``x * x`` for ``x ** 2.0``), or the registry's implementation where that is no one
+ufunc (``sigmoid``).  ``sin`` and ``cos`` (:data:`SCALAR_IN_NUMPY`) are a vector math
+library's loops when one is installed (:func:`vector_math_ufunc`)."""
 
 SCALAR_IN_NUMPY = frozenset({"sin", "cos"})
 """Functions whose NumPy float64 loop is scalar (libm per element, one core: 8 ns an
@@ -267,12 +281,11 @@ def substitute_args(
 
 
 # --------------------------------------------------------------------------------------
-# Algebraic cleanup: like terms of a sum collected
+# Algebraic cleanup: only rewrites exact in IEEE arithmetic
 # --------------------------------------------------------------------------------------
 
 _BOOL_VALUED = frozenset({"lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not"})
 _KIND_PRESERVING = frozenset({"add", "sub", "mul", "neg", "abs", "stop_gradient"})
-_SUM_OPS = frozenset({"add", "sub", "neg"})
 
 
 def _float_valued(expr: KernelExpr, float_args: Sequence[bool]) -> bool:
@@ -294,72 +307,27 @@ def _float_valued(expr: KernelExpr, float_args: Sequence[bool]) -> bool:
             assert_never(expr)
 
 
-def _signed_terms(expr: KernelExpr) -> list[tuple[int, KernelExpr]]:
-    """``expr`` as a sum ``±t1 ± t2 ...``, left to right, seen through ``add``, ``sub``
-    and ``neg``."""
-    terms: list[tuple[int, KernelExpr]] = []
-    stack: list[tuple[int, KernelExpr]] = [(1, expr)]
-    while stack:
-        sign, e = stack.pop()
-        if isinstance(e, Apply) and e.op in _SUM_OPS:
-            if e.op == "neg":
-                stack.append((-sign, e.args[0]))
-            else:
-                stack.append((sign if e.op == "add" else -sign, e.args[1]))
-                stack.append((sign, e.args[0]))
-        else:
-            terms.append((sign, e))
-    return terms
-
-
 def combine_like_terms(expr: KernelExpr, float_args: Sequence[bool]) -> KernelExpr:
-    """``expr`` with the like terms of each float sum collected: ``a - t - t`` becomes
-    ``a - 2.0 * t`` and ``t + t`` becomes ``2.0 * t`` (exact), so that the kernel
-    computes ``t`` once.  A reverse pass sums one contribution per use of a value
-    (Fig. 19): ``x * x`` contributes ``x * c`` twice.  Terms that cancel (``t - t``) are
-    kept as written: ``inf - inf`` is NaN, not 0.  ``float_args``: which arguments
-    are floats (booleans add as logical or)."""
+    """``expr`` with each float sum of a term and itself, ``t + t``, as ``2.0 * t``, so
+    that the kernel computes ``t`` once: a reverse pass adds one contribution per use of
+    a value (Fig. 19), and ``x * x`` contributes ``x * c`` twice.  The rewrite is exact in
+    IEEE arithmetic (``t + t`` and ``2t`` are one rounding of the same number, and
+    overflow, NaN, ±inf and ±0 alike); nothing else is regrouped, since the unfused
+    program is the fused one's oracle (``book/api.md``): ``a - t - t`` is not
+    ``a - 2.0 * t`` (two roundings against one), ``2 + (a - a)`` is not ``2 + a - a``
+    (0 at ``a = 1e17``), ``a + a - a`` is not ``a`` (NaN at ``a = inf``) and ``-(a - b)``
+    is not ``b - a`` (``+0`` against ``-0``).  ``float_args``: which arguments are
+    floats (booleans add as logical or)."""
     match expr:
         case Arg() | Literal():
             return expr
         case Apply(op=op, args=args):
-            if op in _SUM_OPS and _float_valued(expr, float_args):
-                collected = _collect(_signed_terms(expr), float_args)
-                if collected is not None:
-                    return collected
-            return Apply(op, tuple(combine_like_terms(a, float_args) for a in args))
+            inner = tuple(combine_like_terms(a, float_args) for a in args)
+            if op == "add" and inner[0] == inner[1] and _float_valued(expr, float_args):
+                return Apply("mul", (Literal(2.0), inner[0]))
+            return Apply(op, inner)
         case _:
             assert_never(expr)
-
-
-def _collect(
-    terms: list[tuple[int, KernelExpr]], float_args: Sequence[bool]
-) -> KernelExpr | None:
-    """The sum of ``terms`` with like terms as one multiple; None when none repeats."""
-    coefficient: dict[KernelExpr, int] = {}
-    for sign, term in terms:
-        coefficient[term] = coefficient.get(term, 0) + sign
-    if len(coefficient) == len(terms):
-        return None
-    written: set[KernelExpr] = set()
-    result: KernelExpr | None = None
-    for sign, term in terms:
-        count = coefficient[term]
-        if count == 0:  # cancelling terms stay (NaN and infinities)
-            part, positive = term, sign > 0
-        elif term in written:
-            continue
-        else:
-            written.add(term)
-            part, positive = term, count > 0
-            if abs(count) != 1:
-                part = Apply("mul", (Literal(float(abs(count))), term))
-        part = combine_like_terms(part, float_args)
-        if result is None:
-            result = part if positive else Apply("neg", (part,))
-        else:
-            result = Apply("add" if positive else "sub", (result, part))
-    return result
 
 
 def _literal_text(value: float | bool, c: bool) -> str:
@@ -576,7 +544,11 @@ def _numexpr_kernel(expression: str, signature: tuple[tuple[str, str], ...]) -> 
     import numexpr
 
     types = {"float64": np.float64, "bool": bool}  # numexpr's names for its kinds
-    return numexpr.NumExpr(expression, signature=[(n, types[t]) for n, t in signature])
+    # optimization="none": numexpr's own rewrites (``a / c`` as ``a * (1 / c)``, integral
+    # and half-integral powers as products and ``sqrt``) round otherwise than NumPy
+    return numexpr.NumExpr(
+        expression, signature=[(n, types[t]) for n, t in signature], optimization="none"
+    )
 
 
 def _numexpr_options(expression: str) -> dict[str, Any]:
@@ -595,18 +567,36 @@ state is not safe under concurrent calls from Python threads (two threads callin
 kernel corrupt the heap), and each evaluation already runs on every core."""
 
 
+CUPY_OPTIONS = ("--fmad=false",)
+"""NVRTC's options for a kernel: IEEE rounding of each operation, as the unfused program."""
+
+
 @functools.lru_cache(maxsize=4096)
 def _cupy_kernel(source: tuple[str, str, str], name: str) -> Any:
     import cupy
 
     in_params, out_params, operation = source
-    return cupy.ElementwiseKernel(in_params, out_params, operation, name)
+    # no contraction of ``a * b + c`` into one fused multiply-add (NVRTC's default): the
+    # unfused program rounds the product, one CuPy call per operation
+    return cupy.ElementwiseKernel(
+        in_params, out_params, operation, name, options=CUPY_OPTIONS
+    )
+
+
+def _sealed_function(expr: KernelExpr) -> bool:
+    """Whether ``expr`` is a function of :data:`UNFUSED` (not ``sin`` or ``cos``, which
+    numexpr computes with NumPy's C library when no vector math library is installed)."""
+    return (
+        isinstance(expr, Apply) and expr.op in UNFUSED and expr.op not in SCALAR_IN_NUMPY
+    )
 
 
 class CompiledKernel:
     """A :class:`Kernel` ready to run: ``kernel(xp, *arrays)``."""
 
-    __slots__ = ("_chunked", "_cupy", "_numexpr", "_options", "_spare", "_ufunc", "kernel")
+    __slots__ = (
+        "_chunked", "_cupy", "_numexpr", "_options", "_registry", "_spare", "_ufunc", "kernel"
+    )
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
@@ -620,7 +610,10 @@ class CompiledKernel:
         self._cupy: Any = None
         self._numexpr: Any = None
         self._options: dict[str, Any] = {}
-        if self._ufunc is None:
+        # a function of UNFUSED that is no one ufunc (``sigmoid``): the registry's NumPy
+        # calls, as the unfused program makes them (not numexpr's C library ``exp``)
+        self._registry = self._ufunc is None and _sealed_function(kernel.expression)
+        if self._ufunc is None and not self._registry:
             signature = tuple(
                 (n, str(t)) for n, t in zip(kernel.params, kernel.param_dtypes, strict=True)
             )
@@ -630,6 +623,8 @@ class CompiledKernel:
 
     def __call__(self, xp: Any, *arrays: Any) -> Any:
         if xp is np:
+            if self._registry:
+                return evaluate_kernel(self.kernel.expression, np, arrays)
             out = self._spare.take()
             if self._ufunc is not None:
                 ufunc, plan = self._ufunc

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from ..lang.primitives import REGISTRY, NamespaceCall
+from ..lang.primitives import REGISTRY, NamespaceCall, UserImplementation
 from ..lang.terms import DType, Shape, parse_contraction
 from .algebra import Algebra, IndexFn
 
@@ -71,7 +71,8 @@ class ElementwiseOn(dict[str, Callable[..., Array]]):
     """The primitives' implementations (:data:`dualarr.lang.primitives.REGISTRY`) with ``xp``
     bound, each a function of its arguments alone, looked up on first use (so
     primitives registered later are found): the namespace's own function (``np.exp``,
-    no wrapper to call through) where the primitive is one."""
+    no wrapper to call through) where the primitive is one.  A user's primitive
+    (``da.primitive``) may be defined again: it is looked up on every use, never kept."""
 
     def __init__(self, xp: Any) -> None:
         super().__init__()
@@ -84,7 +85,8 @@ class ElementwiseOn(dict[str, Callable[..., Array]]):
             if isinstance(impl, NamespaceCall)
             else functools.partial(impl, self.xp)
         )
-        self[name] = bound
+        if not isinstance(impl, UserImplementation):
+            self[name] = bound
         return bound
 
 

@@ -22,23 +22,28 @@ import numpy as np
 from . import indexing as ix_
 from .errors import (
     DtypeError,
-    DualarrError,
     IndexOutOfRangeError,
     ShapeError,
     TracingError,
     UnsupportedError,
     format_shape,
 )
-from .primitives import REGISTRY, Partial, Primitive, register
+from .primitives import REGISTRY, Partial, define
+from .program import fresh_result
 from .tensor import (
     Operand,
     Tensor,
+    TraceContext,
     as_term,
     cast_to,
     check_arity,
     common_shape,
     constant_array,
+    current_trace,
     elementwise,
+    enter_trace,
+    exit_trace,
+    indexing_rule,
     install_array_methods,
     lift_shape,
     new_var,
@@ -59,6 +64,7 @@ from .terms import (
     Floor,
     FromList,
     Gather,
+    IdSupply,
     Index,
     Iota,
     Let,
@@ -72,6 +78,7 @@ from .terms import (
     Var,
     int_const,
     type_name,
+    view,
 )
 
 IndexFn = Callable[..., Any]
@@ -139,21 +146,40 @@ def floor(x: Operand) -> Tensor:
 
 def _traced(name: str) -> Callable[..., Tensor]:
     """The tracing function of the registered elementwise primitive ``name`` (its
-    record's function name and docstring)."""
+    record's function name and docstring).  It reads the record when called, so a
+    primitive defined again (``da.primitive``) is the new one through every function
+    of that name.  Called on arrays and numbers outside any trace it computes the value
+    now, as ``jax.numpy``'s functions do (:func:`_evaluated_now`)."""
     record = REGISTRY[name]
 
-    def fn(*operands: Operand) -> Tensor:
-        if len(operands) != record.arity:
+    def fn(*operands: Operand) -> Any:
+        current = REGISTRY[name]
+        if len(operands) != current.arity:
             raise TracingError(
-                f"takes {record.arity} argument{'s' if record.arity != 1 else ''}, got "
+                f"takes {current.arity} argument{'s' if current.arity != 1 else ''}, got "
                 f"{len(operands)}",
-                op=record.function or name,
+                op=current.function or name,
             )
+        if current_trace() is None and not builtins.any(isinstance(o, Tensor) for o in operands):
+            return _evaluated_now(name, operands)
         return elementwise(name, *operands)
 
     fn.__name__ = fn.__qualname__ = record.function or name
     fn.__doc__ = record.doc
     return fn
+
+
+def _evaluated_now(name: str, operands: Sequence[Operand]) -> Any:
+    """The primitive ``name`` on constant operands: traced on them and evaluated by the
+    reference evaluator (the same promotion and broadcasting as under a trace); a
+    NumPy array sharing no memory with an argument."""
+    token = enter_trace(TraceContext(IdSupply()))
+    try:
+        term = elementwise(name, *operands).term
+    finally:
+        exit_trace(token)
+    (value,) = view("evaluate")([term], {})
+    return fresh_result(np.asarray(value), [o for o in operands if isinstance(o, np.ndarray)])
 
 
 # the built-in primitives' tracing functions, typed (a primitive registered later is
@@ -214,31 +240,23 @@ def primitive(
     x) * 1.1283791670955126`` for ``erf``), :data:`dualarr.lang.primitives.IDENTITY` or None;
     ``sympy(s, *args)`` its SymPy spelling (``lambda s, x: s.sp.erf(x)``), needed by
     ``check_grad``'s exact cross-check.  Returns the tracing function (``erf(x)``); it
-    is also ``da.<name>``."""
-    if not callable(impl):
-        raise DualarrError(
-            f"impl must be a function of (xp, *args), got {impl!r}", op="primitive"
-        )
-    kinds = {1: OpKind.FLOAT_UNARY, 2: OpKind.FLOAT_BINARY}
-    partials = tuple(partials)
-    if len(partials) not in kinds:
-        raise DualarrError(
-            f"a primitive takes one or two arguments (one partial each), got {len(partials)} "
-            "partials",
-            op="primitive",
-        )
-    register(
-        Primitive(
-            name,
-            kinds[len(partials)],
-            impl,
-            partials,
-            sympy,
-            doc or f"The user-defined elementwise primitive {name}.",
-            function=name,
-            zero_preserving=zero_preserving,
-        )
-    )
+    is also ``da.<name>``.  Called on arrays outside any trace it computes the value.
+
+    Defined again under the same name (a re-run notebook cell), the new definition
+    replaces the old one at once, in every mode and transformation: compiled programs
+    are keyed on the record (:mod:`dualarr.lang.closure`), generated code binds the
+    implementation it was compiled with, and ``da.jit`` traces again.  A compiled
+    program made before keeps the old definition whole (value and derivative), and a
+    :class:`~dualarr.Pipeline` made before refuses to build a stage from it.
+
+    Misuse is a :class:`~dualarr.lang.errors.PrimitiveError` naming the primitive: a
+    name that is not a string identifier or partials that are not a tuple
+    (:class:`~dualarr.lang.errors.PrimitiveDefinitionError`, where it is defined); a
+    partial that fails on the algebra (``np.cos(x)`` for ``m.cos(x)``) or returns
+    ``None`` (:class:`~dualarr.lang.errors.PartialDerivativeError`, at the partial's
+    line); an implementation whose result is not its arguments' shape
+    (:class:`~dualarr.lang.errors.PrimitiveResultError`)."""
+    define(name, impl, partials, sympy=sympy, doc=doc, zero_preserving=zero_preserving)
     return _traced(name)
 
 
@@ -347,7 +365,8 @@ def build1(n: int, f: Callable[[Tensor], Operand]) -> Tensor:
     check_arity(f, 1, "build1", "1 index variable (λi. e)")
     (hint,) = param_hints(f, 1, "i")
     var = new_var("build1", hint, (), DType.INT64)
-    body = ensure_tensor(f(Tensor(var)), "build1")
+    with indexing_rule(total=True):
+        body = ensure_tensor(f(Tensor(var)), "build1")
     return Tensor(Build1(size, var, body.term))
 
 
@@ -381,7 +400,8 @@ def build(shape: Sequence[int] | int, f: Callable[..., Operand]) -> Tensor:
     )
     hints = param_hints(f, len(sizes), "i")
     variables = [new_var("build", h, (), DType.INT64) for h in hints]
-    body = ensure_tensor(f(*[Tensor(v) for v in variables]), "build").term
+    with indexing_rule(total=True):
+        body = ensure_tensor(f(*[Tensor(v) for v in variables]), "build").term
     for size, var in zip(reversed(sizes), reversed(variables), strict=True):
         body = Build1(size, var, body)
     return Tensor(body)
@@ -467,7 +487,8 @@ def gather(shape: Sequence[int] | int, x: Operand, f: IndexFn) -> Tensor:
     )
     hints = param_hints(f, len(outer), "i")
     variables = tuple(new_var("gather", h, (), DType.INT64) for h in hints)
-    components = _index_components(f(*[Tensor(v) for v in variables]), "gather")
+    with indexing_rule(total=True):
+        components = _index_components(f(*[Tensor(v) for v in variables]), "gather")
     return Tensor(Gather(outer, t.term, variables, components))
 
 
@@ -503,7 +524,8 @@ def scatter(shape: Sequence[int] | int, x: Operand, f: IndexFn) -> Tensor:
     )
     hints = param_hints(f, n_vars, "i")
     variables = tuple(new_var("scatter", h, (), DType.INT64) for h in hints)
-    components = _index_components(f(*[Tensor(v) for v in variables]), "scatter")
+    with indexing_rule(total=True):
+        components = _index_components(f(*[Tensor(v) for v in variables]), "scatter")
     return Tensor(Scatter(outer, t.term, variables, components))
 
 
@@ -517,7 +539,7 @@ def _affine(v: Term, start: int, step: int) -> Term:
 
 
 # --------------------------------------------------------------------------------------
-# x[...]: NumPy's rules for static indices, the paper's total rules for traced ones
+# x[...]: NumPy's rules, and the paper's total rules for traced indices in core binders
 # --------------------------------------------------------------------------------------
 
 
@@ -555,9 +577,11 @@ class _StaticArray:
 
 @dataclass(frozen=True)
 class _TracedArray:
-    """A traced int array component (total: out of range reads 0)."""
+    """A traced int array component over an axis of ``size`` (its negative entries
+    already wrapped where NumPy's rule holds): what is out of range reads 0 (§5.2)."""
 
     term: Term
+    size: int
 
 
 _Part = _Slice | _NewAxis | _Int | _StaticArray | _TracedArray
@@ -578,12 +602,18 @@ def getitem(t: Tensor, item: Any) -> Tensor:
       advanced components (ints too, once an array is present) are adjacent, else
       first; a mask is its ``np.nonzero``.  Out of range: :class:`IndexOutOfRangeError`
       while tracing.
-    - **traced** components (rank-0 ints, int arrays) follow the paper (§5.2): no
-      wrapping.  Out of range (negative included): the read gives 0.
+    - **traced** components (rank-0 ints, int arrays) follow NumPy too (negative
+      indices wrap, as in ``jax.numpy``), except inside the index function of a core
+      binder (``build``, ``build1``, ``map``, ``gather``, ``scatter``), where they
+      follow the paper (§5.2) and do not wrap (:func:`~dualarr.lang.tensor.indexing_rule`).
+      Out of range after that (no data-dependent error is possible while tracing): the
+      read gives 0 and its gradient is 0, as ``jnp.take(mode="fill", fill_value=0)``.
 
     Scalar bools (``x[True]``) and traced masks (data-dependent shapes) are unsupported.
     """
     shape = t.shape
+    context = current_trace()
+    wrap = context is None or not context.total_indexing
     given = item if isinstance(item, tuple) else (item,)
     items = [_index_item(v, k) for k, v in enumerate(given)]
     if builtins.sum(1 for v in items if isinstance(v, EllipsisType)) > 1:
@@ -597,6 +627,7 @@ def getitem(t: Tensor, item: Any) -> Tensor:
             shapes=[shape],
         )
     parts: list[tuple[int, _Part]] = []  # (position in the index, part), in axis order
+    lets: list[tuple[Var, Term]] = []  # wrapped traced index arrays, bound around the read
     axis = 0
     for position, v in enumerate(items):
         if v is None:
@@ -623,12 +654,15 @@ def getitem(t: Tensor, item: Any) -> Tensor:
                 parts.append((position, part))
                 axis += 1
             continue
-        parts.append((position, _part(v, axis, shape)))
+        parts.append((position, _part(v, axis, shape, wrap, lets)))
         axis += 1
     while axis < len(shape):
         parts.append((len(items), _Slice(0, 1, shape[axis], True)))
         axis += 1
-    return _lower(t, parts)
+    term = _lower(t, parts).term
+    for var, bound in reversed(lets):  # each wrapped index array, computed once
+        term = Let(var, bound, term)
+    return Tensor(term)
 
 
 def _index_item(value: Any, position: int) -> _Item:
@@ -716,8 +750,17 @@ def _axes_used(item: _Item) -> int:
     return 1
 
 
-def _part(item: _Item, axis: int, shape: tuple[int, ...]) -> _Part:
-    """The part for one component over ``axis`` (not None, ``...`` or a mask)."""
+def _part(
+    item: _Item,
+    axis: int,
+    shape: tuple[int, ...],
+    wrap: bool,
+    lets: list[tuple[Var, Term]],
+) -> _Part:
+    """The part for one component over ``axis`` (not None, ``...`` or a mask); a traced
+    one wraps negative indices when ``wrap``: an array's wrap is bound in ``lets``, so
+    that it is computed once for the whole array and the gather and the scatter of its
+    gradient read the same array."""
     size = shape[axis]
     if isinstance(item, slice):
         if item.step == 0:
@@ -730,7 +773,14 @@ def _part(item: _Item, axis: int, shape: tuple[int, ...]) -> _Part:
             raise IndexOutOfRangeError(item, axis, shape)
         return _Int(int_const(item + size if item < 0 else item))
     if isinstance(item, Tensor):
-        return _Int(item.term) if item.shape == () else _TracedArray(item.term)
+        if item.shape:
+            if not wrap or ix_.never_negative(item.term):
+                return _TracedArray(item.term, size)
+            wrapped = where(item < 0, item + size, item).term
+            var = new_var("index", "j", wrapped.shape, wrapped.dtype)
+            lets.append((var, wrapped))
+            return _TracedArray(var, size)
+        return _Int(ix_.wrap_negative(item.term, size) if wrap else item.term)
     assert isinstance(item, np.ndarray)
     return _StaticArray(item, axis, size)
 
@@ -1177,8 +1227,18 @@ def _expand(t: Tensor, axis: int, n: int) -> Tensor:
     return transpose(rep, perm)
 
 
+def _finite_shift(m: Tensor) -> Tensor:
+    """The maximum ``m`` as the shift of :func:`logsumexp`, under ``stop_gradient``: 0
+    where it is not finite (an element +inf, all -inf, nan), as JAX's, so that
+    ``inf - inf`` never makes a nan where the result is +-inf."""
+    return stop_gradient(elementwise("select", abs(m) < math.inf, m, 0.0))
+
+
 def logsumexp(x: Operand, axis: int | None = None) -> Tensor:
-    """``log(sum(exp(x)))`` over ``axis`` (all by default), computed stably."""
+    """``log(sum(exp(x)))`` over ``axis`` (all by default), computed stably: the maximum
+    is subtracted under ``stop_gradient`` (it cancels), so the derivative is the smooth
+    softmax everywhere, equal maxima included (book/rules.md §1.2); +inf for an element
+    +inf, -inf for all -inf, as ``scipy.special.logsumexp``."""
     t = ensure_tensor(x, "logsumexp")
     if not t.term.dtype.is_float:
         t = to_float(t)
@@ -1186,10 +1246,10 @@ def logsumexp(x: Operand, axis: int | None = None) -> Tensor:
     # program from differentiating through the max (an argmax scatter of zeros)
     if axis is None:
         flat = reshape(t, (t.size,))
-        m = stop_gradient(max(flat))
+        m = _finite_shift(max(flat))
         return m + log(sum(exp(flat - m)))
     ax = _axis(axis, len(t.shape), "logsumexp")
-    m = stop_gradient(max(t, ax))
+    m = _finite_shift(max(t, ax))
     shifted = t - _expand(m, ax, t.shape[ax])
     return m + log(sum(exp(shifted), ax))
 

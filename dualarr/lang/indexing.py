@@ -9,18 +9,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from .primitives import REGISTRY
 from .terms import (
+    ArgMax,
+    ArgMin,
+    ArgSort,
     Cond,
     Const,
     DType,
     Floor,
     FreeVars,
     FromIntegral,
+    FromList,
+    Gather,
     Index,
+    Iota,
     Let,
     Op,
+    Replicate,
+    Reshape,
+    Share,
+    SumOuter,
     Term,
+    Transpose,
     Var,
     int_const,
     postorder,
@@ -29,8 +42,6 @@ from .terms import (
 
 
 def _bool(value: bool) -> Const:
-    import numpy as np
-
     return Const(np.asarray(value, dtype=np.bool_))
 
 
@@ -87,6 +98,62 @@ def rem(a: Term, b: Term) -> Term:
     if vb == 1:
         return int_const(0)
     return Op("rem", (a, b))
+
+
+def wrap_negative(j: Term, extent: int) -> Term:
+    """NumPy's wrap of one index into a dimension of ``extent``: ``j + extent`` when
+    ``j < 0``, else ``j`` (one ``select`` on the index; what is still out of range stays
+    out of range, so a read gives 0 and a write is dropped, §5.2).  A constant folds, and
+    an index that is never negative is returned as it is."""
+    value = static_int_value(j)
+    if value is not None:
+        return int_const(value + extent if value < 0 else value)
+    if never_negative(j):
+        return j
+    return Op("select", (Op("lt", (j, int_const(0))), add(j, int_const(extent)), j))
+
+
+_NONNEGATIVE_OPS = frozenset({"add", "mul", "quot", "rem", "minimum"})
+"""Int primitives whose result is never negative when no argument is."""
+
+_LOOK_DEPTH = 8
+"""How deep :func:`never_negative` looks into a term (it runs once per traced index)."""
+
+
+def never_negative(term: Term, depth: int = _LOOK_DEPTH) -> bool:
+    """Is every element of the int ``term`` certainly ``>= 0``?  A cheap, conservative
+    look at the top ``depth`` levels: constants, ``iota``, ``argmin``/``argmax``/
+    ``argsort``, reads from such arrays (out of range reads 0) and sums, products,
+    quotients, remainders and minima of such terms."""
+    if term.dtype is not DType.INT64 or depth == 0:
+        return False
+    deeper = depth - 1
+    match term:
+        case Const(value=value):
+            return bool((np.asarray(value) >= 0).all())
+        case Iota() | ArgMin() | ArgMax() | ArgSort():
+            return True
+        case Index(array=array) | Gather(array=array):
+            return never_negative(array, deeper)
+        case (
+            Replicate(array=inner)
+            | Transpose(array=inner)
+            | Reshape(array=inner)
+            | SumOuter(array=inner)
+            | Share(array=inner)
+            | Let(body=inner)
+        ):
+            return never_negative(inner, deeper)
+        case Op(op="maximum", args=args):
+            return any(never_negative(a, deeper) for a in args)
+        case Op(op="select", args=(_, a, b)) | Cond(if_true=a, if_false=b):
+            return never_negative(a, deeper) and never_negative(b, deeper)
+        case Op(op=op, args=args) if op in _NONNEGATIVE_OPS:
+            return all(never_negative(a, deeper) for a in args)
+        case FromList(elems=elems):
+            return all(never_negative(e, deeper) for e in elems)
+        case _:
+            return False
 
 
 def logical_and(a: Term, b: Term) -> Term:

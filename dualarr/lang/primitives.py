@@ -4,10 +4,11 @@ Every interpretation of an elementwise primitive reads its :class:`Primitive` re
 in :data:`REGISTRY`, and nothing else: the term constructor (arity and element types),
 tracing (``da.exp``, NumPy ufuncs on traced values), the printer and the drawing (infix
 symbol), the evaluator and the array-API algebra (``impl``), generated code (the
-namespace function, or ``helpers.elementwise``), dual arrays (``partials``, book/rules.md
-§3.2), the bot (``zero_preserving``) and the SymPy interpretation (``sympy``).  Adding
-a primitive is one :func:`register` call (``da.primitive`` for users), as JAX's
-primitive tables.
+namespace function, or the implementation bound into the program), dual arrays
+(``partials``, book/rules.md §3.2), the bot (``zero_preserving``) and the SymPy
+interpretation (``sympy``).  Adding a primitive is one :func:`register` call (for users
+``da.primitive``, through :func:`define`, which checks the record where it is defined and
+its implementation and partials where they run), as JAX's primitive tables.
 
 Implementations are written against an array-API namespace ``xp`` (NumPy, CuPy,
 ``array_api_strict``): ``impl(xp, *args)``, total (book/rules.md §1.3).  Partial
@@ -19,12 +20,22 @@ SymPy spellings are ``f(s, *args)`` with ``s`` the SymPy interpretation's toolki
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import inspect
+import math
+import numbers
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from .errors import DualarrError
+from .errors import (
+    PartialDerivativeError,
+    PrimitiveDefinitionError,
+    PrimitiveResultError,
+    format_shape,
+    traceback_location,
+)
 
 Array = Any
 
@@ -108,32 +119,219 @@ BUILT_IN: frozenset[str] = frozenset()
 take one of them, but may be defined again (a re-run notebook cell)."""
 
 
+generation = 0
+"""How many times a primitive has been defined again with another record (a re-run
+notebook cell): part of ``da.jit``'s cache key, so a jitted function traces again."""
+
+
 def register(primitive: Primitive) -> Primitive:
-    """Add ``primitive`` to :data:`REGISTRY` (a built-in name is defined once)."""
-    known = REGISTRY.get(primitive.name)
-    if known is not None and known != primitive and primitive.name in BUILT_IN:
-        raise DualarrError(
-            f"{primitive.name!r} is one of dualarr's elementwise primitives; choose another name",
-            op="primitive",
+    """Add ``primitive`` to :data:`REGISTRY` (a built-in name is defined once; a user's
+    name again replaces its record, and counts in :data:`generation`)."""
+    global generation
+    name = primitive.name
+    if not isinstance(name, str) or not name.isidentifier():
+        raise PrimitiveDefinitionError(
+            f"a primitive's name is a string that is a Python identifier, got {name!r} "
+            f"({type(name).__name__})",
+            primitive=str(name),
         )
-    if not primitive.name.isidentifier():
-        raise DualarrError(
-            f"a primitive's name must be an identifier, got {primitive.name!r}", op="primitive"
+    known = REGISTRY.get(name)
+    if known is not None and known != primitive and name in BUILT_IN:
+        raise PrimitiveDefinitionError(
+            f"{name!r} is one of dualarr's elementwise primitives; choose another name",
+            primitive=name,
         )
     expected = primitive.arity if primitive.kind.name.startswith(("FLOAT", "NUM")) else 0
     if primitive.partials and len(primitive.partials) != primitive.arity:
-        raise DualarrError(
-            f"{primitive.name} takes {primitive.arity} arguments but has "
+        raise PrimitiveDefinitionError(
+            f"{name} takes {primitive.arity} arguments but has "
             f"{len(primitive.partials)} partial derivatives",
-            op="primitive",
+            primitive=name,
         )
     if expected and not primitive.partials:
-        raise DualarrError(
-            f"{primitive.name} has float results: give one partial derivative per argument",
-            op="primitive",
+        raise PrimitiveDefinitionError(
+            f"{name} has float results: give one partial derivative per argument",
+            primitive=name,
         )
-    REGISTRY[primitive.name] = primitive
+    if known is not None and known != primitive:
+        generation += 1
+    REGISTRY[name] = primitive
     return primitive
+
+
+# --------------------------------------------------------------------------------------
+# A user's primitive (``da.primitive``): checked where it is defined and where it runs
+# --------------------------------------------------------------------------------------
+
+
+def _defined_at(function: Any) -> str | None:
+    """``file:line`` where ``function`` is defined, when it has Python code."""
+    code = getattr(function, "__code__", None)
+    return None if code is None else f"{code.co_filename}:{code.co_firstlineno}"
+
+
+def _broadcast(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
+    """The broadcast shape of ``shapes`` (the array API's rule), or None."""
+    rank = max((len(s) for s in shapes), default=0)
+    result: list[int] = []
+    for axis in range(-rank, 0):
+        sizes = {s[axis] for s in shapes if len(s) >= -axis} - {1}
+        if len(sizes) > 1:
+            return None
+        result.append(sizes.pop() if sizes else 1)
+    return tuple(result)
+
+
+@dataclass(frozen=True)
+class UserImplementation:
+    """A user's ``impl(xp, *args)``, checked on every call: an elementwise result has its
+    arguments' broadcast shape (:class:`~dualarr.lang.errors.PrimitiveResultError`
+    otherwise, instead of a silently broadcast wrong value)."""
+
+    primitive: str
+    function: Callable[..., Array]
+
+    def __call__(self, xp: Any, *args: Array) -> Array:
+        result = self.function(xp, *args)
+        shapes = [tuple(getattr(a, "shape", ())) for a in args]
+        expected = _broadcast(shapes)
+        if expected is None:  # arguments that do not broadcast: the namespace's own error
+            return result
+        got = getattr(result, "shape", None)
+        if got is None and isinstance(result, numbers.Number) and not expected:
+            return result
+        if got is None or tuple(got) != expected:
+            what = f"shape {format_shape(got)}" if got is not None else type(result).__name__
+            where = _defined_at(self.function)
+            raise PrimitiveResultError(
+                f"its implementation{f' ({where})' if where else ''} returned {what} for "
+                f"arguments of shape {', '.join(format_shape(s) for s in shapes)}; an "
+                f"elementwise implementation returns one element per element: shape "
+                f"{format_shape(expected)}",
+                primitive=self.primitive,
+            )
+        return result
+
+
+@dataclass(frozen=True)
+class UserPartial:
+    """A user's partial derivative ``f(m, *args, y)``, checked on every call: it is
+    written over the algebra ``m`` and returns a value of it or a number
+    (:class:`~dualarr.lang.errors.PartialDerivativeError` otherwise: ``np.cos(x)`` for
+    ``m.cos(x)``, a ``None`` that would be a NaN gradient)."""
+
+    primitive: str
+    position: int
+    function: Callable[..., Any]
+
+    def __call__(self, m: Any, *args: Any) -> Any:
+        which = f"its partial derivative in argument {self.position + 1}"
+        try:
+            result = self.function(m, *args)
+        except (TypeError, AttributeError) as error:
+            raise PartialDerivativeError(
+                f"{which} failed: {error}.  A partial is written over the algebra m it is "
+                "given, with operators and m.<primitive> (m.cos(x), not np.cos(x) or "
+                "math.cos(x))",
+                primitive=self.primitive,
+                location=traceback_location(error.__traceback__) or _defined_at(self.function),
+            ) from None
+        if isinstance(result, (numbers.Real, type(args[0]))):
+            return result
+        raise PartialDerivativeError(
+            f"{which} returned {type(result).__name__}; it returns a value of the algebra "
+            "m (built from its arguments with operators and m.<primitive>) or a number",
+            primitive=self.primitive,
+            location=_defined_at(self.function),
+        )
+
+
+def _check_takes(name: str, what: str, function: Any, count: int, spelled: str) -> None:
+    """A :class:`PrimitiveDefinitionError` when ``function`` cannot take ``count``
+    positional arguments."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return  # a builtin without a signature: its call will tell
+    try:
+        signature.bind(*range(count))
+    except TypeError:
+        raise PrimitiveDefinitionError(
+            f"{what} takes {spelled} ({count} arguments), got a function of {signature}",
+            primitive=name,
+        ) from None
+
+
+_USER_KINDS = {1: OpKind.FLOAT_UNARY, 2: OpKind.FLOAT_BINARY}
+
+
+def define(
+    name: str,
+    impl: Callable[..., Array],
+    partials: Sequence[Partial],
+    *,
+    sympy: Callable[..., Any] | None = None,
+    doc: str = "",
+    zero_preserving: bool = False,
+) -> Primitive:
+    """The record of a user's float primitive (``da.primitive``), checked and registered:
+    its implementation and partials are wrapped in :class:`UserImplementation` and
+    :class:`UserPartial`.  Defined again under the same name, the new record replaces
+    the old one everywhere (compiled programs are keyed on the record)."""
+    if not isinstance(name, str):
+        raise PrimitiveDefinitionError(
+            f"a primitive's name is a string, got {name!r} ({type(name).__name__})",
+            primitive=repr(name),
+        )
+    if not callable(impl):
+        raise PrimitiveDefinitionError(
+            f"impl is a function of (xp, *args), got {type(impl).__name__}", primitive=name
+        )
+    if not isinstance(partials, tuple | list):
+        hint = ": write (partial,)" if callable(partials) else ""
+        raise PrimitiveDefinitionError(
+            "partials is a tuple with one partial derivative per argument, got "
+            f"{type(partials).__name__}{hint}",
+            primitive=name,
+        )
+    if len(partials) not in _USER_KINDS:
+        raise PrimitiveDefinitionError(
+            f"a primitive takes one or two arguments (one partial each), got {len(partials)} "
+            "partials",
+            primitive=name,
+        )
+    arity = len(partials)
+    _check_takes(name, "impl", impl, arity + 1, "(xp, *args)")
+    wrapped: list[Partial] = []
+    for k, partial in enumerate(partials):
+        if partial is None or (isinstance(partial, str) and partial == IDENTITY):
+            wrapped.append(partial)
+            continue
+        if not callable(partial):
+            raise PrimitiveDefinitionError(
+                f"partial {k + 1} is a function f(m, *args, y), IDENTITY or None, got "
+                f"{type(partial).__name__}",
+                primitive=name,
+            )
+        _check_takes(name, f"partial {k + 1}", partial, arity + 2, "(m, *args, y)")
+        wrapped.append(UserPartial(name, k, partial))
+    if sympy is not None and not callable(sympy):
+        raise PrimitiveDefinitionError(
+            f"sympy is a function of (s, *args) or None, got {type(sympy).__name__}",
+            primitive=name,
+        )
+    return register(
+        Primitive(
+            name,
+            _USER_KINDS[arity],
+            UserImplementation(name, impl),
+            tuple(wrapped),
+            sympy,
+            doc or f"The user-defined elementwise primitive {name}.",
+            function=name,
+            zero_preserving=zero_preserving,
+        )
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -444,6 +642,118 @@ register(
     )
 )
 
+# --------------------------------------------------------------------------------------
+# sinc and its derivatives: a removable singularity, every derivative order right at 0
+# --------------------------------------------------------------------------------------
+# JAX's ``jnp.sinc`` is right at 0 to every order through a custom_jvp whose rule calls
+# the next Maclaurin coefficient (``_sinc_maclaurin(k + 1, x)``); here each derivative is
+# a primitive of its own whose partial is the next one, so the rule is one line over any
+# algebra and every stage (bot, codegen, SymPy) sees ordinary records.
+
+
+def _sinc_maclaurin(order: int) -> float:
+    """The ``order``-th derivative of ``sin(y) / y`` at 0: ``(-1)**(k/2) / (k + 1)`` for
+    even ``k``, 0 for odd."""
+    return 0.0 if order % 2 else (-1.0) ** (order // 2) / (order + 1)
+
+
+@dataclass(frozen=True)
+class SincDerivative:
+    """``impl`` of the ``order``-th derivative of NumPy's sinc, ``sin(pi x) / (pi x)``:
+    ``pi**k g⁽ᵏ⁾(pi x)`` with ``g(y) = sin(y) / y``.  Order 0 is NumPy's bits (1 at 0).
+    Order ``k >= 1``: the Maclaurin series ``sum_n g⁽ᵏ⁺ⁿ⁾(0) yⁿ / n!`` (Horner in
+    ``y²``) below :attr:`series_limit`, where the closed form cancels, and above it the
+    closed form by Leibniz's rule on ``y g = sin``: ``g⁽ʲ⁾ = (sin⁽ʲ⁾(y) - j g⁽ʲ⁻¹⁾) / y``
+    (within 1e-14 of 50-digit values for ``k <= 10``)."""
+
+    order: int
+
+    @property
+    def series_limit(self) -> float:
+        return max(4.0, self.order / 2.0)
+
+    def coefficients(self) -> tuple[float, ...]:
+        """``a_i`` of ``g⁽ᵏ⁾(y) = y**p sum_i a_i y**(2i)`` (``p = k % 2``), to the last
+        term that matters below the series limit."""
+        k, p, limit = self.order, self.order % 2, self.series_limit
+        terms: list[float] = []
+        i = 0
+        while True:
+            n = p + 2 * i
+            a = _sinc_maclaurin(k + n) / math.factorial(n)
+            terms.append(a)
+            if len(terms) >= 2 and abs(a) * limit**n < 1e-20:
+                return tuple(terms)
+            i += 1
+
+    def __call__(self, xp: Any, x: Array) -> Array:
+        k = self.order
+        if k == 0:
+            zero = x == 0
+            y = math.pi * xp.where(zero, 1.0, x)
+            return xp.where(zero, 1.0, xp.sin(y) / y)
+        y = math.pi * x
+        near = xp.abs(y) < self.series_limit
+        ys = xp.where(near, y, 0.0)
+        squares = ys * ys
+        terms = self.coefficients()
+        series = terms[-1] * squares + terms[-2]
+        for a in reversed(terms[:-2]):
+            series = series * squares + a
+        if k % 2:
+            series = series * ys
+        yc = xp.where(near, self.series_limit, y)
+        sin, cos = xp.sin(yc), xp.cos(yc)
+        closed = sin / yc
+        for j in range(1, k + 1):
+            closed = ((sin, cos, -sin, -cos)[j % 4] - j * closed) / yc
+        return math.pi**k * xp.where(near, series, closed)
+
+
+def _sinc_sympy(order: int) -> Callable[..., Any]:
+    """SymPy spelling of sinc's ``order``-th derivative: its exact value at 0, SymPy's
+    derivative of ``sin(pi z) / (pi z)`` elsewhere."""
+
+    def spelling(s: Any, x: Any) -> Any:
+        sp = s.sp
+        z = sp.Dummy("z")
+        away = sp.diff(sp.sin(sp.pi * z) / (sp.pi * z), z, order).subs(z, x)
+        at_zero = 0 if order % 2 else sp.Rational((-1) ** (order // 2), order + 1) * sp.pi**order
+        return sp.Piecewise((at_zero, sp.Eq(x, 0)), (away, True))
+
+    return spelling
+
+
+@functools.cache
+def sinc_derivative(order: int) -> str:
+    """The name of the record of NumPy's sinc (``order`` 0, ``sinc``) or of its
+    ``order``-th derivative (``sinc_d<order>``), registered on first use: its partial is
+    the record of the next order, so differentiating any number of times (``grad`` of
+    ``grad``, a Taylor jet) meets the right value at 0, JAX's ``testSincAtZero``."""
+    name = "sinc" if order == 0 else f"sinc_d{order}"
+    doc = (
+        "NumPy's normalised sinc, sin(pi x) / (pi x), 1 at 0."
+        if order == 0
+        else f"Derivative {order} of NumPy's sinc (its value at 0 included)."
+    )
+    register(
+        Primitive(
+            name,
+            _U,
+            SincDerivative(order),
+            (lambda m, x, y: getattr(m, sinc_derivative(order + 1))(x),),
+            _sinc_sympy(order),
+            doc,
+            function=name,
+        )
+    )
+    return name
+
+
+for _order in range(5):  # sinc and derivatives 1-4 are built in; higher ones on first use
+    sinc_derivative(_order)
+
+
 BUILT_IN = frozenset(REGISTRY)
 
 __all__ = [
@@ -454,5 +764,11 @@ __all__ = [
     "OpKind",
     "Partial",
     "Primitive",
+    "SincDerivative",
+    "UserImplementation",
+    "UserPartial",
+    "define",
+    "generation",
     "register",
+    "sinc_derivative",
 ]

@@ -193,7 +193,7 @@ class Program:
         env = self.bind(*arrays)
         inputs = list(env.values())
         outputs = view("evaluate")(list(self.outputs), env)
-        values = [fresh_result(v, inputs) for v in outputs]
+        values = fresh_results(outputs, inputs)
         return tuple(values) if self.tuple_output else values[0]
 
 
@@ -209,6 +209,16 @@ def fresh_result(value: Any, inputs: list[Any]) -> Any:
     if hasattr(value, "__array_namespace__") and any(value is x for x in inputs):
         return value.__array_namespace__().asarray(value, copy=True)
     return value
+
+
+def fresh_results(values: Sequence[Any], inputs: Sequence[Any]) -> list[Any]:
+    """``values`` (the results of one call), none sharing memory with ``inputs`` or with
+    another of them (DESIGN §3): a result that would is copied, so that updating one in
+    place (``g *= 0``) never changes another."""
+    kept: list[Any] = []
+    for value in values:
+        kept.append(fresh_result(value, [*inputs, *kept]))
+    return kept
 
 
 def _check_input(

@@ -14,6 +14,7 @@ other operand's shape with ``replicate``; shapes broadcast by NumPy's rules, low
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import difflib
 import inspect
@@ -76,6 +77,12 @@ class TraceContext:
     captured: dict[int, tuple[np.ndarray, Const]] = field(default_factory=dict)
     """The constant each captured NumPy array became, by the array's identity: an array
     used many times is one node (and one copy), as a traced value used twice is."""
+    total_indexing: bool = False
+    """Which rule ``x[...]`` with a traced index follows now (DESIGN §2 "Totality"): the
+    paper's total one (§5.2) inside the index function of a core binder (``build``,
+    ``build1``, ``map``, ``gather``, ``scatter``), NumPy's (negative indices wrap)
+    everywhere else: at the top of a traced function, in ``vmap``'s function and inside
+    ``dualarr.numpy`` (:func:`indexing_rule`)."""
 
 
 _CURRENT: contextvars.ContextVar[TraceContext | None] = contextvars.ContextVar(
@@ -109,6 +116,24 @@ def exit_trace(token: contextvars.Token[TraceContext | None]) -> None:
     if context is not None:
         context.active = False
     _CURRENT.reset(token)
+
+
+@contextlib.contextmanager
+def indexing_rule(*, total: bool) -> Iterator[None]:
+    """Run the block with ``x[...]``'s traced indices following the paper's total rule
+    (``total=True``: out of range, negative included, reads 0) or NumPy's (negative
+    indices wrap; what is still out of range reads 0).  Outside a trace it does nothing.
+    """
+    context = _CURRENT.get()
+    if context is None:
+        yield
+        return
+    before = context.total_indexing
+    context.total_indexing = total
+    try:
+        yield
+    finally:
+        context.total_indexing = before
 
 
 def new_var(op: str, hint: str, shape: tuple[int, ...], dtype: DType) -> Var:
@@ -249,9 +274,32 @@ def as_term(value: Operand, op: str = "constant") -> Term:
         return value.term
     if isinstance(value, np.ndarray) and value.ndim > 0:
         return _captured(value, op)
+    if isinstance(value, list | tuple) and (stacked := _numpy_sequence(value, op)) is not None:
+        return stacked
     if isinstance(value, bool | int | float | np.generic | np.ndarray | list | tuple):
         return _new_const(value, op)
     raise TracingError(f"expected an array or a number, got {type(value).__name__}", op=op)
+
+
+def _numpy_sequence(value: list[Any] | tuple[Any, ...], op: str) -> Term | None:
+    """Inside ``dualarr.numpy`` a (nested) list or tuple holding traced values is an
+    array-like, as in NumPy: ``numpy.asarray`` of it (``fromList`` of the parts with
+    NumPy's promotion; a ragged one is a :class:`ShapeError` naming ``op``).  Elsewhere
+    None: the core's functions ask for ``da.stack`` (:func:`constant_array`)."""
+    context = _CURRENT.get()
+    asarray = _NUMPY_FUNCTIONS.get("asarray")
+    if context is None or context.numpy_depth == 0 or asarray is None:
+        return None
+    if not _holds_tensor(value):
+        return None
+    try:
+        stacked = asarray(value)
+    except DualarrError as error:
+        raise type(error)(
+            error.detail, op=op, shapes=error.shapes, location=error.location
+        ) from None
+    assert isinstance(stacked, Tensor)
+    return stacked.term
 
 
 def _captured(value: np.ndarray, op: str) -> Const:
@@ -378,6 +426,8 @@ def _is_weak(value: Operand) -> bool:
 
 
 def _operand_term(value: Operand, op: str) -> Term:
+    if isinstance(value, list | tuple) and (stacked := _numpy_sequence(value, op)) is not None:
+        return stacked
     if isinstance(value, list | tuple | np.ndarray):
         value = constant_array(value, op, "the operand")
     return as_term(value, op)
@@ -784,6 +834,8 @@ class Tensor:
     # -- indexing and array methods --------------------------------------------------------
 
     def __getitem__(self, item: Any) -> Tensor:
+        """``x[...]``: NumPy's indexing; a traced index wraps as NumPy's does except in a
+        core binder's index function (the paper's total rule, :func:`indexing_rule`)."""
         return array_method("getitem")(self, item)
 
     @property

@@ -15,7 +15,7 @@ import numpy as np
 import optree
 
 from ..lang.errors import ShapeError
-from ..lang.program import fresh_result
+from ..lang.program import fresh_results
 from ..lang.tensor import (
     NumpyCall,
     Tensor,
@@ -24,6 +24,7 @@ from ..lang.tensor import (
     current_trace,
     enter_trace,
     exit_trace,
+    indexing_rule,
 )
 from ..lang.terms import IdSupply, view
 
@@ -45,7 +46,8 @@ def numpy_function(fn: Callable[P, R]) -> Callable[P, R]:
             return result
         context.numpy_depth += 1
         try:
-            traced = fn(*args, **kwargs)
+            with indexing_rule(total=False):  # NumPy's indexing, even inside a build
+                traced = fn(*args, **kwargs)
         finally:
             context.numpy_depth -= 1
         if context.numpy_depth == 0:  # the user's own call, not one inside dnp
@@ -89,13 +91,16 @@ def _eager(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     values = view("evaluate")([leaves[k].term for k in tensors], {})
     leaves_in: list[Any] = optree.tree_leaves(args)  # type: ignore[arg-type]
     inputs = [a for a in leaves_in if isinstance(a, np.ndarray)]
-    for k, value in zip(tensors, values, strict=True):
-        leaves[k] = fresh_result(np.asarray(value), inputs)
+    fresh = fresh_results([np.asarray(value) for value in values], inputs)
+    for k, value in zip(tensors, fresh, strict=True):  # no result aliases another
+        leaves[k] = value
     return optree.tree_unflatten(tree, leaves)
 
 
 def to_tensor(value: Any, op: str) -> Tensor:
-    """A :class:`Tensor` for a Tensor, a number, a NumPy array or a (nested) list."""
+    """A :class:`Tensor` for a Tensor, a number, a NumPy array or a (nested) list or
+    tuple, which may hold traced values (stacked as ``numpy.asarray`` does, inside a
+    ``dnp`` function: :func:`~dualarr.lang.tensor.as_term`)."""
     if isinstance(value, Tensor):
         return value
     return Tensor(as_term(value, op))

@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from ..lang import functions as F
+from ..lang import indexing as ix_
 from ..lang.errors import DtypeError, ShapeError, UnsupportedError, format_shape
 from ..lang.tensor import Operand, Tensor, broadcast_shapes, cast_to, new_var
-from ..lang.terms import ArgSort, Const, DType, Gather, Index, Op, Term, int_const
+from ..lang.terms import ArgSort, Const, DType, Gather, Index, Term, int_const
 from ._core import normalize_axis, numpy_function, to_tensor
 
 __all__ = ["argsort", "sort", "take", "take_along_axis"]
@@ -161,8 +162,7 @@ def _wrap_traced(i: Term, n: int, mode: str) -> Term:
         return F.remainder(t, n).term if n else i
     if mode == "clip":
         return F.imax(F.imin(t, max(n - 1, 0)), 0).term
-    negative = Op("lt", (i, int_const(0)))
-    return Op("select", (negative, Op("add", (i, int_const(n))), i))
+    return ix_.wrap_negative(i, n)
 
 
 @numpy_function

@@ -27,6 +27,7 @@ from ..lang.errors import (
     UnsupportedDtypeError,
     UnsupportedError,
 )
+from ..lang.primitives import sinc_derivative
 from ..lang.tensor import Tensor, cast_to, common_shape, elementwise, lift_shape, promote
 from ..lang.terms import DType, OpKind
 from ._core import numpy_function, to_tensor
@@ -715,19 +716,57 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
 
 @numpy_api
 def logaddexp(x1: Any, x2: Any) -> Tensor:
-    """``log(exp(x1) + exp(x2))``, stably: ``max + log1p(exp(-|x1 - x2|))`` (equal
-    arguments give ``x1 + log 2``, so two infinities of one sign are that infinity)."""
+    """``log(exp(x1) + exp(x2))``, stably and with the smooth derivative everywhere:
+    see :func:`_log_add`.  The value is NumPy's (``max + log1p(exp(-|x1 - x2|))``, and
+    ``x1 + log 2`` at a tie)."""
     a, b = float_operands("numpy.logaddexp", x1, x2)
-    spread = da.log1p(da.exp(-da.abs(a - b)))
-    return elementwise("select", a == b, a + _LN2, da.maximum(a, b) + spread)
+    return _log_add(a, b, da.exp, da.expm1, da.log1p)
 
 
 @numpy_api
 def logaddexp2(x1: Any, x2: Any) -> Tensor:
-    """``log2(2**x1 + 2**x2)``, stably: ``max + log1p(2**-|x1 - x2|) / log 2``."""
+    """``log2(2**x1 + 2**x2)``, stably and with the smooth derivative everywhere: see
+    :func:`_log_add`.  The value is NumPy's (``max + log1p(2**-|x1 - x2|) / log 2``, and
+    ``x1 + 1`` at a tie)."""
     a, b = float_operands("numpy.logaddexp2", x1, x2)
-    spread = da.log1p(elementwise("pow", 2.0, -da.abs(a - b))) * (1.0 / _LN2)
-    return elementwise("select", a == b, a + 1.0, da.maximum(a, b) + spread)
+    return _log_add(
+        a,
+        b,
+        lambda t: elementwise("pow", 2.0, t),
+        lambda t: elementwise("pow", 2.0, t) - 1.0,
+        lambda t: da.log1p(t) * (1.0 / _LN2),
+    )
+
+
+def _log_add(
+    a: Tensor,
+    b: Tensor,
+    power: Callable[[Tensor], Tensor],
+    power_minus_one: Callable[[Tensor], Tensor],
+    log1p_base: Callable[[Tensor], Tensor],
+) -> Tensor:
+    """``log_B(B**a + B**b)`` (``power(t) = B**t``, ``log1p_base(t) = log_B(1 + t)``) as
+    ``m + log1p_base(B**(lo - m) + (B**(hi - m) - 1))``, with ``hi``/``lo`` the larger
+    and smaller argument (a ``select`` on ``a >= b``, each argument to its own slot) and
+    the shift ``m = stop_gradient(hi)``.  Its value is ``hi + log1p_base(B**(lo - hi))``,
+    NumPy's bits (``B**0 - 1`` is exactly 0); as a function of ``a`` and ``b``
+    it is ``log_B(B**a + B**b)`` itself on both sides of the ``select``, so every
+    derivative is the smooth one, a tie included (``(1/2, 1/2)``, where a ``max`` or
+    ``|a - b|`` in the derivative gives ``(1, 0)``: book/rules.md §3.2, as JAX's
+    ``custom_jvp``).  Where the larger argument is not finite (an argument +inf, both
+    -inf, nan) the result is the larger one, ``+-inf`` or nan as NumPy's; the smooth side
+    then reads 0s, so its derivative is finite and the unselected side adds 0 (the
+    double ``where``)."""
+    finite = (a < math.inf) & (b < math.inf) & ((a > -math.inf) | (b > -math.inf))
+    safe_a = elementwise("select", finite, a, 0.0)
+    safe_b = elementwise("select", finite, b, 0.0)
+    first = safe_a >= safe_b
+    hi = elementwise("select", first, safe_a, safe_b)
+    lo = elementwise("select", first, safe_b, safe_a)
+    m = da.stop_gradient(hi)
+    smooth = m + log1p_base(power(lo - m) + power_minus_one(hi - m))
+    larger = elementwise("select", a > b, a, elementwise("select", b > a, b, 0.5 * a + 0.5 * b))
+    return elementwise("select", finite, smooth, larger)
 
 
 @numpy_api
@@ -812,13 +851,22 @@ def floor_divide(x1: Any, x2: Any) -> Tensor:
 @numpy_api
 def hypot(x1: Any, x2: Any) -> Tensor:
     """``sqrt(x1² + x2²)`` without overflow: both scaled by ``s = max(|x1|, |x2|)``
-    (under ``stop_gradient``, so the derivative is exact); an infinite argument gives
-    inf."""
+    (under ``stop_gradient``, so every derivative is exact, a tie ``|x1| == |x2|``
+    included), a subnormal ``s`` first by an exact power of two (so ``1 / s`` in the
+    derivative does not overflow).  An infinite argument gives inf, nan gives nan and
+    ``(0, 0)`` gives 0 with derivative 0 (the kink's, as ``jnp.hypot``'s); where it
+    does not divide, the division reads 1s (so its derivative adds 0, not nan).  The
+    derivative at a subnormal ``s`` is within the few bits such an argument has."""
     a, b = float_operands("numpy.hypot", x1, x2)
+    info = np.finfo(a.dtype)
     scale = da.stop_gradient(da.maximum(da.abs(a), da.abs(b)))
-    safe = elementwise("select", (scale == 0) | (scale == math.inf), 1.0, scale)
-    p, q = a / safe, b / safe
-    result = safe * da.sqrt(p * p + q * q)
+    divides = (scale > 0) & (scale < math.inf)
+    lift = da.constant(np.asarray(2.0 ** (info.nmant + 1), a.dtype))
+    factor = elementwise("select", scale < float(info.tiny), lift, 1.0)
+    safe = elementwise("select", divides, scale * factor, 1.0)
+    p = elementwise("select", divides, a, 1.0) * factor / safe
+    q = elementwise("select", divides, b, 1.0) * factor / safe
+    result = elementwise("select", divides, safe * da.sqrt(p * p + q * q) / factor, scale)
     infinite = (da.abs(a) == math.inf) | (da.abs(b) == math.inf)
     return elementwise("select", infinite, math.inf, result)
 
@@ -834,11 +882,12 @@ def heaviside(x1: Any, x2: Any) -> Tensor:
 
 @numpy_api
 def sinc(x: Any) -> Tensor:
-    """``sin(pi x) / (pi x)``, 1 at 0: a ``select`` with a safe divisor."""
-    t = as_float(x, "numpy.sinc")
-    zero = t == 0
-    scaled = elementwise("select", zero, 1.0, t) * math.pi
-    return elementwise("select", zero, 1.0, da.sin(scaled) / scaled)
+    """``sin(pi x) / (pi x)``, 1 at 0: the ``sinc`` primitive (NumPy's bits), whose
+    partial is the primitive of its first derivative, and so on
+    (:func:`dualarr.lang.primitives.sinc_derivative`), so every derivative order is
+    right at the removable singularity 0, as ``jnp.sinc``'s (a ``select`` with a safe
+    divisor gives 0 for the second derivative there, not ``-pi**2 / 3``)."""
+    return elementwise(sinc_derivative(0), as_float(x, "numpy.sinc"))
 
 
 # --------------------------------------------------------------------------------------

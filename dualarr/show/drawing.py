@@ -17,8 +17,9 @@ their labels stay readable where a notebook or the book scales them to the page.
 
 ``graph()`` on a term, a program, a Delta or a pipeline stage returns a
 :class:`Drawing`, a ``graphviz.Digraph`` whose notebook display falls back to the DOT
-source (with a hint) where Graphviz's ``dot`` is not installed.  Needs the Python
-``graphviz`` package (the ``widgets`` extra).
+source (with a hint) where Graphviz's ``dot`` is not installed.  Drawing needs the
+Python ``graphviz`` package (the ``widgets`` extra), imported by the first drawing: without
+it a drawing raises :class:`~dualarr.lang.errors.MissingDependencyError`.
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ import textwrap
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import count, pairwise
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-import graphviz
 import numpy as np
 
 from ..ad import delta as dl
@@ -72,6 +72,7 @@ from ..lang.terms import (
     postorder,
     type_name,
 )
+from .layout import DOT_HINT, Layout
 from .printer import (
     Printer,
     constant_type,
@@ -83,7 +84,26 @@ from .printer import (
     render_contraction,
 )
 
+if TYPE_CHECKING:
+    from .digraph import Drawing as Drawing
+
+
+def _drawing_type() -> type[Drawing]:
+    """The :class:`~dualarr.show.digraph.Drawing` class; importing it imports the
+    ``graphviz`` package (the ``widgets`` extra), so only a drawing does."""
+    from .digraph import Drawing
+
+    return Drawing
+
+
+def __getattr__(name: str) -> object:
+    if name == "Drawing":  # ``from dualarr.show.drawing import Drawing``
+        return _drawing_type()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
+    "DOT_HINT",
     "MAX_WIDTH",
     "Drawing",
     "Layout",
@@ -98,7 +118,6 @@ __all__ = [
 ]
 
 _LABEL_WIDTH = 48
-DOT_HINT = "(Graphviz's `dot` is not installed: this is the DOT source; apt-get install graphviz)"
 
 RankDir: TypeAlias = Literal["auto", "TB", "LR", "BT", "RL"]
 """Graphviz's ``rankdir`` (``TB``: operands below their uses), or ``auto``: ``TB`` unless
@@ -117,43 +136,6 @@ _MIN_NODE = 54.0
 _NODESEP = 18.0
 _RANKSEP = 36.0
 _DUMMY = 30.0  # an edge passing a rank (its dummy node and the space around it)
-
-
-@dataclass(frozen=True)
-class Layout:
-    """How a drawing was laid out: its ``rankdir`` and the estimated width of the
-    drawing laid out top-to-bottom (``TB``) and left-to-right (``LR``), in points."""
-
-    rankdir: str
-    width_tb: float
-    width_lr: float
-
-    @property
-    def width(self) -> float:
-        """The estimated width of the chosen layout."""
-        return self.width_lr if self.rankdir in ("LR", "RL") else self.width_tb
-
-
-class Drawing(graphviz.Digraph):  # type: ignore[misc]
-    """A ``graphviz.Digraph`` that displays as DOT source when ``dot`` is missing;
-    ``layout`` says how it was laid out."""
-
-    layout: Layout = Layout("TB", 0.0, 0.0)
-
-    def copy(self) -> Drawing:
-        """A copy, with its layout."""
-        twin: Drawing = super().copy()
-        twin.layout = self.layout
-        return twin
-
-    def _repr_mimebundle_(
-        self, include: Any = None, exclude: Any = None, **kwargs: Any
-    ) -> dict[str, str]:
-        try:
-            bundle: dict[str, str] = super()._repr_mimebundle_(include, exclude, **kwargs)
-        except graphviz.ExecutableNotFound:
-            return {"text/plain": f"{self.source}\n{DOT_HINT}"}
-        return bundle
 
 
 # --------------------------------------------------------------------------------------
@@ -196,12 +178,12 @@ class _Sketch:
         clusters: Sequence[str] = (),
     ) -> Drawing:
         layout = self.layout(rankdir, max_width)
-        drawing = Drawing(name=name)
+        drawing = _drawing_type()(name=name)
         drawing.layout = layout
         drawing.attr("graph", rankdir=layout.rankdir)
         drawing.attr("node", shape="box", style="rounded", fontname="Helvetica", fontsize="11")
         drawing.attr("edge", arrowsize="0.6")
-        boxes = [Drawing(name=f"cluster_{k}") for k in range(len(clusters))]
+        boxes = [_drawing_type()(name=f"cluster_{k}") for k in range(len(clusters))]
         for box, label in zip(boxes, clusters, strict=True):
             box.attr(label=label, style="rounded,dashed", color="gray50", fontname="Courier")
         for key, label, look, cluster in self.nodes:

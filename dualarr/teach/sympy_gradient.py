@@ -36,6 +36,7 @@ from ..interp.algebra import Algebra, IndexFn
 from ..interp.arrays import contract
 from ..interp.evaluate import ELEMENTWISE, Interpreter, NumpyAlgebra, index_array, scatter_add
 from ..lang.errors import DualarrError, UnsupportedError
+from ..lang.optional import require
 from ..lang.primitives import REGISTRY
 from ..lang.program import ShapeSpec, scalar_float_output, trace
 from ..lang.terms import DType, Shape, Term, Var, assert_never, type_name
@@ -68,14 +69,7 @@ def sympy_available() -> bool:
 
 def _sympy() -> Any:
     """The ``sympy`` module, imported on first use."""
-    try:
-        import sympy
-    except ImportError as error:
-        raise UnsupportedError(
-            "SymPy is not installed; install it with pip install 'dualarr[symbolic]'",
-            op="sympy",
-        ) from error
-    return sympy
+    return require("sympy", extra="symbolic", feature="sympy")
 
 
 # --------------------------------------------------------------------------------------

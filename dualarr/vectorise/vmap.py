@@ -17,7 +17,7 @@ import optree
 
 from ..lang.errors import DualarrError, ShapeError, TracingError
 from ..lang.functions import build1, transpose
-from ..lang.tensor import Tensor, ensure_tensor
+from ..lang.tensor import Tensor, ensure_tensor, indexing_rule
 
 
 def _axis(value: Any) -> bool:
@@ -85,7 +85,8 @@ def mapped_term(
         def row(k: int) -> Callable[[Tensor], Any]:
             def body(i: Tensor) -> Any:
                 picked = [t if axis is None else t[i] for t, axis in zip(moved, axes, strict=True)]
-                leaves, tree = optree.tree_flatten(f(*picked, **kwargs))
+                with indexing_rule(total=False):  # f's indexing is NumPy's, as unmapped
+                    leaves, tree = optree.tree_flatten(f(*picked, **kwargs))
                 if k == 0:
                     trees.append(tree)
                 if not leaves:

@@ -146,6 +146,7 @@ SCALAR_OPS: dict[str, Callable[..., Scalar]] = {
     "atan2": np.arctan2,
     "quot": _quot,
     "rem": _rem,
+    "wrap": lambda j, n: j + n if j < 0 else j,
     "lt": lambda a, b: a < b,
     "le": lambda a, b: a <= b,
     "gt": lambda a, b: a > b,

@@ -625,10 +625,10 @@ class TermGen:
         return _op(name, self.gen_term(shape, I64, env, depth))
 
     def _g_int_binary(self, shape: Shape, dtype: DType, env: Env, depth: int, exact: bool) -> Term:
-        name = self._pick(("add", "sub", "mul", "maximum", "minimum", "quot", "rem"))
+        name = self._pick(("add", "sub", "mul", "maximum", "minimum", "quot", "rem", "wrap"))
         self.stats["op_" + name] += 1
         a = self.gen_term(shape, I64, env, depth)
-        if name in ("quot", "rem") and self._flip():
+        if name in ("quot", "rem", "wrap") and self._flip():
             b: Term = self.full(shape, self._pick((2, 3, 0, -2)), I64)
         else:
             b = self.gen_term(shape, I64, env, depth)

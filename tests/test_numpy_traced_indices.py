@@ -215,20 +215,46 @@ def test_vmap_of_a_traced_index_wraps_and_differentiates() -> None:
     np.testing.assert_array_equal(g, [[0, 0, 0, 1.0], [1.0, 0, 0, 0]])
 
 
-def _selects(f: Any, *args: Any) -> int:
+def _wraps(f: Any, *args: Any) -> int:
     program = da.trace(f, *args)
     nodes = postorder(list(program.outputs))
-    return sum(1 for n in nodes if isinstance(n, Op) and n.op == "select")
+    return sum(1 for n in nodes if isinstance(n, Op) and n.op == "wrap")
 
 
-def test_the_wrap_is_one_select_and_none_when_not_needed() -> None:
-    """One ``select`` on a traced index; none for a static index array (wrapped while
-    tracing) nor for an index that is never negative (``argmax``, ``argsort``)."""
+def test_the_wrap_is_one_primitive_and_none_when_not_needed() -> None:
+    """One ``wrap`` on a traced index (an array's bound once, for its gather and the
+    scatter of its gradient); none for a static index array (wrapped while tracing)
+    nor for an index that is never negative (``argmax``, ``argsort``)."""
     v = np.array([3.0, 1.0, 2.0])
     offsets = np.array([-1.0, 0.0])
-    wrapped = _selects(lambda x: x[computed(x, offsets)], v)
-    assert wrapped == _selects(lambda x: computed(x, offsets), v) + 1
-    assert _selects(lambda x: x[np.array([-1, 0])], v) == 0
-    assert _selects(lambda x: x[dnp.argmax(x)], v) == 0
-    assert _selects(lambda x: x[dnp.argsort(x)], v) == 0
-    assert _selects(lambda x: da.build1(3, lambda i: x[i - 1]), v) == 0
+    assert _wraps(lambda x: x[computed(x, offsets)], v) == 1
+    assert _wraps(lambda x: x[np.array([-1, 0])], v) == 0
+    assert _wraps(lambda x: x[dnp.argmax(x)], v) == 0
+    assert _wraps(lambda x: x[dnp.argsort(x)], v) == 0
+    assert _wraps(lambda x: da.build1(3, lambda i: x[i - 1]), v) == 0
+
+
+def test_a_wrapped_index_array_is_computed_once_for_the_gather_and_its_scatter() -> None:
+    """The compiled gradient of ``x[idx]`` wraps ``idx`` once and checks its range once,
+    for the gather and for the scatter of the gradient."""
+    idx = np.array([-1, 0, 2, -3], dtype=np.int64)
+    p = da.pipeline(lambda x, i: dnp.sum(x[i] * x[i]), np.arange(3.0), idx)
+    assert p.python.count("helpers.elementwise['wrap']") == 1
+    assert p.python.count("helpers.in_range(") == 1
+    value, (grad,) = p(np.arange(3.0), idx)
+    assert value == np.sum(np.arange(3.0)[idx] ** 2)
+    np.testing.assert_array_equal(grad, np.bincount(idx % 3, 2 * np.arange(3.0)[idx], 3))
+
+
+@pytest.mark.parametrize(
+    "index", [np.array([2, 0, 1]), np.array([-1, 0, -3]), np.array([5, -4, 1]), np.array([], int)]
+)
+def test_the_numpy_fast_path_of_wrap_is_the_registry_implementation(index: np.ndarray) -> None:
+    """Generated NumPy code's ``wrap`` (no pass but a ``min`` when nothing is negative)
+    computes the registry implementation's values."""
+    from dualarr.codegen.generate import HELPERS
+    from dualarr.lang.primitives import REGISTRY
+
+    n = np.asarray(3, dtype=np.int64)
+    fast = HELPERS.elementwise["wrap"](index.astype(np.int64), n)
+    np.testing.assert_array_equal(fast, REGISTRY["wrap"].impl(np, index.astype(np.int64), n))

@@ -173,6 +173,16 @@ def _scatter(
     return scatter_add(np.asarray(array), components, outer_shape, n_vars, in_range)
 
 
+def _wrap(j: Any, n: Any) -> Any:
+    """The primitive ``wrap`` (NumPy's wrap of negative indices) on NumPy: ``j`` itself
+    when no entry is negative, found by one ``min`` (data indices usually are), else
+    ``where(j < 0, j + n, j)``, the same values as the registry's implementation."""
+    j = np.asarray(j)
+    if j.size and j.min() >= 0:
+        return j
+    return np.where(j < 0, j + n, j)
+
+
 HELPERS = SimpleNamespace(
     **primal_helpers(np),
     contract=contract,
@@ -186,7 +196,9 @@ HELPERS = SimpleNamespace(
     scatter=_scatter,
 )
 """The ``helpers`` namespace passed to generated functions (NumPy implementations; the
-elementwise ones are :func:`dualarr.interp.arrays.primal_helpers` with ``xp = numpy``)."""
+elementwise ones are :func:`dualarr.interp.arrays.primal_helpers` with ``xp = numpy``,
+``wrap`` with a fast path for indices that need no wrap)."""
+HELPERS.elementwise["wrap"] = _wrap
 
 
 def helpers_for(backend: Backend) -> SimpleNamespace:

@@ -776,7 +776,7 @@ def _part(
         if item.shape:
             if not wrap or ix_.never_negative(item.term):
                 return _TracedArray(item.term, size)
-            wrapped = where(item < 0, item + size, item).term
+            wrapped = elementwise("wrap", item, size).term
             var = new_var("index", "j", wrapped.shape, wrapped.dtype)
             lets.append((var, wrapped))
             return _TracedArray(var, size)

@@ -102,7 +102,7 @@ def rem(a: Term, b: Term) -> Term:
 
 def wrap_negative(j: Term, extent: int) -> Term:
     """NumPy's wrap of one index into a dimension of ``extent``: ``j + extent`` when
-    ``j < 0``, else ``j`` (one ``select`` on the index; what is still out of range stays
+    ``j < 0``, else ``j`` (the primitive ``wrap``; what is still out of range stays
     out of range, so a read gives 0 and a write is dropped, §5.2).  A constant folds, and
     an index that is never negative is returned as it is."""
     value = static_int_value(j)
@@ -110,7 +110,7 @@ def wrap_negative(j: Term, extent: int) -> Term:
         return int_const(value + extent if value < 0 else value)
     if never_negative(j):
         return j
-    return Op("select", (Op("lt", (j, int_const(0))), add(j, int_const(extent)), j))
+    return Op("wrap", (j, int_const(extent)))
 
 
 _NONNEGATIVE_OPS = frozenset({"add", "mul", "quot", "rem", "minimum"})

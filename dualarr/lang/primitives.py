@@ -352,6 +352,12 @@ def _rem(xp: Any, a: Array, b: Array) -> Array:
     return xp.where(zero, a, xp.remainder(a, xp.where(zero, 1, b)))
 
 
+def _wrap(xp: Any, j: Array, n: Array) -> Array:
+    """NumPy's wrap of an index ``j`` into an axis of extent ``n``: ``j + n`` where
+    ``j < 0``, else ``j`` (what is still out of range stays so)."""
+    return xp.where(j < 0, j + n, j)
+
+
 def _sigmoid(xp: Any, a: Array) -> Array:
     return 1.0 / (1.0 + xp.exp(-a))
 
@@ -603,6 +609,11 @@ _binary(
 _binary(
     "rem", OpKind.INT_BINARY, _rem, lambda s, a, b: s.total_rem(a, b),
     infix="%", precedence=7, zero=True, ufunc="remainder",
+)  # fmt: skip
+_binary(
+    "wrap", OpKind.INT_BINARY, _wrap, lambda s, j, n: s.wrap_index(j, n), zero=True,
+    doc="An index j wrapped into an axis of extent n as NumPy wraps it: j + n where j < 0 "
+    "(dualarr.numpy's indexing of traced indices; book/rules.md §1.3).",
 )  # fmt: skip
 for _name, _ns, _symbol, _zero, _ufunc in (
     ("lt", "less", "<", True, "less"),

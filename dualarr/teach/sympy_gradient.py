@@ -241,6 +241,11 @@ class SympyToolkit:
         sp = self.sp
         return sp.Piecewise((a, sp.Eq(b, 0)), (sp.floor(a / b), True))
 
+    def wrap_index(self, j: Expr, n: Expr) -> Expr:
+        """NumPy's wrap of an index: ``j + n`` where ``j < 0``, else ``j``."""
+        sp = self.sp
+        return sp.Piecewise((j + n, sp.Lt(j, 0)), (j, True))
+
     def total_rem(self, a: Expr, b: Expr) -> Expr:
         sp = self.sp
         return sp.Piecewise((a, sp.Eq(b, 0)), (sp.Mod(a, b), True))

@@ -1,13 +1,17 @@
 # shellcheck shell=bash
-# Sourced by .ci/test and .ci/lab: make the project-local virtual environment .venv and
-# put it first on PATH.
+# Sourced by .ci/test, .ci/book and .ci/lab: make the project-local virtual environment
+# .venv and put it first on PATH.
 #
 # - Creates .venv with python3.11 (or python3 if that is >= 3.11), upgrades pip in it and
-#   runs `pip install -e ".[widgets,symbolic,book,dev,vml]"`.
-# - Skips the install when .venv/.dualarr-stamp holds the sha256 of pyproject.toml, so a
-#   second run takes well under two seconds. Delete the stamp (or .venv) to force one.
-# - Makes sure graphviz's `dot` and Chromium exist: as root it apt-installs Debian's
-#   graphviz, chromium and fonts-liberation (log in .venv/apt.log), waiting up to 10 minutes
+#   runs `pip install -e ".[EXTRAS]"` with the caller's DUALARR_EXTRAS: the learner's
+#   `widgets,symbolic` for .ci/lab (plus `vml` with DUALARR_VML=1), everything
+#   (`widgets,symbolic,book,dev,vml`) for .ci/test and .ci/book (the default).
+# - Skips the install when .venv/.dualarr-stamp holds the sha256 of pyproject.toml and
+#   extras that include the wanted ones, so a second run takes well under two seconds.
+#   Delete the stamp (or .venv) to force one.
+# - Makes sure graphviz's `dot` exists, and Chromium where the `dev` extra is wanted (the
+#   real-browser tests): as root it apt-installs Debian's graphviz, chromium and
+#   fonts-liberation (log in .venv/apt.log), waiting up to 10 minutes
 #   for the dpkg lock when another apt-get holds it (apt's DPkg::Lock::Timeout); otherwise
 #   it prints a hint and goes on. DUALARR_SKIP_APT=1 skips that step.
 # Returns non-zero (never exits the caller's shell) when the install fails.
@@ -44,14 +48,24 @@ _dualarr_setup() {
         return 1
     fi
 
+    local extras="${DUALARR_EXTRAS:-widgets,symbolic,book,dev,vml}"
+    if [ "${DUALARR_VML:-0}" = "1" ]; then
+        extras="$extras,vml"
+    fi
     want="$(sha256sum "$root/pyproject.toml" | cut -d' ' -f1)" || return 1
     have=""
     if [ -x "$venv/bin/python" ] && [ -f "$stamp" ]; then
         have="$(cat "$stamp")"
     fi
+    # the stamp is "<sha256 of pyproject.toml> <installed extras>"
+    local installed=""
+    if [ "${have%% *}" = "$want" ] && [ "$have" != "$want" ]; then
+        installed="${have#* }"
+    fi
+    extras="$(tr ',' '\n' <<<"$installed,$extras" | sed '/^$/d' | sort -u | paste -sd, -)"
 
-    if [ "$have" = "$want" ]; then
-        echo "setup: .venv is up to date with pyproject.toml"
+    if [ "$have" = "$want $extras" ]; then
+        echo "setup: .venv is up to date with pyproject.toml (extras: $extras)"
     else
         local t0=$SECONDS
         if [ ! -x "$venv/bin/python" ]; then
@@ -59,11 +73,11 @@ _dualarr_setup() {
             "$py" -m venv "$venv" || return 1
         fi
         rm -f "$stamp"
-        echo "setup: installing dualarr[widgets,symbolic,book,dev,vml] into .venv (log: .venv/pip-install.log)"
+        echo "setup: installing dualarr[$extras] into .venv (log: .venv/pip-install.log)"
         {
             "$venv/bin/python" -m pip install --disable-pip-version-check --upgrade pip &&
                 (cd "$root" && "$venv/bin/python" -m pip install --disable-pip-version-check \
-                    -e ".[widgets,symbolic,book,dev,vml]")
+                    -e ".[$extras]")
         } >"$log" 2>&1
         local rc=$?
         if [ $rc -ne 0 ]; then
@@ -71,14 +85,17 @@ _dualarr_setup() {
             tail -n 30 "$log" >&2
             return 1
         fi
-        echo "$want" >"$stamp"
+        echo "$want $extras" >"$stamp"
         echo "setup: installed in $((SECONDS - t0)) s"
     fi
 
-    # Debian packages: graphviz (drawings) and chromium (the real-browser widget test).
+    # Debian packages: graphviz (drawings) and, for the tests, chromium (the real-browser
+    # widget tests).
     local missing=()
     command -v dot >/dev/null 2>&1 || missing+=(graphviz)
-    command -v chromium >/dev/null 2>&1 || missing+=(chromium fonts-liberation)
+    if [[ ",$extras," == *",dev,"* ]]; then
+        command -v chromium >/dev/null 2>&1 || missing+=(chromium fonts-liberation)
+    fi
     if [ ${#missing[@]} -gt 0 ]; then
         if [ "${DUALARR_SKIP_APT:-0}" = "1" ]; then
             echo "setup: not installing ${missing[*]} (DUALARR_SKIP_APT=1): drawings or the browser test may be skipped"

@@ -270,7 +270,9 @@ def test_stepper_and_plot_snapshots_show_their_current_state() -> None:
     _, snapshot = _snapshot(bot)
     _assert_shows_its_text(bot, snapshot)
     assert bot.rule.value in snapshot
-    assert f"rule: 2 (slider from 1 to {bot.total})" in snapshot
+    # every rule, not just the current one: a frame per step (the book has no kernel)
+    assert f"data-frames='{bot.total}'" in snapshot
+    assert all(f"step {k} of {bot.total}: " in snapshot for k in range(1, bot.total + 1))
 
     plot = ExplosionPlot(sizes=(4, 8))
     page, snapshot = _snapshot(plot)

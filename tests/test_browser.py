@@ -9,7 +9,12 @@ widget (``PipelineExplorer``, ``BotStepper``, ``BackpropStepper``, ``ExplosionPl
 checks what a learner sees: no element wider than its container (a drawing is scaled to
 fit, at a wide and at a narrow window), each widget's controls and drawing within one
 screen, the explorer's error text for a bad program, and the *run* and *measure* buttons
-disabled while they work (with a progress bar).  Screenshots go to
+disabled while they work (with a progress bar).  A failed edit of either explorer must
+leave the last good program's tabs (text, drawings, the bot stepper, the SymPy check)
+visible, greyed under a "stale" banner beside the error, until an edit runs again.
+JupyterLab starts as on a first start (its own user settings and workspaces) with the
+kit's configuration (``.ci/jupyter``, as ``.ci/lab`` uses it): a test checks that no news
+pop-up covers the notebook.  Screenshots go to
 ``build/browser-screenshots/`` (or ``$DUALARR_SCREENSHOTS``), kept as CI artefacts.
 
 Skipped, with the reason, only where Chromium or Playwright is missing (``.ci/setup.sh``
@@ -64,6 +69,11 @@ def slow(n):  # the plot's arguments, slow enough to see the busy state
     "ExplosionPlot(fig18, sizes=(4, 8), arguments=slow)",
 ]
 BAD_PROGRAM = "def bad(w, b, x):\n    return da.sum(w + x)\n"
+GOOD_PROGRAM = "def good(w, b, x):\n    return da.sum(da.tanh(da.matmul(x, w)))\n"
+BROKEN_TOUR = "def broken(x):\n    return da.sum(x *\n"  # a syntax error, in notebook 00
+STALE = "showing the last program that worked"  # the explorer's banner after a failed edit
+LAB_CONFIG = ROOT / ".ci" / "jupyter"  # the kit's Jupyter configuration (no news pop-up)
+NEWS = "official Jupyter news"  # JupyterLab's question on a first start, unless configured
 SCREEN = 900  # px: a widget's controls and drawing fit on one screen
 OVERFLOWING = """(root) => {
   // Elements wider than their parent (clipped or spilling), outside scrolling boxes.
@@ -150,18 +160,23 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     (root / WIDGETS).write_text(json.dumps(notebook), encoding="utf-8")
     port, token = _free_port(), secrets.token_hex(16)
     log = (root / "jupyterlab.log").open("w")
+    # A first start: user settings and workspaces of its own (answers given to an earlier
+    # JupyterLab do not count), and the kit's configuration first, as .ci/lab uses it.
+    home = tmp_path_factory.mktemp("lab-home")
+    config = os.pathsep.join(filter(None, [str(LAB_CONFIG), os.environ.get("JUPYTER_CONFIG_PATH")]))
     server = subprocess.Popen(
         [
             sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
             "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
             "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
             f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
-            "--LabApp.news_url=None", "--LabApp.check_for_updates_class="
-            "jupyterlab.NeverCheckForUpdate",
+            f"--LabApp.user_settings_dir={home / 'user-settings'}",
+            f"--LabApp.workspaces_dir={home / 'workspaces'}",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=root,
+        env={**os.environ, "JUPYTER_CONFIG_PATH": config},
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -190,6 +205,81 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
 def _visible_panel(explorer: Any) -> Any:
     """The explorer's tab panel on show."""
     return explorer.locator(":scope > .widget-tab-contents > .lm-Widget:not(.lm-mod-hidden)")
+
+
+GREYED = """(root) => {
+  const box = root.querySelector(':scope > .widget-tab > .widget-tab-contents');
+  const style = getComputedStyle(box);
+  return [parseFloat(style.opacity), style.filter];
+}"""
+
+
+def _readout(panel: Any) -> str:
+    """The bot stepper's slider value, as shown."""
+    return str(panel.locator(".dualarr-bot-stepper .widget-readout").first.inner_text()).strip()
+
+
+def _stale_tabs(page: Any, root: Any, kind: str, name: str) -> None:
+    """After a failed edit of the explorer ``root``: the error (``kind``) beside a stale
+    banner; every tab still shows the last good program (its text, its drawing, the bot
+    stepper that still steps, the SymPy check), greyed; screenshots ``{name}-stale-*``."""
+    from playwright.sync_api import expect
+
+    shots = _screenshots()
+    error = root.locator(".widget-html", has_text=kind).first
+    banner = root.locator(".dualarr-stale-banner")
+    expect(error).to_be_visible(timeout=60_000)
+    expect(banner).to_be_visible(timeout=60_000)
+    expect(banner).to_contain_text(STALE)
+    expect(root).to_have_class(re.compile(r"\bdualarr-stale\b"))
+    said, marked = error.bounding_box(), banner.bounding_box()
+    gap = marked["y"] - (said["y"] + said["height"])
+    assert -1 <= gap <= 60, f"{name}: the stale banner is {gap:.0f} px from the error"
+    opacity, grey = root.evaluate(GREYED)
+    assert opacity < 0.8 and "grayscale" in grey, f"{name}: tabs not greyed ({opacity}, {grey})"
+    tab = root.locator(".widget-tab").first
+    for k, title in enumerate(TABS):
+        tab.locator(".lm-TabBar-tab", has_text=title).first.click()
+        panel = _visible_panel(tab)
+        expect(panel.locator(".jp-OutputArea-output").first).to_be_visible(timeout=30_000)
+        text = panel.inner_text()
+        assert text.strip() and "no program to show" not in text, f"{name}: {title} is empty"
+        assert kind not in text, f"{name}: the {title} tab shows the error, not its stage"
+        if title in DRAWN:
+            svg = panel.locator('img[src^="data:image/svg+xml"]').first
+            expect(svg).to_be_visible(timeout=30_000)
+            assert svg.evaluate("(img) => img.naturalWidth > 0"), f"{name}: {title} drawing"
+        if title == "vectorised":  # the bot stepper still steps through its rules
+            before = int(_readout(panel))
+            forward = panel.get_by_role("button", name="next ▶")
+            back = panel.get_by_role("button", name="◀ prev")
+            if forward.is_enabled() or back.is_enabled():
+                ahead = forward.is_enabled()
+                (forward if ahead else back).click()
+                after = before + 1 if ahead else before - 1
+                readout = panel.locator(".dualarr-bot-stepper .widget-readout").first
+                expect(readout).to_have_text(str(after), timeout=30_000)
+            else:  # a program with one rule: the stepper shows it
+                expect(panel.locator(".dualarr-bot-stepper")).to_contain_text("1. ")
+        if title == "python":
+            expect(panel).to_contain_text("def grad_")
+        if title == "check":
+            expect(panel).to_contain_text("SymPy")
+        expect(banner).to_be_visible()
+        root.screenshot(path=str(shots / f"{name}-stale-{k + 1:02d}-{title}.png"))
+
+
+def _fresh_again(root: Any, program: str, name: str) -> None:
+    """A good edit of the explorer ``root`` clears the stale mark and the error."""
+    from playwright.sync_api import expect
+
+    root.locator("textarea").first.fill(program)
+    root.get_by_role("button", name="run").click()
+    expect(root.locator(".dualarr-stale-banner")).to_be_hidden(timeout=60_000)
+    expect(root).not_to_have_class(re.compile(r"\bdualarr-stale\b"))
+    opacity, _ = root.evaluate(GREYED)
+    assert opacity == 1.0, f"{name}: still greyed after a good edit"
+    root.screenshot(path=str(_screenshots() / f"{name}-fixed.png"))
 
 
 @contextmanager
@@ -254,6 +344,15 @@ def test_pipeline_explorer_in_jupyterlab(lab: tuple[str, str]) -> None:
         panel.scroll_into_view_if_needed()
         page.screenshot(path=str(shots / "10-bot-stepper-step-2.png"))
 
+        # A broken edit (a syntax error): the error, and the tabs of fig18 marked stale.
+        root = page.locator(".dualarr-pipeline-explorer").first
+        root.locator("textarea").first.fill(BROKEN_TOUR)
+        root.get_by_role("button", name="run").click()
+        _stale_tabs(page, root, "SyntaxError", "00-explorer")
+        expect(root.locator(".widget-tab").first).to_contain_text("SymPy")
+        page.screenshot(path=str(shots / "11-explorer-stale.png"))
+        _fresh_again(root, "def double(x):\n    return da.sum(x * 2.0)\n", "00-explorer")
+
 
 def _open(page: Any, base: str, token: str, notebook: str) -> None:
     """Open ``notebook`` in JupyterLab and run all its cells."""
@@ -266,9 +365,6 @@ def _open(page: Any, base: str, token: str, notebook: str) -> None:
         timeout=120_000,
     )
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    news = page.get_by_role("button", name="No", exact=True)  # "notified about news?"
-    if news.count():
-        news.first.click()
 
 
 def _fits(widget: Any, what: str, height: bool = True, zoomed: bool = False) -> None:
@@ -343,6 +439,9 @@ def test_each_widget_as_a_learner_sees_it(lab: tuple[str, str]) -> None:
         assert page.evaluate("window.__sawDisabled"), "run was not disabled while running"
         _fits(explorer, "explorer showing an error")
         explorer.screenshot(path=str(shots / "widget-explorer-error.png"))
+        _stale_tabs(page, explorer, "ShapeError", "widget-explorer")  # the mlp's tabs stay
+        _fits(explorer, "explorer showing stale tabs")
+        _fresh_again(explorer, GOOD_PROGRAM, "widget-explorer")
 
         # The steppers: the next step shows, said once.
         stepper = roots["bot-stepper"]
@@ -379,3 +478,21 @@ def test_each_widget_as_a_learner_sees_it(lab: tuple[str, str]) -> None:
         expect(plot).to_contain_text("not a size", timeout=30_000)
         plot.screenshot(path=str(shots / "widget-explosion-plot-bad-sizes.png"))
         page.screenshot(path=str(shots / "widgets-page.png"), full_page=True)
+
+
+def test_no_news_pop_up_on_a_first_start(lab: tuple[str, str]) -> None:
+    """JupyterLab's "get notified about official Jupyter news?" question, which covers
+    the widgets on a first start, is off: ``fetchNews`` is ``"false"`` by the kit's
+    configuration (``.ci/jupyter/labconfig/default_setting_overrides.json``)."""
+    base, token = lab
+    url = f"{base}/lab/api/settings/@jupyterlab/apputils-extension:notification?token={token}"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        plugin = json.load(answer)
+    assert "fetchNews" not in plugin["settings"]  # no answer of the user's: a first start
+    assert plugin["schema"]["properties"]["fetchNews"]["default"] == "false"  # the kit's
+    with _notebook_page(lab, NOTEBOOK) as page:
+        page.wait_for_selector(".dualarr-pipeline-explorer", timeout=120_000)
+        page.wait_for_timeout(3000)  # the question comes after the app is restored
+        assert page.get_by_text(NEWS).count() == 0, "JupyterLab asks about its news"
+        assert page.locator(".Toastify__toast").count() == 0, "a notification covers the page"
+        page.screenshot(path=str(_screenshots() / "lab-first-start-no-news.png"))

@@ -39,3 +39,35 @@ def test_readme_has_exactly_two_setup_commands() -> None:
     assert commands == [".ci/lab", ".ci/test"]
     for command in commands:
         assert (README.parent / command).is_file()
+
+
+ROOT = README.parent
+PAPER = "*Dual-Numbers Reverse AD for Functional Array Languages*"
+AUTHORS = "Tom Smeding, Mikołaj Konarski, Simon Peyton Jones and Andrew Fitzgibbon"
+LINK = "[arXiv:2507.12640](https://arxiv.org/abs/2507.12640)"
+
+
+def _unwrapped(path: pathlib.Path) -> str:
+    """The text with its line breaks read as spaces (prose is wrapped)."""
+    return " ".join(path.read_text().split())
+
+
+def test_the_paper_is_cited_with_its_authors_and_link() -> None:
+    """The README, the book's front page and the first chapter name the paper, its four
+    authors and its arXiv page."""
+    for page in ("README.md", "book/index.md", "notebooks/md/00-quick-tour.md"):
+        text = _unwrapped(ROOT / page)
+        assert PAPER in text and LINK in text, page
+        assert AUTHORS in text or AUTHORS.replace(" and ", ", ") in text, page
+    assert "Vákár" not in README.read_text()
+
+
+def test_the_learner_install_is_measured_and_lighter() -> None:
+    """The lab installs the learner's extras only (vml by one switch), and the README
+    says the measured size and time."""
+    lab = (ROOT / ".ci" / "lab").read_text()
+    assert 'DUALARR_EXTRAS="${DUALARR_EXTRAS:-widgets,symbolic}"' in lab
+    assert "DUALARR_VML=1" in lab and "DUALARR_VML" in (ROOT / ".ci" / "setup.sh").read_text()
+    quick_start = _unwrapped(README).split("## Quick start", 1)[1].split("## ", 1)[0]
+    assert re.search(r"\d+ MB in `\.venv`, installed in \d+ s", quick_start)
+    assert "DUALARR_VML=1 bash .ci/lab" in quick_start

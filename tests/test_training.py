@@ -100,7 +100,6 @@ def test_the_loop_reports_each_step_then_each_epoch() -> None:
 
 
 def test_the_digits_split_is_fixed_and_stratified() -> None:
-    pytest.importorskip("sklearn")
     first, again = dg.load_split(seed=0), dg.load_split(seed=0)
     assert first.train_images.shape == (1347, 8, 8) and first.test_images.shape == (450, 8, 8)
     np.testing.assert_array_equal(first.test_labels, again.test_labels)

@@ -297,22 +297,71 @@ def test_every_exception_of_the_source_shows_type_message_and_line(
         assert explorer.error_message.count("add:") == 1 and "\n  at " not in explorer.error
 
 
-def test_an_error_after_a_good_program_clears_every_tab() -> None:
+def _drawings(explorer: Any) -> dict[str, str]:
+    """Every drawn tab's SVG (or, without ``dot``, its DOT text)."""
+    return {name: view.svg or view.text for name, view in explorer.views.items()}
+
+
+BROKEN_EDITS = [  # a tracing (attribute) error, a shape error, a syntax error
+    ("def oops(x):\n    return da.summ(x)\n", "AttributeError", 2),
+    ("def bad(x):\n    return da.sum(x + x[:2])\n", "ShapeError", 2),
+    ("def broken(x:\n", "SyntaxError", 1),
+]
+
+
+@pytest.mark.parametrize("edit", BROKEN_EDITS, ids=[e[1] for e in BROKEN_EDITS])
+def test_a_failed_edit_keeps_the_last_good_tabs_marked_stale(edit: tuple[str, str, int]) -> None:
     from dualarr_widgets import BotStepper, PipelineExplorer
+    from dualarr_widgets.explorer import STALE_CLASS, TABS
+
+    source, kind, line = edit
+    explorer = PipelineExplorer(fig18, np.arange(1.0, 6.0))
+    assert not explorer.stale and explorer.stale_note == ""
+    assert STALE_CLASS not in explorer._dom_classes
+    texts, drawings, good = _texts(explorer), _drawings(explorer), explorer.pipeline
+    stepper = explorer.bot_box.children[1]
+    assert isinstance(stepper, BotStepper) and all(drawings.values())
+    explorer.editor.value = source
+    explorer.run_button.click()
+    assert (explorer.error_type, explorer.error_line) == (kind, line)  # the error is shown
+    assert "color:#b00" in explorer.message.value
+    # every tab (the SymPy check included) and every drawing is the last good program's
+    assert _texts(explorer) == texts and _drawings(explorer) == drawings
+    assert all(explorer.outputs[name].outputs for name in TABS)
+    assert "SymPy" in texts["check"] and "build1 5" in texts["source"]
+    assert explorer.pipeline is good and explorer.function is fig18
+    assert explorer.bot_box.children[1] is stepper  # the bot stepper still steps
+    stepper.next()
+    assert stepper.step == 1 and stepper.slider.value == 2
+    # ... visibly marked stale: a banner above the greyed tabs, beside the error
+    assert explorer.stale and STALE_CLASS in explorer._dom_classes
+    assert explorer.stale_note.startswith("showing the last program that worked (fig18)")
+    assert explorer.stale_banner.layout.display != "none"
+    assert "stale" in explorer.stale_banner.value and "fig18" in explorer.stale_banner.value
+    children = list(explorer.children)
+    assert children.index(explorer.stale_banner) == children.index(explorer.tabs) - 1
+    # a second failure keeps the same program; a good edit clears the mark
+    explorer.editor.value = "def f(x):\n    return da.sum(x * nothing)\n"
+    explorer.run()
+    assert explorer.stale and explorer.error_type == "NameError" and _texts(explorer) == texts
+    explorer.editor.value = "def f(x):\n    return da.sum(x * 3.0)\n"
+    explorer.run()
+    assert not explorer.stale and explorer.stale_note == "" and explorer.error == ""
+    assert STALE_CLASS not in explorer._dom_classes
+    assert explorer.stale_banner.layout.display == "none" and not explorer.stale_banner.value
+    assert "3.0" in _texts(explorer)["source"] and explorer.function.__name__ == "f"
+
+
+def test_a_stale_explorer_snapshot_shows_the_banner_and_no_style_sheet() -> None:
+    from dualarr_widgets import PipelineExplorer
+    from dualarr_widgets.snapshot import snapshot_html
 
     explorer = PipelineExplorer(fig18, np.arange(1.0, 6.0))
-    before = _texts(explorer)
-    assert explorer.pipeline is not None and "build1 5" in before["source"]
-    assert any(isinstance(w, BotStepper) for w in explorer.bot_box.children)
+    assert "stale" not in snapshot_html(explorer) and "<style" not in snapshot_html(explorer)
     explorer.editor.value = "def oops(x):\n    return da.summ(x)\n"
-    explorer.run_button.click()
-    assert explorer.pipeline is None
-    assert not any(isinstance(w, BotStepper) for w in explorer.bot_box.children)
-    for name, text in _texts(explorer).items():
-        assert text.startswith("(cleared: the edited source failed)"), name
-        assert "AttributeError" in text and "line 2: return da.summ(x)" in text, name
-        assert "build1" not in text and "def grad_" not in text, name
-    assert all(len(out.outputs) == 1 for out in explorer.outputs.values())
+    explorer.run()
+    page = snapshot_html(explorer)
+    assert "showing the last program that worked" in page and "<style" not in page
 
 
 def test_fixing_the_source_clears_the_error_and_refreshes_every_tab() -> None:
@@ -362,6 +411,9 @@ def test_an_error_in_the_initial_function_names_its_line_in_the_editor() -> None
 
     explorer = PipelineExplorer(misfit, np.ones(4))
     assert explorer.error_type == "ShapeError" and explorer.pipeline is None
+    assert not explorer.stale  # no program worked yet: each tab says so
+    for text in _texts(explorer).values():
+        assert text.startswith("(no program to show: the source failed)\nShapeError")
     assert explorer.error_line == 3  # the def is line 1 of the editor's text
     assert explorer.editor.value.splitlines()[2].strip() == explorer.error_source
     assert explorer.error_source == "return da.sum(y + y[:2])"
@@ -441,7 +493,7 @@ def test_explorer_shows_the_error_of_a_bad_program_and_re_enables_run() -> None:
     explorer.run_button.click()
     assert explorer.error_type == "ShapeError" and "line 2" in _plain(explorer.message.value)
     assert not explorer.run_button.disabled and not explorer.busy
-    assert all(not view.svg for view in explorer.views.values())  # drawings cleared
+    assert explorer.stale and all(view.svg or view.text for view in explorer.views.values())
 
 
 def test_explosion_plot_disables_measure_and_advances_per_size() -> None:
@@ -654,3 +706,52 @@ def test_what_a_notebook_prints_is_plain_text() -> None:
     assert "<" not in backprop.describe()
     report = describe(ValueError("bad <value>"), Origin("<none>", 1, ()))
     assert str(report) == "ValueError: bad <value>" and "<b>" in report.html()
+
+
+# -- the steppers follow their step; offline they show every step (issue 34, 3 and 5) --
+
+
+def test_a_stepper_view_follows_the_highlighted_node_at_a_readable_size() -> None:
+    from dualarr_widgets.view import READABLE_LABEL_PX, focus_box, label_px
+
+    def twice(x: Any) -> Any:
+        y = da.sin(x)
+        z = y * y
+        return da.sum(z + z)
+
+    stepper = BackpropStepper(twice, np.arange(1.0, 6.0))
+    assert stepper.view.follow and stepper.total == 5
+    for k in range(stepper.total):
+        stepper.step = k
+        view, svg = stepper.view, stepper.view.svg
+        assert svg.count('fill="gold"') == 1  # the step's own node, and no other
+        box = focus_box(svg)
+        assert box is not None and list(box) == view.focus
+        left, top, right, bottom = box
+        assert 0 <= left < right <= 1 and 0 <= top < bottom <= 1
+        assert label_px(svg) * view.min_scale >= READABLE_LABEL_PX - 1e-9
+        assert 'onload="' in view.image.value  # the box scrolls to the node
+        if view.zoom in ("fit", "fit width"):
+            assert f"min-width:{np.ceil(view.width * view.min_scale):.0f}px" in view.image.value
+    assert stepper.view.zoom == "fit width"  # 1100 px tall in a 560 px box: it scrolls
+
+
+def test_a_stepper_snapshot_holds_every_step_as_a_frame() -> None:
+    from dualarr_widgets import BotStepper
+
+    for stepper in (BackpropStepper(fig18, np.arange(1.0, 6.0)),
+                    BotStepper(fig18, np.arange(1.0, 6.0))):
+        stepper.next()
+        bundle, again = stepper._repr_mimebundle_(), stepper._repr_mimebundle_()
+        assert bundle is not None and again is not None
+        snapshot = bundle["text/html"]
+        assert snapshot == again["text/html"]  # deterministic
+        assert f"data-frames='{stepper.total}'" in snapshot
+        steps = [int(k) for k in re.findall(r"class='dualarr-frame' id='[\w-]+' data-step='(\d+)'",
+                                            snapshot)]
+        assert steps == list(range(1, stepper.total + 1))
+        words = re.sub(r"<[^>]+>", "", snapshot)
+        for k in range(1, stepper.total + 1):
+            assert f"step {k} of {stepper.total}: " in words
+        assert snapshot.count("src='data:image/svg+xml;base64,") == stepper.total
+        assert "onload" not in snapshot and "<script" not in snapshot

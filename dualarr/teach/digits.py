@@ -1,6 +1,6 @@
 """Training a classifier with dualarr's compiled gradients (chapter 11).
 
-scikit-learn's 8×8 handwritten digits (bundled with the package, no download), split
+The UCI 8×8 handwritten digits (shipped with the package, no download), split
 once with a fixed seed; two models written over traced values — a multilayer
 perceptron and a small convolution network whose 3×3 windows are one ``gather``
 (Fig. 7) — the softmax cross-entropy loss, Adam in plain NumPy, and a minibatch
@@ -15,6 +15,7 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeAlias, assert_never
 
 import numpy as np
@@ -73,19 +74,34 @@ class Split:
     test_labels: Labels
 
 
-def load_split(test_fraction: float = 0.25, seed: int = 0) -> Split:
-    """scikit-learn's 1,797 digits, shuffled and split with ``seed`` (stratified: every
-    digit in the same proportion on both sides)."""
-    from sklearn.datasets import load_digits  # type: ignore[import-untyped]
-    from sklearn.model_selection import train_test_split  # type: ignore[import-untyped]
+DIGITS_FILE = Path(__file__).parent / "data" / "digits.csv.gz"
+"""The UCI handwritten digits (``dualarr/teach/data/README.md``): 64 pixels 0–16, then the
+digit, one image a row."""
 
-    digits = load_digits()
-    images = np.asarray(digits.images, dtype=np.float64) / 16.0
-    labels = np.asarray(digits.target, dtype=np.int64)
-    train_x, test_x, train_y, test_y = train_test_split(
-        images, labels, test_size=test_fraction, random_state=seed, stratify=labels
-    )
-    return Split(train_x, train_y, test_x, test_y)
+
+def load_split(test_fraction: float = 0.25, seed: int = 0) -> Split:
+    """The 1,797 digits shipped with the kit, pixels scaled to [0, 1], split once with
+    ``seed``: ``ceil(test_fraction · n)`` held out, stratified (each digit's share of the
+    test set is its share of the data, the remainders going to the largest fractions),
+    each side in a random order."""
+    table = np.loadtxt(DIGITS_FILE, delimiter=",", dtype=np.int64)
+    images = table[:, :-1].reshape(-1, SIDE, SIDE).astype(np.float64) / 16.0
+    labels = table[:, -1]
+    rng = np.random.default_rng(seed)
+    classes, counts = np.unique(labels, return_counts=True)
+    wanted = counts * math.ceil(test_fraction * len(labels)) / len(labels)
+    held = np.floor(wanted).astype(np.int64)
+    short = math.ceil(test_fraction * len(labels)) - int(held.sum())
+    held[np.argsort(-(wanted - held), kind="stable")[:short]] += 1
+    test: list[Labels] = []
+    train: list[Labels] = []
+    for digit, count in zip(classes, held, strict=True):
+        members = rng.permutation(np.flatnonzero(labels == digit))
+        test.append(members[:count])
+        train.append(members[count:])
+    test_at = rng.permutation(np.concatenate(test))
+    train_at = rng.permutation(np.concatenate(train))
+    return Split(images[train_at], labels[train_at], images[test_at], labels[test_at])
 
 
 def one_hot(labels: Labels, classes: int = CLASSES) -> Array:

@@ -5,9 +5,11 @@ Each step names the rule and whose it is: a rule of the paper cites its figure
 (kit extension of Fig. 9: a select for a scalar cond …)``), and the simplification after
 the bot (``sumOuter (x * …)`` ⟶ ``dot0 x …``) is labelled as simplification.  A step
 shows the subterm before and after, and the whole program after the step, drawn with the
-rewritten subterm highlighted (fitted to the width, with a zoom).  State in traitlets
-(``label`` is the step's label as plain text), output appended (testable without a
-kernel)."""
+rewritten subterm highlighted (fitted to the width, with a zoom; the box scrolls to the
+rewritten subterm, labels at least 10 px high).  Without a kernel (the book) the widget
+shows all its steps side by side (:func:`~dualarr_widgets.snapshot.filmstrip`).  State in
+traitlets (``label`` is the step's label as plain text), output appended (testable
+without a kernel)."""
 
 from __future__ import annotations
 
@@ -25,8 +27,8 @@ from dualarr.show.printer import print_term
 from dualarr.vectorise.bot import BotStep
 from dualarr.vectorise.simplify import simplification_steps
 
-from .snapshot import StaticSnapshot
-from .view import DrawingView, collapsed, controls_row
+from .snapshot import Frame, StaticSnapshot, filmstrip
+from .view import DrawingView, collapsed, controls_row, drawing_svg, static_drawing_html
 
 __all__ = ["BotStepper"]
 
@@ -74,7 +76,8 @@ class BotStepper(StaticSnapshot, widgets.VBox):  # type: ignore[misc]
         self.next_button.on_click(lambda _: self.next())
         self.rule = widgets.HTML(layout=widgets.Layout(flex="1 1 18em", min_width="0"))
         self.output = collapsed(widgets.Output(), "9em")
-        self.view = DrawingView(max_height=max_height)  # the drawing's box, at most
+        self.view = DrawingView(max_height=max_height, follow=True)  # the box, at most
+        self._frames: list[Frame] | None = None  # every step, for the snapshot (made once)
         controls = controls_row([self.previous_button, self.slider, self.next_button, self.rule])
         super().__init__(
             children=[controls, self.output, self.view],
@@ -104,11 +107,12 @@ class BotStepper(StaticSnapshot, widgets.VBox):  # type: ignore[misc]
         if self.step > 0:
             self.step -= 1
 
-    def rewritten(self) -> list[Term]:
-        """The nodes of the whole program after the step that are the rewritten term."""
-        s = self.current
-        if s is None:
+    def rewritten(self, k: int | None = None) -> list[Term]:
+        """The nodes of the whole program after the step (or step ``k``, from 0) that are
+        the rewritten term."""
+        if not self.steps:
             return []
+        s = self.steps[self.step if k is None else k]
         nodes = postorder(s.whole)
         if any(n is s.after for n in nodes):
             return [s.after]
@@ -116,6 +120,40 @@ class BotStepper(StaticSnapshot, widgets.VBox):  # type: ignore[misc]
             return []
         text = print_term(s.after)
         return [n for n in nodes if n.shape == s.after.shape and print_term(n) == text]
+
+    def _rule_html(self, s: BotStep) -> str:
+        return f"<b>{s.number}. {html.escape(s.rule)}</b> " + html.escape(
+            s.label.removeprefix(s.rule).strip()
+        )
+
+    def frames(self) -> list[Frame]:
+        """Every step as the book shows it (made once: the steps do not change); a
+        program without steps: one frame with the vectorised program."""
+        if self._frames is None:
+            if not self.steps:
+                program = self.pipeline.vectorised
+                drawing = term_graph(list(program.outputs), "vectorised")
+                self._frames = [Frame(
+                    "<b>no rule applies</b>: the program has no build1 and nothing to "
+                    "simplify", f"vectorised:\n{program}\n",
+                    static_drawing_html(*drawing_svg(drawing)),
+                )]
+            else:
+                self._frames = [
+                    Frame(
+                        f"step {k + 1} of {self.total}: {self._rule_html(s)}",
+                        f"  {s.before}\n  ==> {s.after}\n",
+                        static_drawing_html(*drawing_svg(term_graph(
+                            list(s.whole), f"step{s.number}", highlight=self.rewritten(k)
+                        ))),
+                    )
+                    for k, s in enumerate(self.steps)
+                ]
+        return self._frames
+
+    def _snapshot_html_(self) -> str:
+        """All the steps, side by side (:func:`~dualarr_widgets.snapshot.filmstrip`)."""
+        return filmstrip(self.frames())
 
     def _render(self, change: Any = None) -> None:
         self.previous_button.disabled = self.step <= 0
@@ -130,8 +168,6 @@ class BotStepper(StaticSnapshot, widgets.VBox):  # type: ignore[misc]
             self.view.show(term_graph(list(self.pipeline.vectorised.outputs), "vectorised"))
             return
         self.label = f"{s.number}. {s.label}"
-        self.rule.value = f"<b>{s.number}. {html.escape(s.rule)}</b> " + html.escape(
-            s.label.removeprefix(s.rule).strip()
-        )
+        self.rule.value = self._rule_html(s)
         self.output.append_stdout(f"  {s.before}\n  ==> {s.after}\n")
         self.view.show(term_graph(list(s.whole), f"step{s.number}", highlight=self.rewritten()))

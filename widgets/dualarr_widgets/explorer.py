@@ -7,9 +7,11 @@ fused kernels it calls listed first, §7.5) and a check (``da.check_grad``).  Th
 program's Python source is in a text area: editing it and pressing *run* re-traces and
 updates every tab.  Any exception the source raises (a syntax error, a ``NameError``, a
 ``TypeError``, a ``DualarrError`` …) is shown in the widget, not as a traceback: its
-type, its message and the line of the edited source it came from; the tabs of the
-previous program are then cleared.  State in traitlets, output appended, so it runs and
-is tested without a kernel.
+type, its message and the line of the edited source it came from.  The tabs then keep
+the last program that worked, greyed out under a banner that says so (``stale``), so
+the learner can compare it with the failing edit; the next edit that runs replaces them
+and clears the mark.  State in traitlets, output appended, so it runs and is tested
+without a kernel.
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ DRAWN = ("source", "forward", "delta", "shared", "gradient")  # text beside a dr
 # (the vectorised tab draws with its BotStepper)
 _STEPS = 1 + 8 + len(DRAWN) + 1  # progress: trace and bot, each stage, each drawing, check
 SOURCE_FILE = "<PipelineExplorer>"  # the file name the edited source is compiled under
+STALE_CLASS = "dualarr-stale"  # on the explorer while its tabs show an earlier program
+STALE_CSS = (  # greys out the tab contents of a stale explorer (the tab bar stays usable)
+    f"<style>.dualarr-pipeline-explorer.{STALE_CLASS} > .widget-tab > .widget-tab-contents"
+    " {opacity: 0.55; filter: grayscale(1); outline: 2px dashed #9a6700;"
+    " outline-offset: -2px}</style>"
+)
 
 
 def _source_of(f: Callable[..., Any]) -> tuple[str, int]:
@@ -168,7 +176,10 @@ class PipelineExplorer(StaticSnapshot, widgets.VBox):  # type: ignore[misc]
 
     ``error`` is the last failure of the source as text ("" after a good run);
     ``error_type``, ``error_message``, ``error_line`` (from 1 in the editor's text, 0
-    for none) and ``error_source`` (that line) are its parts.
+    for none) and ``error_source`` (that line) are its parts.  After a failure the tabs
+    keep the last program that worked (``pipeline`` and ``function`` are still its):
+    ``stale`` is then true and ``stale_note`` the banner shown above the greyed tabs;
+    if no program has worked yet, the tabs say so.
     """
 
     code = traitlets.Unicode("").tag(sync=True)
@@ -178,6 +189,8 @@ class PipelineExplorer(StaticSnapshot, widgets.VBox):  # type: ignore[misc]
     error_line = traitlets.Int(0).tag(sync=True)
     error_source = traitlets.Unicode("").tag(sync=True)
     busy = traitlets.Bool(False).tag(sync=True)  # a run is under way (the button is disabled)
+    stale = traitlets.Bool(False).tag(sync=True)  # the tabs show an earlier program
+    stale_note = traitlets.Unicode("").tag(sync=True)  # the banner saying so ("": none)
 
     def __init__(self, f: Callable[..., Any], *arrays: Any, code: str | None = None) -> None:
         self.arrays = arrays
@@ -193,6 +206,9 @@ class PipelineExplorer(StaticSnapshot, widgets.VBox):  # type: ignore[misc]
         )
         self.progress = Progress()
         self.message = widgets.HTML(layout=widgets.Layout(flex="1 1 auto", min_width="0"))
+        self.stale_banner = widgets.HTML(layout=widgets.Layout(display="none"))
+        self.stale_banner.add_class("dualarr-stale-banner")
+        stale_style = widgets.HTML(STALE_CSS, layout=widgets.Layout(display="none"))
         self.outputs = {name: widgets.Output() for name in TABS}
         self.views = {name: DrawingView(max_height="380px") for name in DRAWN}
         self.bot_box = widgets.VBox([collapsed(self.outputs["vectorised"], "7em")])
@@ -206,7 +222,7 @@ class PipelineExplorer(StaticSnapshot, widgets.VBox):  # type: ignore[misc]
             layout=widgets.Layout(align_items="center", width="100%"),
         )
         super().__init__(
-            children=[self.editor, controls, self.tabs],
+            children=[self.editor, controls, self.stale_banner, self.tabs, stale_style],
             layout=widgets.Layout(width="100%", min_width="0"),
         )
         self.add_class("dualarr-pipeline-explorer")
@@ -250,18 +266,37 @@ class PipelineExplorer(StaticSnapshot, widgets.VBox):  # type: ignore[misc]
         self._show(namespace[names[0]], origin)
 
     def _fail(self, report: SourceError) -> None:
-        """Show ``report`` and clear every tab: nothing of an earlier program stays."""
-        self.pipeline = None
+        """Show ``report``; the tabs keep the last program that worked, marked stale
+        (with none yet, each tab says that the source failed)."""
         self.error_type, self.error_message = report.kind, report.message
         self.error_line, self.error_source = report.line, report.text
         self.error = str(report)
         self.message.value = report.html()
-        for out in self.outputs.values():
-            out.outputs = ()
-            out.append_stdout(f"(cleared: the edited source failed)\n{report}\n")
-        for view in self.views.values():
-            view.show(None)
-        self.bot_box.children = (self.outputs["vectorised"],)
+        if self.pipeline is None:  # nothing worked yet: nothing to keep
+            for out in self.outputs.values():
+                out.outputs = ()
+                out.append_stdout(f"(no program to show: the source failed)\n{report}\n")
+            return
+        name = getattr(self.function, "__name__", "function")
+        self.stale_note = (
+            f"showing the last program that worked ({name}), greyed out: the edited "
+            "source failed (the error above). Fix it and press run to refresh the tabs."
+        )
+        self.stale_banner.value = (
+            "<div style='background:#fff8c5;border:1px solid #d4a72c;border-radius:4px;"
+            "padding:0.3em 0.6em;color:#4d2d00;box-sizing:border-box'>&#9888; <b>stale</b>: "
+            f"{html.escape(self.stale_note)}</div>"
+        )
+        self.stale_banner.layout.display = "block"
+        self.add_class(STALE_CLASS)
+        self.stale = True
+
+    def _fresh(self) -> None:
+        """The tabs show the program in the editor: no stale mark."""
+        self.stale, self.stale_note = False, ""
+        self.stale_banner.value = ""
+        self.stale_banner.layout.display = "none"
+        self.remove_class(STALE_CLASS)
 
     def _show(self, f: Callable[..., Any], origin: Origin) -> None:
         step = self.progress.advance
@@ -278,6 +313,7 @@ class PipelineExplorer(StaticSnapshot, widgets.VBox):  # type: ignore[misc]
         self.function, self.pipeline = f, p
         self.error = self.error_type = self.error_message = self.error_source = ""
         self.error_line = 0
+        self._fresh()
         self.message.value = f"<b>{p.source.name}</b> {html.escape(p.source.signature())}"
         for out in self.outputs.values():
             out.outputs = ()

@@ -4,24 +4,34 @@ A widget's view needs a live kernel (or a widget manager script); a page without
 book, a notebook viewer, JupyterLab before the cells run) would show nothing.
 :class:`StaticSnapshot` adds ``text/html`` to a widget's display bundle: the text,
 drawings and tables it shows at display time, with every tab of a ``Tab`` in a
-``<details>`` (the selected one open).  The HTML has no script, no style sheet and no
-link: drawings are ``data:`` images scaled to the width of the page.  JupyterLab with a
+``<details>`` (the selected one open).  A stepper shows every step (:func:`filmstrip`):
+its frames side by side in a strip that scrolls sideways, one frame as wide as the page,
+with links to each step, so that the book shows the whole walk without a kernel.  The
+HTML has no script, no style sheet and no link to another page: drawings are ``data:``
+images scaled to the width of the page.  JupyterLab with a
 live kernel ranks the widget view above ``text/html``, so there the widget itself shows.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import ipywidgets as widgets
 
-__all__ = ["SNAPSHOT_CLASS", "StaticSnapshot", "snapshot_html"]
+__all__ = ["FILMSTRIP_CLASS", "SNAPSHOT_CLASS", "Frame", "StaticSnapshot", "filmstrip",
+           "snapshot_html"]
 
 SNAPSHOT_CLASS = "dualarr-snapshot"
 """The CSS class of a snapshot's outer ``<div>`` (the book styles and tests look for it)."""
+
+FILMSTRIP_CLASS = "dualarr-filmstrip"
+"""The CSS class of a stepper's frames (``data-frames``: how many); each frame is a
+``<section class='dualarr-frame'>`` with ``data-step`` (1, 2, …)."""
 
 _BOX = "max-width:100%;box-sizing:border-box"
 _PRE = f"{_BOX};overflow-x:auto;margin:0.25em 0;padding:0.4em;background:#f6f8fa;font-size:0.85em"
@@ -56,11 +66,60 @@ class StaticSnapshot:
         return {**bundle, "text/html": snapshot_html(self)}
 
 
+@dataclass(frozen=True)
+class Frame:
+    """One step of a stepper as the book shows it: a heading (HTML), the text the step
+    prints, and its drawing (SVG; or DOT text where Graphviz's ``dot`` is missing)."""
+
+    heading: str
+    text: str
+    drawing: str  # HTML of the drawing (an <img> with a data: URL), no script
+
+
+def filmstrip(frames: Sequence[Frame]) -> str:
+    """Every frame of a stepper, in order: a row of links to each step, then the frames
+    side by side in a strip that scrolls sideways (snapping to a frame), each frame with
+    links to the step before and after.  No script: links to ``#ids`` made from a hash
+    of the frames (the same frames give the same HTML)."""
+    key = hashlib.sha1(
+        "\0".join(f"{f.heading}\0{f.text}\0{f.drawing}" for f in frames).encode("utf-8")
+    ).hexdigest()[:10]
+    n = len(frames)
+
+    def link(k: int, text: str) -> str:
+        return f"<a href='#dualarr-{key}-step-{k}'>{text}</a>"
+
+    index = " · ".join(link(k, str(k)) for k in range(1, n + 1))
+    parts = []
+    for k, frame in enumerate(frames, start=1):
+        around = [link(k - 1, f"◀ step {k - 1}")] if k > 1 else []
+        around += [link(k + 1, f"step {k + 1} ▶")] if k < n else []
+        text = f"<pre style='{_PRE}'>{html.escape(frame.text)}</pre>" if frame.text else ""
+        parts.append(
+            f"<section class='dualarr-frame' id='dualarr-{key}-step-{k}' data-step='{k}' "
+            f"style='{_BOX};flex:0 0 100%;min-width:0;scroll-snap-align:start;"
+            "scroll-margin-top:5em'>"
+            f"<div style='font-size:0.85em;text-align:right'>{' | '.join(around)}</div>"
+            f"<div>{frame.heading}</div>{text}{frame.drawing}</section>"
+        )
+    return (
+        f"<div class='{FILMSTRIP_CLASS}' data-frames='{n}' style='{_BOX}'>"
+        f"<div style='font-size:0.85em;margin:0.2em 0'>all {n} steps, side by side (scroll "
+        f"sideways, or go to a step: {index})</div>"
+        f"<div style='{_BOX};display:flex;gap:1.5em;align-items:flex-start;overflow-x:auto;"
+        f"scroll-snap-type:x mandatory'>{''.join(parts)}</div></div>"
+    )
+
+
 def _widget(widget: Any) -> str:
-    """One widget and its children, as HTML (nothing for a hidden widget)."""
+    """One widget and its children, as HTML (nothing for a hidden widget); a widget with a
+    ``_snapshot_html_`` method (a stepper, a drawing) gives its own."""
     layout = getattr(widget, "layout", None)
     if layout is not None and (layout.display == "none" or layout.visibility == "hidden"):
         return ""
+    own = getattr(widget, "_snapshot_html_", None)
+    if callable(own):
+        return str(own())
     if isinstance(widget, widgets.Tab | widgets.Accordion):
         return _tabs(widget)
     if isinstance(widget, widgets.Output):

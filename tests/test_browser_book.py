@@ -18,6 +18,7 @@ installs Debian's ``chromium`` when it runs as root).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -144,21 +145,21 @@ def served_book(book_html: Path) -> Iterator[str]:
         thread.join(timeout=10)
 
 
-@pytest.mark.parametrize("viewport", sorted(VIEWPORTS))
-@pytest.mark.parametrize("name", sorted(WIDGET_PAGES))
-def test_book_page_offline_in_chromium(served_book: str, name: str, viewport: str) -> None:
-    from playwright.sync_api import Route, expect, sync_playwright
+@contextlib.contextmanager
+def _offline_page(served_book: str, name: str, viewport: str) -> Iterator[Any]:
+    """The book page ``name`` open in headless Chromium at ``viewport``, every request
+    outside the served book refused; on leaving, no page error happened and nothing was
+    asked of the network."""
+    from playwright.sync_api import Route, sync_playwright
 
-    shots = _screenshots()
-    stem = f"book-{Path(name).stem[:2]}-{viewport}"
     refused: list[str] = []
+    errors: list[str] = []
 
     def only_local(route: Route) -> None:
-        url = route.request.url
-        if url.startswith(served_book + "/"):
+        if route.request.url.startswith(served_book + "/"):
             route.continue_()
         else:
-            refused.append(url)
+            refused.append(route.request.url)
             route.abort()
 
     width, height = VIEWPORTS[viewport]
@@ -168,51 +169,61 @@ def test_book_page_offline_in_chromium(served_book: str, name: str, viewport: st
             context = browser.new_context(viewport={"width": width, "height": height})
             context.route("**/*", only_local)
             page = context.new_page()
-            errors: list[str] = []
             page.on("pageerror", lambda error: errors.append(str(error)))
             page.goto(f"{served_book}/{name}", wait_until="load")
-            article = page.locator("article.bd-article").first
-            expect(article).to_be_visible()
-
-            if name in MATH_PAGES:
-                page.wait_for_function(
-                    "() => window.MathJax?.startup?.promise"
-                    " && document.querySelector('article .math mjx-container')",
-                    timeout=60_000,
-                )
-                page.evaluate("() => MathJax.startup.promise")
-                state = page.evaluate(MATH_STATE)
-                assert state["math"] > 0 and state["typeset"] == state["math"], state
-                assert not state["raw"], f"math left untypeset: {state['raw']}"
-                _scroll_to(page, page.locator("article .math").first)
-                page.screenshot(path=str(shots / f"{stem}-math.png"))
-            page.evaluate("() => document.fonts.ready")
-
-            hint = page.locator(".dualarr-launch").first
-            expect(hint).to_be_visible()
-            expect(hint).to_contain_text("bash .ci/lab")
-            expect(page.locator(".cell_input button.copybtn").first).to_be_attached()
-            page.evaluate("() => window.scrollTo(0, 0)")
-            page.screenshot(path=str(shots / f"{stem}-top.png"))
-
-            snapshot = page.locator(f".dualarr-snapshot[data-widget='{WIDGET_PAGES[name]}']")
-            expect(snapshot).to_have_count(1)
-            _scroll_to(page, snapshot)
-            expect(snapshot).to_be_visible()
-            box = snapshot.bounding_box()
-            assert box is not None and box["height"] > 50 and box["width"] > 0, box
-            image = snapshot.locator("img").first
-            expect(image).to_be_visible()
-            loaded = image.evaluate("i => i.complete && i.naturalWidth > 0 && i.width > 0")
-            assert loaded, "the snapshot's drawing did not load"
-            page.screenshot(path=str(shots / f"{stem}-snapshot.png"))
-
-            overflowing = article.evaluate(OVERFLOWING)
-            assert not overflowing, "\n".join(overflowing[:20])
+            yield page
             assert not errors, errors
         finally:
             browser.close()
     assert not refused, f"the page asked the network for: {refused}"
+
+
+@pytest.mark.parametrize("viewport", sorted(VIEWPORTS))
+@pytest.mark.parametrize("name", sorted(WIDGET_PAGES))
+def test_book_page_offline_in_chromium(served_book: str, name: str, viewport: str) -> None:
+    from playwright.sync_api import expect
+
+    shots = _screenshots()
+    stem = f"book-{Path(name).stem[:2]}-{viewport}"
+    with _offline_page(served_book, name, viewport) as page:
+        article = page.locator("article.bd-article").first
+        expect(article).to_be_visible()
+
+        if name in MATH_PAGES:
+            page.wait_for_function(
+                "() => window.MathJax?.startup?.promise"
+                " && document.querySelector('article .math mjx-container')",
+                timeout=60_000,
+            )
+            page.evaluate("() => MathJax.startup.promise")
+            state = page.evaluate(MATH_STATE)
+            assert state["math"] > 0 and state["typeset"] == state["math"], state
+            assert not state["raw"], f"math left untypeset: {state['raw']}"
+            _scroll_to(page, page.locator("article .math").first)
+            page.screenshot(path=str(shots / f"{stem}-math.png"))
+        page.evaluate("() => document.fonts.ready")
+
+        hint = page.locator(".dualarr-launch").first
+        expect(hint).to_be_visible()
+        expect(hint).to_contain_text("bash .ci/lab")
+        expect(page.locator(".cell_input button.copybtn").first).to_be_attached()
+        page.evaluate("() => window.scrollTo(0, 0)")
+        page.screenshot(path=str(shots / f"{stem}-top.png"))
+
+        snapshot = page.locator(f".dualarr-snapshot[data-widget='{WIDGET_PAGES[name]}']")
+        expect(snapshot).to_have_count(1)
+        _scroll_to(page, snapshot)
+        expect(snapshot).to_be_visible()
+        box = snapshot.bounding_box()
+        assert box is not None and box["height"] > 50 and box["width"] > 0, box
+        image = snapshot.locator("img").first
+        expect(image).to_be_visible()
+        loaded = image.evaluate("i => i.complete && i.naturalWidth > 0 && i.width > 0")
+        assert loaded, "the snapshot's drawing did not load"
+        page.screenshot(path=str(shots / f"{stem}-snapshot.png"))
+
+        overflowing = article.evaluate(OVERFLOWING)
+        assert not overflowing, "\n".join(overflowing[:20])
 
 
 def _filmstrips(text: str) -> list[tuple[str, int, list[tuple[str, int]], str]]:
@@ -268,52 +279,30 @@ def test_every_stepper_in_the_book_holds_all_its_frames(book_html: Path) -> None
 def test_book_stepper_walks_through_its_frames_in_chromium(served_book: str, name: str) -> None:
     """Each frame of the page's first filmstrip, reached by its links, is the one in view
     in the strip, with its drawing loaded; nothing comes from the network."""
-    from playwright.sync_api import Route, expect, sync_playwright
+    from playwright.sync_api import expect
 
     shots = _screenshots()
-    refused: list[str] = []
-
-    def only_local(route: Route) -> None:
-        if route.request.url.startswith(served_book + "/"):
-            route.continue_()
-        else:
-            refused.append(route.request.url)
-            route.abort()
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            width, height = VIEWPORTS["desktop"]
-            context = browser.new_context(viewport={"width": width, "height": height})
-            context.route("**/*", only_local)
-            page = context.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            page.goto(f"{served_book}/{name}", wait_until="load")
-            if name.startswith("notebooks/00-"):  # the stepper is in a closed tab
-                page.locator(".dualarr-snapshot summary", has_text="vectorised").first.click()
-            strip = page.locator(".dualarr-filmstrip").first
-            expect(strip).to_be_visible()
-            n = int(strip.get_attribute("data-frames") or 0)
-            frames = strip.locator("section.dualarr-frame")
-            expect(frames).to_have_count(n)
-            row = frames.first.locator("xpath=..")
-            for k in range(1, n + 1):
-                frame = frames.nth(k - 1)
-                if k > 1:
-                    frames.nth(k - 2).get_by_role("link", name=f"step {k} ▶").click()
-                page.wait_for_function(  # the strip has scrolled to frame k
-                    "([row, frame]) => Math.abs(frame.getBoundingClientRect().left"
-                    " - row.getBoundingClientRect().left) < 2",
-                    arg=[row.element_handle(), frame.element_handle()],
-                    timeout=10_000,
-                )
-                expect(frame).to_contain_text(f"step {k} of {n}")
-                image = frame.locator("img").first
-                expect(image).to_be_visible()
-                assert image.evaluate("i => i.complete && i.naturalWidth > 0 && i.width > 0")
-                page.screenshot(path=str(shots / f"book-{Path(name).stem[:2]}-frame-{k}.png"))
-            assert not errors, errors
-        finally:
-            browser.close()
-    assert not refused, f"the page asked the network for: {refused}"
+    with _offline_page(served_book, name, "desktop") as page:
+        if name.startswith("notebooks/00-"):  # the stepper is in a closed tab
+            page.locator(".dualarr-snapshot summary", has_text="vectorised").first.click()
+        strip = page.locator(".dualarr-filmstrip").first
+        expect(strip).to_be_visible()
+        n = int(strip.get_attribute("data-frames") or 0)
+        frames = strip.locator("section.dualarr-frame")
+        expect(frames).to_have_count(n)
+        row = frames.first.locator("xpath=..")
+        for k in range(1, n + 1):
+            frame = frames.nth(k - 1)
+            if k > 1:
+                frames.nth(k - 2).get_by_role("link", name=f"step {k} ▶").click()
+            page.wait_for_function(  # the strip has scrolled to frame k
+                "([row, frame]) => Math.abs(frame.getBoundingClientRect().left"
+                " - row.getBoundingClientRect().left) < 2",
+                arg=[row.element_handle(), frame.element_handle()],
+                timeout=10_000,
+            )
+            expect(frame).to_contain_text(f"step {k} of {n}")
+            image = frame.locator("img").first
+            expect(image).to_be_visible()
+            assert image.evaluate("i => i.complete && i.naturalWidth > 0 && i.width > 0")
+            page.screenshot(path=str(shots / f"book-{Path(name).stem[:2]}-frame-{k}.png"))

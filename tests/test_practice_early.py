@@ -251,8 +251,10 @@ def test_dot_variant() -> None:
     def dot_map(x: Any, y: Any) -> Any:
         return da.sum(da.map(lambda i: x[i] * y[i], da.iota(x.shape[0])))
 
+    # the bot and the simplifier make the map over iota the bulk program (its bounds
+    # checks decided by the variables' ranges), so no method's Delta size changes
     with_map = {"scalar_gradient": False, "unvectorised_gradient": False,
-                "dual_arrays_gradient": True}
+                "dual_arrays_gradient": False}
     passed(naive_array_ad.check_dot_variant(dot_map, with_map))
     assert not naive_array_ad.check_dot_variant(dot_bulk, {"scalar_gradient": True}).passed
     assert not naive_array_ad.check_dot_variant(lambda x, y: da.sum(x), right).passed

@@ -37,7 +37,17 @@ def test_fusion_guards_an_index_that_may_be_out_of_range() -> None:
     text = simplified(
         lambda x: da.gather([3], da.gather([2], x, lambda i: (i,)), lambda j: (j,)), X
     )
-    assert "cond (0 <= j && j < 2) j (-1)" in text
+    # j runs over [0, 3): the lower bound holds, the upper one is checked
+    assert "cond (j < 2) j (-1)" in text
+
+
+def test_bounds_checks_an_index_functions_variables_decide_are_dropped() -> None:
+    """``0 <= i && i < n`` for the gather's own ``i`` over ``[0, n)`` is true (§5.2's
+    checks that the shapes decide), in a gather's and in a scatter's index function."""
+    g = simplified(lambda x: da.gather([3], da.gather([4], x, lambda i: (i,)), lambda j: (j,)), X)
+    assert "<=" not in g and "cond" not in g
+    s = simplified(lambda x: da.scatter([4], da.gather([3], x, lambda j: (j,)), lambda j: (j,)), X)
+    assert "<=" not in s and "cond" not in s
 
 
 def test_identity_gather_is_the_array() -> None:

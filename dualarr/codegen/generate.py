@@ -177,14 +177,15 @@ def _wrap(j: Any, n: Any) -> Any:
     """The primitive ``wrap`` (NumPy's wrap of negative indices) on NumPy: ``j`` itself
     when no entry is negative, found by one ``min`` (data indices usually are), else
     ``where(j < 0, j + n, j)``, the same values as the registry's implementation."""
-    j = np.asarray(j)
+    if type(j) is not np.ndarray:
+        j = np.asarray(j)
     if j.size and j.min() >= 0:
         return j
     return np.where(j < 0, j + n, j)
 
 
 HELPERS = SimpleNamespace(
-    **primal_helpers(np),
+    **{**primal_helpers(np), "wrap": _wrap},
     contract=contract,
     grid=_grid,
     points=_points,
@@ -198,7 +199,6 @@ HELPERS = SimpleNamespace(
 """The ``helpers`` namespace passed to generated functions (NumPy implementations; the
 elementwise ones are :func:`dualarr.interp.arrays.primal_helpers` with ``xp = numpy``,
 ``wrap`` with a fast path for indices that need no wrap)."""
-HELPERS.elementwise["wrap"] = _wrap
 
 
 def helpers_for(backend: Backend) -> SimpleNamespace:
@@ -427,6 +427,7 @@ class _Generator:
         self.implementations: dict[str, Callable[..., Any]] = {}  # see :func:`_call`
         self.read_outside: set[Term] = set()
         self.range_checks: dict[tuple[str, Shape], str] = {}
+        self.shared_components: dict[str, str] = {}
         self.alias_of: dict[Term, Term] = {}  # a pending let-bound name -> its expression
         # one array under several names (``v1 = t1``, a view taken twice): kernels read
         # it as one argument, so that like terms over it are seen as alike
@@ -882,6 +883,19 @@ class _Generator:
                 self.view_text[name] = expr
         return name
 
+    def _shared_component(self, text: str, local: Sequence[str], lines: list[str]) -> str:
+        """A bulk index component computed from arrays of the function body alone (no
+        grid variable, nothing of this gather's own lines), such as the ``wrap`` of an
+        index array, named once (``jN = ...``) for every gather and scatter that reads
+        it, which then share its range check too; any other component as it is."""
+        if text.isidentifier() or any(re.search(rf"\b{n}\b", text) for n in local):
+            return text
+        name = self.shared_components.get(text)
+        if name is None:
+            name = self.shared_components[text] = self.namer.fresh("j", numbered=True)
+            lines.append(f"{name} = {text}")
+        return name
+
     def _range_check(self, node: Gather | Scatter, comps: str, extents: Shape) -> str:
         """``, in_rangeN``: the name of the range check of ``comps`` (index arrays of the
         function body, by name) against ``extents``, made once for every gather and
@@ -1160,11 +1174,15 @@ class _Generator:
             lines.append(
                 f"# {kind} {list(node.outer_shape)} (\\[{params}]. ...): index grids, bulk index"
             )
-            comps = "[" + ", ".join(self._ref(i, 0) for i in node.index) + "]"
-            used = " ".join([*inner.lines, comps])
+            parts = [self._ref(i, 0) for i in node.index]
+            used = " ".join([*inner.lines, *parts])
             if any(re.search(rf"\b{name}\b", used) for name in names):
                 lines.append(f"{_targets(names)} = helpers.grid({_shape(grid)})")
             lines.extend(inner.lines)
+            if self.home[node] is _TOP:
+                local = [*names, *_reads_and_binds(inner.lines)[1]]
+                parts = [self._shared_component(c, local, lines) for c in parts]
+            comps = "[" + ", ".join(parts) + "]"
         else:
             cols = f"{result}_ix"
             lines.append(

@@ -105,13 +105,15 @@ def floor_to_int(xp: Any, a: Array) -> Array:
 
 def primal_helpers(xp: Any) -> dict[str, Any]:
     """The elementwise helpers of generated code over ``xp`` (``helpers.quot``,
-    ``.rem``, ``.sigmoid``, ``.floor``): the functions above, taking array-likes."""
+    ``.rem``, ``.sigmoid``, ``.floor``, ``.wrap``): the functions above, taking
+    array-likes."""
     on = elementwise_on(xp)
     return {
         "quot": lambda a, b: on["quot"](xp.asarray(a), xp.asarray(b)),
         "rem": lambda a, b: on["rem"](xp.asarray(a), xp.asarray(b)),
         "sigmoid": on["sigmoid"],
         "floor": lambda a: floor_to_int(xp, xp.asarray(a)),
+        "wrap": lambda j, n: on["wrap"](xp.asarray(j), xp.asarray(n)),
         "elementwise": on,
     }
 

@@ -627,7 +627,6 @@ def getitem(t: Tensor, item: Any) -> Tensor:
             shapes=[shape],
         )
     parts: list[tuple[int, _Part]] = []  # (position in the index, part), in axis order
-    lets: list[tuple[Var, Term]] = []  # wrapped traced index arrays, bound around the read
     axis = 0
     for position, v in enumerate(items):
         if v is None:
@@ -654,15 +653,12 @@ def getitem(t: Tensor, item: Any) -> Tensor:
                 parts.append((position, part))
                 axis += 1
             continue
-        parts.append((position, _part(v, axis, shape, wrap, lets)))
+        parts.append((position, _part(v, axis, shape, wrap)))
         axis += 1
     while axis < len(shape):
         parts.append((len(items), _Slice(0, 1, shape[axis], True)))
         axis += 1
-    term = _lower(t, parts).term
-    for var, bound in reversed(lets):  # each wrapped index array, computed once
-        term = Let(var, bound, term)
-    return Tensor(term)
+    return _lower(t, parts)
 
 
 def _index_item(value: Any, position: int) -> _Item:
@@ -750,17 +746,10 @@ def _axes_used(item: _Item) -> int:
     return 1
 
 
-def _part(
-    item: _Item,
-    axis: int,
-    shape: tuple[int, ...],
-    wrap: bool,
-    lets: list[tuple[Var, Term]],
-) -> _Part:
+def _part(item: _Item, axis: int, shape: tuple[int, ...], wrap: bool) -> _Part:
     """The part for one component over ``axis`` (not None, ``...`` or a mask); a traced
-    one wraps negative indices when ``wrap``: an array's wrap is bound in ``lets``, so
-    that it is computed once for the whole array and the gather and the scatter of its
-    gradient read the same array."""
+    one wraps negative indices when ``wrap`` (the primitive ``wrap``, which generated
+    code computes once per index array, :mod:`dualarr.codegen.generate`)."""
     size = shape[axis]
     if isinstance(item, slice):
         if item.step == 0:
@@ -776,10 +765,7 @@ def _part(
         if item.shape:
             if not wrap or ix_.never_negative(item.term):
                 return _TracedArray(item.term, size)
-            wrapped = elementwise("wrap", item, size).term
-            var = new_var("index", "j", wrapped.shape, wrapped.dtype)
-            lets.append((var, wrapped))
-            return _TracedArray(var, size)
+            return _TracedArray(elementwise("wrap", item, size).term, size)
         return _Int(ix_.wrap_negative(item.term, size) if wrap else item.term)
     assert isinstance(item, np.ndarray)
     return _StaticArray(item, axis, size)

@@ -37,7 +37,9 @@ from .terms import (
     Var,
     int_const,
     postorder,
+    rebuild,
     static_int_value,
+    transform,
 )
 
 
@@ -288,7 +290,48 @@ def _node_bounds(
         return (a[0] // b[0], a[1] // b[0])
     if node.op == "rem" and b[0] == b[1] and b[0] > 0:
         return (0, b[0] - 1)
+    if node.op == "wrap" and b[0] == b[1]:  # j + n where j < 0: each part's interval
+        parts = [(max(a[0], 0), a[1])] if a[1] >= 0 else []
+        if a[0] < 0:
+            parts.append((a[0] + b[0], min(a[1], -1) + b[0]))
+        return (min(p[0] for p in parts), max(p[1] for p in parts))
     return None
+
+
+def decide_bounds(term: Term, known: dict[Var, tuple[int, int]]) -> Term:
+    """``term`` (a rank-0 index term) with each comparison that the variables' ``known``
+    intervals decide made a constant, and the ``&&``, ``||``, ``!``, ``select`` and
+    ``cond`` over such constants folded: the bounds checks of totality (§5.2) that an
+    index function's own variables settle (``0 <= i && i < n`` for ``i`` over ``[0, n)``)."""
+
+    def fold(node: Term, kids: tuple[Term, ...]) -> Term:
+        node = rebuild(node, kids)
+        match node:
+            case Op(op="lt" | "le" | "gt" | "ge" as op, args=(a, b)) if node.shape == ():
+                ra, rb = bounds(a, known), bounds(b, known)
+                if ra is None or rb is None:
+                    return node
+                always = {"lt": ra[1] < rb[0], "le": ra[1] <= rb[0],
+                          "gt": ra[0] > rb[1], "ge": ra[0] >= rb[1]}[op]  # fmt: skip
+                never = {"lt": ra[0] >= rb[1], "le": ra[0] > rb[1],
+                         "gt": ra[1] <= rb[0], "ge": ra[1] < rb[0]}[op]  # fmt: skip
+                return _bool(True) if always else _bool(False) if never else node
+            case Op(op="and" | "or" as op, args=(a, b)):
+                absorbing = op == "or"
+                for this, other in ((a, b), (b, a)):
+                    if isinstance(this, Const) and this.shape == ():
+                        return this if bool(this.value) is absorbing else other
+                return node
+            case Op(op="not", args=(Const(value=v) as c,)) if c.shape == ():
+                return _bool(not bool(v))
+            case Op(op="select", args=(Const(value=v) as c, a, b)) if c.shape == ():
+                return a if bool(v) else b
+            case Cond(cond=Const(value=v) as c, if_true=a, if_false=b) if c.shape == ():
+                return a if bool(v) else b
+            case _:
+                return node
+
+    return transform([term], fold)[0]
 
 
 def provably_in_range(

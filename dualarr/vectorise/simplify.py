@@ -311,8 +311,9 @@ class Simplifier:
         ix: tuple[Term, ...],
     ) -> Term:
         known = {v: (0, extent - 1) for v, extent in zip(vs, sh, strict=True)}
-        # (iota n)[j] = j inside the index function, when j is in range
-        new_ix = self._iota_lookups(ix, known)
+        # (iota n)[j] = j inside the index function, when j is in range; bounds checks
+        # that the variables' ranges decide are constants
+        new_ix = tuple(ix_.decide_bounds(c, known) for c in self._iota_lookups(ix, known))
         if any(n is not o for n, o in zip(new_ix, ix, strict=True)):
             return self.mk(Gather(sh, a, vs, new_ix))
         if not vs:  # gather [] a (λ[]. ix) = index a ix, pushed to a normal form
@@ -360,6 +361,10 @@ class Simplifier:
         every target exactly once: it is the gather of the inverse function (horde-ad
         turns such scatters into gathers; the transpose of ``gather`` of a permutation)."""
         grid = a.shape[: len(vs)]
+        known = {v: (0, extent - 1) for v, extent in zip(vs, grid, strict=True)}
+        decided = tuple(ix_.decide_bounds(c, known) for c in ix)
+        if any(d is not c for d, c in zip(decided, ix, strict=True)):
+            return self.mk(Scatter(sh, a, vs, decided))
         if len(ix) != len(vs) or not vs:
             return t
         inverse: list[Term | None] = [None] * len(vs)

@@ -298,6 +298,23 @@ def _node_bounds(
     return None
 
 
+def compare_intervals(op: str, a: tuple[int, int], b: tuple[int, int]) -> bool | None:
+    """``x op y`` for every ``x`` in the interval ``a`` and ``y`` in ``b`` (``op`` one of
+    ``lt le gt ge eq ne``), or None when the intervals do not decide it."""
+    (lo_a, hi_a), (lo_b, hi_b) = a, b
+    apart, single = hi_a < lo_b or hi_b < lo_a, lo_a == hi_a == lo_b == hi_b
+    decided: dict[str, tuple[bool, bool]] = {  # (always true, always false)
+        "lt": (hi_a < lo_b, lo_a >= hi_b),
+        "le": (hi_a <= lo_b, lo_a > hi_b),
+        "gt": (lo_a > hi_b, hi_a <= lo_b),
+        "ge": (lo_a >= hi_b, hi_a < lo_b),
+        "eq": (single, apart),
+        "ne": (apart, single),
+    }
+    always, never = decided[op]
+    return True if always else False if never else None
+
+
 def decide_bounds(term: Term, known: dict[Var, tuple[int, int]]) -> Term:
     """``term`` (a rank-0 index term) with each comparison that the variables' ``known``
     intervals decide made a constant, and the ``&&``, ``||``, ``!``, ``select`` and
@@ -307,15 +324,12 @@ def decide_bounds(term: Term, known: dict[Var, tuple[int, int]]) -> Term:
     def fold(node: Term, kids: tuple[Term, ...]) -> Term:
         node = rebuild(node, kids)
         match node:
-            case Op(op="lt" | "le" | "gt" | "ge" as op, args=(a, b)) if node.shape == ():
+            case Op(op="lt" | "le" | "gt" | "ge" | "eq" | "ne" as op, args=(a, b)) if (
+                node.shape == ()
+            ):
                 ra, rb = bounds(a, known), bounds(b, known)
-                if ra is None or rb is None:
-                    return node
-                always = {"lt": ra[1] < rb[0], "le": ra[1] <= rb[0],
-                          "gt": ra[0] > rb[1], "ge": ra[0] >= rb[1]}[op]  # fmt: skip
-                never = {"lt": ra[0] >= rb[1], "le": ra[0] > rb[1],
-                         "gt": ra[1] <= rb[0], "ge": ra[1] < rb[0]}[op]  # fmt: skip
-                return _bool(True) if always else _bool(False) if never else node
+                value = None if ra is None or rb is None else compare_intervals(op, ra, rb)
+                return node if value is None else _bool(value)
             case Op(op="and" | "or" as op, args=(a, b)):
                 absorbing = op == "or"
                 for this, other in ((a, b), (b, a)):

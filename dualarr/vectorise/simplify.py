@@ -506,22 +506,6 @@ def _full_bool(shape: Shape, value: bool) -> Term:
     return term
 
 
-def _compare_by_ranges(op: str, a: tuple[int, int], b: tuple[int, int]) -> bool | None:
-    """``a op b`` for every element, from the bounds of both sides, or None."""
-    (lo_a, hi_a), (lo_b, hi_b) = a, b
-    apart, single = hi_a < lo_b or hi_b < lo_a, lo_a == hi_a == lo_b == hi_b
-    decided: dict[str, tuple[bool, bool]] = {  # (always true, always false)
-        "lt": (hi_a < lo_b, lo_a >= hi_b),
-        "le": (hi_a <= lo_b, lo_a > hi_b),
-        "gt": (lo_a > hi_b, hi_a <= lo_b),
-        "ge": (lo_a >= hi_b, hi_a < lo_b),
-        "eq": (single, apart),
-        "ne": (apart, single),
-    }
-    always, never = decided[op]
-    return True if always else False if never else None
-
-
 def _decided_by_ranges(t: Op, op: str, args: tuple[Term, ...]) -> Term | None:
     """Bounds checks that the shapes already decide (e.g. ``0 <= iota 4`` and
     ``iota 4 < replicate 4 5``, left by the totality of indexing, §5.2) become constants,
@@ -530,7 +514,7 @@ def _decided_by_ranges(t: Op, op: str, args: tuple[Term, ...]) -> Term | None:
         ra, rb = _int_range(args[0]), _int_range(args[1])
         if ra is None or rb is None:
             return None
-        value = _compare_by_ranges(op, ra, rb)
+        value = ix_.compare_intervals(op, ra, rb)
         return None if value is None else _full_bool(t.shape, value)
     if op in ("and", "or"):
         a, b = (_bool_constant(x) for x in args)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import array_api_compat
 import numpy as np
 
 from .errors import DtypeError, DualarrError, ShapeError, TracingError, UnsupportedError
@@ -162,8 +163,7 @@ class Program:
         env: dict[Var, np.ndarray] = {}
         names = self._names()
         for k, (var, value) in enumerate(zip(self.inputs, arrays, strict=True)):
-            foreign = hasattr(value, "__array_namespace__") and not isinstance(value, np.ndarray)
-            if foreign:  # another backend's array (CuPy, array_api_strict): kept as it is
+            if is_foreign_array(value):  # kept on its backend
                 shape, dtype = input_type(value, k)
                 _check_input(names[k], var, shape, dtype, str(value.dtype), self.name)
                 env[var] = value
@@ -206,9 +206,18 @@ def fresh_result(value: Any, inputs: list[Any]) -> Any:
         ):
             return value.copy()
         return value
-    if hasattr(value, "__array_namespace__") and any(value is x for x in inputs):
-        return value.__array_namespace__().asarray(value, copy=True)
+    if is_foreign_array(value) and any(value is x for x in inputs):
+        return array_api_compat.array_namespace(value).asarray(value, copy=True)
     return value
+
+
+def is_foreign_array(value: Any) -> bool:
+    """Another backend's array (CuPy, ``array_api_strict``), kept on its device: an
+    array-API object that is not NumPy's.  CuPy's ndarray has no ``__array_namespace__``,
+    so ``array_api_compat`` recognises it."""
+    if isinstance(value, np.ndarray):
+        return False
+    return hasattr(value, "__array_namespace__") or array_api_compat.is_cupy_array(value)
 
 
 def fresh_results(values: Sequence[Any], inputs: Sequence[Any]) -> list[Any]:

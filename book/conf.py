@@ -50,7 +50,9 @@ shutil.rmtree(CHAPTERS, ignore_errors=True)
 shutil.copytree(
     ROOT / "notebooks",
     CHAPTERS,
-    ignore=shutil.ignore_patterns("md", "*.md", "*-solution.ipynb", ".ipynb_checkpoints"),
+    ignore=shutil.ignore_patterns(
+        "md", "*.md", "*-solution.ipynb", "solutions", "source", ".ipynb_checkpoints"
+    ),
     copy_function=_copy,
 )
 

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dualarr.teach.scratch.checks_e import REFERENCE_RUNTIME, count_lines, fig18_program
-from dualarr.teach.scratch.grading import Outcome, run_task, tasks_of
+from dualarr.teach.scratch.checks_e import REFERENCE_RUNTIME, fig18_program
+from dualarr.teach.scratch.grading import Outcome, count_lines, run_task, tasks_of
 from dualarr.teach.scratch.notebooks import notebook_path, stage
 
 

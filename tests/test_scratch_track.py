@@ -85,7 +85,7 @@ def test_no_hint_gives_the_answer(name: str) -> None:
         assert not [line for line in answer if " ".join(line.split()) in flat], hint
 
 
-def test_each_stage_asks_for_about_150_lines_and_the_readme_says_how_many() -> None:
+def test_each_stage_asks_for_about_150_lines_and_readme_and_notebook_say_how_many() -> None:
     readme = (ROOT / "README.md").read_text()
     for name, stem in STAGES.items():
         lines = learner_lines(SOURCES[name])
@@ -93,6 +93,8 @@ def test_each_stage_asks_for_about_150_lines_and_the_readme_says_how_many() -> N
         row = re.search(rf"\]\(notebooks/from-scratch/{stem}\.ipynb\)[^\n]*?(\d+) lines", readme)
         assert row is not None, f"README: no line count for {stem}"
         assert int(row.group(1)) == lines, (stem, row.group(1), lines)
+        intro = SOURCES[name].read_text().split("```{code-cell}")[0]
+        assert f" {lines} lines" in intro, f"{stem}: the introduction does not say {lines} lines"
 
 
 def _executed(path: Path) -> list[str]:

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import ast
 import keyword
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
-from types import FrameType
 from typing import Any
 
 import numpy as np
 
-from .grading import Mismatch, _is_library, expect_close, task
+from .grading import Mismatch, count_lines, expect_close, task
 from .notebooks import notebook_path, stage
 from .oracle import Case, cases
 from .terms import (
@@ -149,34 +147,6 @@ def _ident(ns: Mapping[str, Any], name: str) -> str:
 # --------------------------------------------------------------------------------------
 # Counted work: Python lines run in the learner's code (and in generated code)
 # --------------------------------------------------------------------------------------
-
-
-def count_lines(run: Callable[[], Any]) -> tuple[Any, int]:
-    """``run()`` and the number of Python lines it ran outside dualarr, NumPy and the
-    standard library: the learner's code and the code it generated."""
-    lines = 0
-    library: dict[Any, bool] = {}
-
-    def local(frame: FrameType, event: str, arg: Any) -> Any:
-        nonlocal lines
-        if event == "line":
-            lines += 1
-        return local
-
-    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
-        code = frame.f_code
-        known = library.get(code)
-        if known is None:
-            known = library[code] = _is_library(code.co_filename)
-        return None if known else local
-
-    previous = sys.gettrace()
-    sys.settrace(tracer)
-    try:
-        result = run()
-    finally:
-        sys.settrace(previous)
-    return result, lines
 
 
 def _constant_work(run: Callable[[int], Any], sizes: tuple[int, int], what: str) -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "attempt",
     "check",
     "count_calls",
+    "count_lines",
     "expect_close",
     "progress",
     "run_task",
@@ -315,6 +316,35 @@ def count_calls(run: Callable[[], T]) -> tuple[T, int]:
     finally:
         sys.setprofile(previous)
     return result, calls
+
+
+def count_lines(run: Callable[[], T]) -> tuple[T, int]:
+    """``run()`` and the number of Python lines it ran outside dualarr, NumPy and the
+    standard library (the learner's code and the code it generated): work that
+    :func:`count_calls` misses, a loop over elements inside one call."""
+    lines = 0
+    library: dict[Any, bool] = {}
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        nonlocal lines
+        if event == "line":
+            lines += 1
+        return local
+
+    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
+        code = frame.f_code
+        known = library.get(code)
+        if known is None:
+            known = library[code] = _is_library(code.co_filename)
+        return None if known else local
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        result = run()
+    finally:
+        sys.settrace(previous)
+    return result, lines
 
 
 def expect_close(

@@ -143,7 +143,7 @@ def test_bot_index_rule_solution_passes() -> None:
 def test_bot_index_rule_leaving_i_free() -> None:
     failed_with(
         check_bot_index_rule(lambda k, i, e: e),
-        "5 of 5 test programs go wrong",
+        "7 of 7 test programs go wrong",
         "reverse: vectorising build1 5 (λi. x[4 - i])",
         "your result mentions the loop variable i free: x[4 - i]",
         "Hint: after the rule nothing may depend on one value of i",
@@ -177,6 +177,59 @@ def test_bot_index_rule_other_mistakes() -> None:
         "your rule returned a float, not a term of the core language",
     )
     failed_with(check_bot_index_rule(not_implemented), "is not implemented yet")
+
+
+def _guarded_index_rule(guard: str) -> Callable[[int, core.Var, core.Index], core.Term]:
+    """An index rule that keeps reads in range: clamps or wraps (as NumPy) each index."""
+
+    def rule(k: int, i: core.Var, e: core.Index) -> core.Term:
+        extent = e.array.shape
+        guarded: list[core.Term] = []
+        for d, j in enumerate(e.index):
+            top = core.constant(extent[d] - 1)
+            if guard == "clamp":
+                inner = core.Op("minimum", (j, top))
+                guarded.append(core.Op("maximum", (inner, core.constant(0))))
+            else:
+                guarded.append(core.Op("wrap", (j, core.constant(extent[d]))))
+        return core.Gather((k,), e.array, (i,), tuple(guarded))
+
+    return rule
+
+
+@pytest.mark.parametrize(
+    ("guard", "fragments"),
+    [
+        (
+            "clamp",
+            [
+                "2 of 7 test programs go wrong",
+                "even_elements(x = [4, 4, 4, 4, -5, 3]): element [3] reads outside the array: "
+                "expected 0 (total indexing, §5.2), got 3",
+                "shifted_window(x = [-4, 4, 2, -2]): element [0] reads outside the array",
+            ],
+        ),
+        (
+            "wrap",
+            [
+                "1 of 7 test programs go wrong",
+                "shifted_window(x = [-4, 4, 2, -2]): element [0] reads outside the array: "
+                "expected 0 (total indexing, §5.2), got -2",
+            ],
+        ),
+    ],
+)
+def test_bot_index_rule_out_of_range_edges(guard: str, fragments: list[str]) -> None:
+    """Issue #36's gap in assignment 01: the index rule was never run on a read out of
+    range, so a rule that clamps or wraps the index (reading a real element where the
+    total semantics, §5.2, gives 0) passed.  Now it fails, named, with a hint that names
+    the rule and not the answer; the solution passes every edge case."""
+    feedback = check_bot_index_rule(_guarded_index_rule(guard))
+    failed_with(feedback, *fragments, "Hint: indexing is total (§5.2)")
+    assert "e.index" not in str(feedback) and "Gather((k,)" not in str(feedback)
+    names = {case.name for case in INDEX_CASES}
+    assert {"even_elements", "shifted_window", "one_element"} <= names
+    assert check_bot_index_rule(index_rule).passed
 
 
 def test_bot_sum_outer_rule_solution_passes() -> None:
@@ -403,6 +456,67 @@ def test_rule_with_a_wrong_shape() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("op", "rule", "fragments"),
+    [
+        (
+            "softplus",
+            lambda x, y, dx: dl.Scale(
+                np.array([np.exp(v - w) for v, w in zip(x, y, strict=True)]), dx
+            ),
+            ["on a single number (rank 0), x = 0.5: your rule raised TypeError"],
+        ),
+        (
+            "cube",
+            lambda x, y, dx: dl.Scale(np.vectorize(lambda v: 3.0 * v * v)(x), dx),
+            ["on an empty array (shape [0]), x = []: your rule raised ValueError"],
+        ),
+        (
+            "cube",
+            lambda x, y, dx: dl.Scale((3.0 * x * x).reshape(-1), dx),
+            ["on a single number (rank 0), x = 0.5: your Delta, run forward, gives the "
+             "derivative [0.75] of shape [1]; finite differences give 0.75 of shape []"],
+        ),
+        (
+            "hypot",
+            lambda a, b, y, d_a, d_b: dl.Add(
+                dl.Scale(np.fromiter((p / q for p, q in zip(a, y, strict=True)), float), d_a),
+                dl.Scale(b / y, d_b),
+            ),
+            ["on a single number (rank 0), a = 2, b = -0.5: your rule raised TypeError"],
+        ),
+        (
+            "cube",
+            lambda x, y, dx: (
+                dl.Scale(3.0 * x[0] * x[0], dl.SumOuter(dx)) if x.ndim == 2
+                else dl.Scale(3.0 * x * x, dx)
+            ),
+            ["on a matrix (shape [2,3]), x = [[-2, -1, -0.5], [0, 0.5, 1]]: your rule "
+             "returned a Delta of shape [3], the output has shape [2,3]"],
+        ),
+    ],
+    ids=["loop on rank 0", "np.vectorize on empty", "reshape on rank 0", "fromiter",
+         "rank 2"],
+)
+def test_delta_rule_shape_edges(op: str, rule: Callable[..., Any], fragments: list[str]) -> None:
+    """Issue #36's gap in assignment 02: a rule was only run on vectors of test points,
+    so a rule that loops over the elements (or reshapes to one dimension) passed, though
+    an elementwise primitive's rule runs on every shape (da.grad of a scalar function
+    gives it rank 0).  Now a single number, an empty array and a matrix are checked."""
+    feedback = check_delta_rule(op, rule)
+    failed_with(feedback, *fragments, "Hint: an elementwise primitive's Delta rule runs on "
+                "arrays of every shape")
+    hints = [d for d in feedback.details if d.startswith("Hint:")]
+    solutions = ["exp(x - y)", "a / y", "b / y", "3 * x", "3.0 * x", "x ** 2"]
+    assert not any(s.replace(" ", "") in h.replace(" ", "") for s in solutions for h in hints)
+    rules: dict[str, Callable[..., Any]] = {
+        "softplus": softplus_rule, "cube": cube_rule, "hypot": hypot_rule
+    }
+    good = rules[op]
+    passed = check_delta_rule(op, good)
+    assert passed.passed and "a single number (rank 0), an empty array and a matrix" in str(passed)
+
+
 def test_cube_wrong_answers() -> None:
     failed_with(
         check_delta_rule("cube", lambda x, y, dx: dl.Scale(3 * y / x, dx)),
@@ -558,6 +672,52 @@ def test_tv_gradient_names_the_wrong_element(j: int, error: float) -> None:
         return g
 
     failed_with(check_tv_gradient(perturbed), "for x = [4, -5, -4]: 1 of 3 elements differ")
+
+
+def test_tv_gradient_of_a_single_element() -> None:
+    """Issue #36's gap in assignment 03: the lengths stopped at 2, so a gradient that
+    writes both ends by hand (reading d[0] and d[-1], which a single element does not
+    have) passed.  Length 1 (diffs of shape [0], tv = 0, gradient 0) is now checked."""
+
+    def ends_by_hand(x: np.ndarray) -> np.ndarray:
+        d = np.diff(x)
+        g = np.empty_like(x)
+        g[0], g[-1] = -2 * d[0], 2 * d[-1]
+        g[1:-1] = 2 * d[:-1] - 2 * d[1:]
+        return g
+
+    failed_with(
+        check_tv_gradient(ends_by_hand),
+        "for x = [-6]: tv_grad raised IndexError",
+        "Hint: for x of length 1 there are no differences",
+    )
+    failed_with(
+        check_tv_gradient(lambda x: tv_grad(x) if x.shape[0] > 1 else np.ones(1)),
+        "for x = [-6]: 1 of 1 elements differ",
+        "Hint: for x of length 1 there are no differences",
+    )
+    assert "lengths 3, 5, 8, 2, 1" in str(check_tv_gradient(tv_grad))
+    assert check_tv_gradient(tv_grad).passed
+    assert "lengths 3, 5, 8, 2, 1" in str(check_diffs(diffs))
+
+
+def test_scatter_prediction_as_a_function() -> None:
+    """The student notebook's task 3 is a function (a stub that raises must not stop the
+    notebook): the checker calls it, and a stub is a failing verdict, not an error."""
+    assert check_scatter_prediction(lambda: [(7, lambda i: i), (7, lambda i: i + 1)]).passed
+    failed_with(check_scatter_prediction(not_implemented), "the prediction is not implemented")
+    def raises() -> Any:
+        return 1 / 0
+
+    def not_a_list() -> Any:
+        return 7
+
+    failed_with(check_scatter_prediction(raises), "your prediction raised ZeroDivisionError")
+    failed_with(check_scatter_prediction(not_a_list), "your function returned 7, not a list")
+    failed_with(
+        check_scatter_prediction(lambda: [(7, lambda i: i - 1), (7, lambda i: i)]),
+        "a scatter needs no inverse of the index function",
+    )
 
 
 def test_scatter_prediction_solution_passes_in_any_spelling() -> None:

@@ -35,6 +35,7 @@ from dualarr.teach.exercises.let_conversion import (
     doubling_chain,
     fibonacci_chain,
     format_let_form,
+    let_edge_cases,
     random_delta,
     run_metered,
 )
@@ -255,6 +256,78 @@ def test_let_conversion_wrong_answers(
         no_answer_in_hints(feedback, LET_ANSWERS)
 
 
+# The edges of Fig. 20 (#36): a Delta with nothing to bind, a Share whose operand is a Share
+# (its binding is a variable), and a chain deeper than Python's recursion limit.
+
+
+def looking_through_shares(delta: dl.Delta) -> Bindings:
+    fragments: dict[int, dl.Delta] = {}
+    stack, seen = [delta], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, dl.Share):
+            fragment = node.delta
+            while isinstance(fragment, dl.Share):
+                fragment = fragment.delta
+            fragments[node.id] = fragment
+            stack.append(fragment)
+        else:
+            stack.extend(dl.delta_children(node))
+    return sorted(fragments.items()), delta
+
+
+def recursive_walk(delta: dl.Delta) -> Bindings:
+    fragments: dict[int, dl.Delta] = {}
+    seen: set[int] = set()
+
+    def walk(node: dl.Delta) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        if isinstance(node, dl.Share):
+            fragments[node.id] = node.delta
+        for kid in dl.delta_children(node):
+            walk(kid)
+
+    walk(delta)
+    return sorted(fragments.items()), delta
+
+
+def test_let_conversion_edges_are_checked() -> None:
+    names = [name for name, _ in let_edge_cases()]
+    assert any("nothing to bind" in name for name in names)
+    assert any("operand is a Share" in name for name in names)
+    feedback = check_let_conversion(let_form)
+    assert feedback.passed and "a chain of 3000 steps converts" in str(feedback), str(feedback)
+
+
+def test_let_conversion_looking_through_a_share_fails() -> None:
+    feedback = check_let_conversion(looking_through_shares)
+    failed_with(
+        feedback,
+        "a Share whose operand is a Share",
+        "s2 is bound to 'Input 0', not to the operand of Share 2",
+        "`let s2 = s1`",
+        "the loss of sharing of §2.5",
+    )
+    no_answer_in_hints(feedback, LET_ANSWERS)
+
+
+def test_let_conversion_recursion_fails_on_a_long_chain() -> None:
+    feedback = check_let_conversion(recursive_walk)
+    assert feedback.title.endswith("but not on a long chain"), str(feedback)
+    failed_with(
+        feedback,
+        "doubling chain y = y + y of 3000 steps",
+        "raised RecursionError",
+        "sys.getrecursionlimit()",
+    )
+    no_answer_in_hints(feedback, LET_ANSWERS)
+
+
 # --------------------------------------------------------------------------------------
 # Assignment 6: transposition rules
 # --------------------------------------------------------------------------------------
@@ -281,7 +354,9 @@ def transpose_rule(d: dl.Delta, c: np.ndarray) -> np.ndarray:
             return c.reshape(u.shape)
         case dl.Index(delta=u, index=ix):
             out = np.zeros(u.shape)
-            out[tuple(int(np.asarray(i)) for i in ix)] = c
+            at = tuple(int(np.asarray(i)) for i in ix)
+            if in_range(at, u.shape):
+                out[at] = c
             return out
         case dl.Gather(delta=u, fn=fn):
             ok = in_range(fn.components, u.shape)
@@ -413,6 +488,92 @@ def test_transposition_failure_names_input_expected_and_obtained() -> None:
     first_row = with_mistake(dl.Replicate, lambda d, c: c[0])
     feedback = check_transposition_rules(first_row, ["Replicate"])
     failed_with(feedback, "Replicate 2 u, u : [3]", "⟨T(c), x⟩ =", "expected T(c) =", "yours =")
+
+
+# Out-of-range indices (#36): the language is total (§5.2): Index and Gather read 0 outside
+# the array, and Scatter drops the writes outside the output. An answer without the range
+# guard, or with half of it, fails on a named case with a hint naming §5.2.
+
+
+def unguarded_index(d: dl.Delta, c: np.ndarray) -> Any:
+    assert isinstance(d, dl.Index)
+    out = np.zeros(d.delta.shape)
+    out[tuple(int(np.asarray(i)) for i in d.index)] = c
+    return out
+
+
+def index_guarding_the_first_axis_only(d: dl.Delta, c: np.ndarray) -> Any:
+    assert isinstance(d, dl.Index)
+    out = np.zeros(d.delta.shape)
+    at = tuple(int(np.asarray(i)) for i in d.index)
+    if 0 <= at[0] < d.delta.shape[0]:
+        out[at] = c
+    return out
+
+
+def guarded_with(bound: Callable[[np.ndarray, int], np.ndarray], axes: int | None = None) -> Rule:
+    """A Gather or Scatter rule whose range guard keeps the indices ``k`` with
+    ``bound(k, length)``, on the first ``axes`` components (all: None)."""
+
+    def rule(d: dl.Delta, c: np.ndarray) -> Any:
+        assert isinstance(d, dl.Gather | dl.Scatter)
+        components = tuple(np.asarray(k) for k in d.fn.components)
+        extents = d.delta.shape if isinstance(d, dl.Gather) else d.outer
+        ok = np.ones(components[0].shape, dtype=bool)
+        for k, n in list(zip(components, extents, strict=False))[:axes]:
+            ok &= bound(k, n)
+        picked = tuple(k[ok] for k in components)
+        out = np.zeros(d.delta.shape)
+        if isinstance(d, dl.Gather):
+            np.add.at(out, picked, c[ok])
+        else:
+            out[ok] = c[picked]
+        return out
+
+    return rule
+
+
+GUARDED = guarded_with(lambda k, n: (k >= 0) & (k < n))
+UPPER_ONLY = guarded_with(lambda k, n: k < n)
+OFF_BY_ONE = guarded_with(lambda k, n: (k >= 0) & (k <= n))
+FIRST_AXIS_ONLY = guarded_with(lambda k, n: (k >= 0) & (k < n), axes=1)
+
+
+@pytest.mark.parametrize(
+    ("constructor", "wrong", "fragments"),
+    [
+        (dl.Index, unguarded_index, ["Index u [4], u : [4,", "raised IndexError"]),
+        (dl.Index, index_guarding_the_first_axis_only, ["Index u [1, 4], u : [3,4,2]"]),
+        (dl.Gather, unchecked_gather, ["reads out of range give 0", "raised IndexError"]),
+        (dl.Gather, UPPER_ONLY, ["Gather [5] u (λi. [2, -1, 5, 0, 2][i])", "expected 0"]),
+        (dl.Gather, OFF_BY_ONE, ["(index 4 is past the end: reads 0)", "raised IndexError"]),
+        (dl.Gather, FIRST_AXIS_ONLY, ["out of range in the second axis", "raised IndexError"]),
+        (dl.Scatter, UPPER_ONLY, ["writes out of range are dropped", "expected 0"]),
+        (dl.Scatter, FIRST_AXIS_ONLY, ["Scatter [3,4] u", "in either axis are dropped"]),
+    ],
+    ids=[
+        "index unguarded", "index first axis", "gather unguarded", "gather negative",
+        "gather off by one", "gather first axis", "scatter negative", "scatter first axis",
+    ],
+)
+def test_transposition_answers_without_the_range_guard_fail_naming_the_total_semantics(
+    constructor: type, wrong: Rule, fragments: list[str]
+) -> None:
+    name = constructor.__name__
+    feedback = check_transposition_rules(with_mistake(constructor, wrong), [name])
+    failed_with(feedback, "1 of 1 constructor not right yet", *fragments)
+    (hint,) = hints_of(feedback)
+    assert "total (§5.2)" in hint and "out" in hint, hint
+    no_answer_in_hints(feedback, RULE_ANSWERS)
+
+
+def test_transposition_checks_reads_and_writes_out_of_range() -> None:
+    for name in INDEX_OPS:
+        wild = [case for case in transposition_cases(name) if case.out_of_range]
+        assert len(wild) >= 3, name
+    for constructor in (dl.Gather, dl.Scatter):  # the guard of every axis passes
+        feedback = check_transposition_rules(with_mistake(constructor, GUARDED), INDEX_OPS)
+        assert feedback.passed, str(feedback)
 
 
 # --------------------------------------------------------------------------------------
@@ -648,33 +809,199 @@ def test_reverse_pass_malformed_results() -> None:
     failed_with(check_reverse_pass(lambda d, c: 1 / 0), "raised ZeroDivisionError")
 
 
+# Assignment 7 at the edges (#36): rows with a dimension of size 1, gathers, scatters and
+# indices out of range, negative or repeated (the total semantics, §5.2), and cotangents
+# added into in place. Each wrong answer fails on a named Delta with a hint naming the rule.
+
+
+def own_rule(bound: Callable[[np.ndarray, int], np.ndarray] | None) -> Rule:
+    """Index, Gather and Scatter transposed by hand (the rest by operand_cotangent), with
+    a range guard keeping the indices ``k`` with ``bound(k, length)`` (None: no guard)."""
+
+    def keep(k: np.ndarray, n: int) -> np.ndarray:
+        return np.ones(k.shape, dtype=bool) if bound is None else bound(k, n)
+
+    def rule(d: dl.Delta, c: np.ndarray) -> Any:
+        match d:
+            case dl.Gather(delta=u, fn=fn):
+                (k,) = (np.asarray(a) for a in fn.components)
+                ok = keep(k, u.shape[0])
+                out = np.zeros(u.shape)
+                np.add.at(out, k[ok], np.asarray(c)[ok])
+                return out
+            case dl.Scatter(fn=fn, outer=outer):
+                (k,) = (np.asarray(a) for a in fn.components)
+                ok = keep(k, outer[0])
+                return np.where(ok, np.asarray(c)[np.where(ok, k, 0)], 0.0)
+            case dl.Index(delta=u, index=ix):
+                out = np.zeros(u.shape)
+                at = tuple(int(np.asarray(i)) for i in ix)
+                if all(keep(np.asarray(a), n) for a, n in zip(at, u.shape, strict=False)):
+                    out[at] = c
+                return out
+        assert not isinstance(d, dl.Zero | dl.Input | dl.Add | dl.Share | dl.FromList)
+        return operand_cotangent(d, c)
+
+    return rule
+
+
+def reverse_variant(
+    rule: Callable[[Any, np.ndarray], Any] = operand_cotangent,
+    split_rows: Callable[[np.ndarray, int], np.ndarray] = lambda c, q: c[q],
+    in_place_accum: bool = False,
+    in_place_grad: bool = False,
+) -> Rule:
+    """The solution's reverse pass with one of its pieces replaced."""
+
+    def run(delta: dl.Delta, c: np.ndarray) -> dict[int, np.ndarray]:
+        grad: dict[int, np.ndarray] = {}
+        accum: dict[int, np.ndarray] = {}
+        fragment: dict[int, dl.Delta] = {}
+        stack: list[tuple[np.ndarray, dl.Delta]] = []
+
+        def push(c: np.ndarray, d: dl.Delta) -> None:
+            stack.append((c, d))
+            while stack:
+                c, d = stack.pop()
+                match d:
+                    case dl.Zero():
+                        pass
+                    case dl.Input(index=n):
+                        if n not in grad:
+                            grad[n] = c
+                        elif in_place_grad:
+                            grad[n] += c
+                        else:
+                            grad[n] = grad[n] + c
+                    case dl.Share(id=i, delta=below):
+                        if i not in accum:
+                            accum[i], fragment[i] = c, below
+                        elif in_place_accum:
+                            accum[i] += c
+                        else:
+                            accum[i] = accum[i] + c
+                    case dl.Add(left=a, right=b):
+                        stack.extend([(c, a), (c, b)])
+                    case dl.FromList(deltas=rows):
+                        stack.extend((split_rows(c, q), row) for q, row in enumerate(rows))
+                    case _:
+                        stack.append((rule(d, c), d.delta))
+
+        push(c, delta)
+        while accum:
+            i = max(accum)
+            push(accum.pop(i), fragment.pop(i))
+        return grad
+
+    return run
+
+
+def squeezed(c: np.ndarray, q: int) -> np.ndarray:
+    return np.squeeze(c[q : q + 1])
+
+
+def test_reverse_pass_variant_of_the_solution_passes() -> None:
+    for shared in (False, True):
+        feedback = check_reverse_pass(reverse_variant(), shared=shared)
+        assert feedback.passed, str(feedback)
+        guarded = reverse_variant(rule=own_rule(lambda k, n: (k >= 0) & (k < n)))
+        feedback = check_reverse_pass(guarded, shared=shared)
+        assert feedback.passed, str(feedback)
+
+
+def test_reverse_pass_rows_with_a_dimension_of_size_one() -> None:
+    answer = reverse_variant(split_rows=squeezed)
+    for shared, fragment in (
+        (False, "on FromList [Input 0, Scale [[2,-1,0.5]] (Input 1)], Input 0, Input 1 : [1,3]"),
+        (True, "on one Share of shape [1,3] used as both rows of a FromList"),
+    ):
+        feedback = check_reverse_pass(answer, shared=shared)
+        failed_with(
+            feedback, fragment, "has shape [3], but Input 0 has shape [1,3]",
+            "its dimensions of size 1 included",
+        )
+        no_answer_in_hints(feedback, [*PASS_ANSWERS, "squeeze", "c[q]"])
+
+
+@pytest.mark.parametrize(
+    ("bound", "fragments"),
+    [
+        (None, ["a repeated, a too large and a negative index", "raised IndexError"]),
+        (lambda k, n: k < n, ["Gather [4] (Input 0)", "element [2]: expected 0"]),
+        (lambda k, n: k >= 0, ["a repeated, a too large and a negative index", "IndexError"]),
+    ],
+    ids=["unguarded", "negative indices wrap", "too large indices"],
+)
+def test_reverse_pass_index_rules_at_the_edges_of_the_total_semantics(
+    bound: Callable[[np.ndarray, int], np.ndarray] | None, fragments: list[str]
+) -> None:
+    feedback = check_reverse_pass(reverse_variant(rule=own_rule(bound)), shared=False)
+    failed_with(feedback, *fragments, "the language is total (§5.2)", "operand_cotangent(d, c)")
+    no_answer_in_hints(feedback, PASS_ANSWERS)
+
+
+def test_reverse_pass_task1_runs_the_edge_deltas() -> None:
+    from dualarr.teach.exercises.array_reverse_pass import _dag_cases, _tree_cases
+
+    names = [name for name, _, _ in _tree_cases()]
+    assert any("[1,3]" in name for name in names)
+    assert sum("Gather" in n or "Scatter" in n or "Index" in n for n in names) >= 3
+    assert any("[1,3]" in name for name, _ in _dag_cases())
+
+
+def test_reverse_pass_adding_into_a_shared_cotangent_in_place() -> None:
+    accum = check_reverse_pass(reverse_variant(in_place_accum=True))
+    failed_with(accum, "on Delta DAGs", "adds into the very array object you stored")
+    assert "before all of its cotangent" not in str(accum)  # not the order's hint
+    no_answer_in_hints(accum, PASS_ANSWERS)
+    grad = check_reverse_pass(reverse_variant(in_place_grad=True), shared=False)
+    failed_with(grad, "output array is read-only", "adds into the very array object")
+
+
 # --------------------------------------------------------------------------------------
-# The student notebooks: every check cell stores its stub's failure
+# The student notebooks: every check cell fails on the stubs, and says why
 # --------------------------------------------------------------------------------------
 
 ASSIGNMENTS = Path(__file__).resolve().parent.parent / "notebooks" / "assignments"
 
 
+def _code_cells(notebook: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    return [
+        ("".join(cell["source"]), cell.get("metadata", {}).get("tags", []))
+        for cell in notebook["cells"]
+        if cell["cell_type"] == "code"
+    ]
+
+
 @pytest.mark.parametrize(
     "name", ["05-let-conversion", "06-transposition-rules", "07-array-reverse-pass"]
 )
-def test_student_check_cells_store_the_stubs_failure(name: str) -> None:
+def test_student_check_cells_fail_on_the_stubs(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     notebook = json.loads((ASSIGNMENTS / f"{name}.ipynb").read_text(encoding="utf-8"))
-    checks = [
-        cell
-        for cell in notebook["cells"]
-        if cell["cell_type"] == "code" and "".join(cell["source"]).startswith("check_")
-    ]
-    assert checks
-    failing = 0
-    for cell in checks:
-        text = "".join(
-            "".join(output.get("data", {}).get("text/plain", ""))
-            for output in cell["outputs"]
-        )
-        assert text.startswith(("✘ NOT YET", "✔ PASSED")), text
-        failing += text.startswith("✘ NOT YET")
-    assert failing >= len(checks) - 1  # 06 shows its worked example (Scale) passing
-    assert "raise NotImplementedError" in "".join(
-        "".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "code"
-    )
+    cells = _code_cells(notebook)
+    assert "raise NotImplementedError" in "".join(source for source, _ in cells)
+    checks = [source for source, tags in cells if "check" in tags]
+    if not checks:  # a hand-kept student notebook: its stored outputs
+        stored = [
+            cell for cell in notebook["cells"]
+            if cell["cell_type"] == "code" and "".join(cell["source"]).startswith("check_")
+        ]
+        assert stored
+        texts = [
+            "".join("".join(o.get("data", {}).get("text/plain", "")) for o in cell["outputs"])
+            for cell in stored
+        ]
+        assert all(text.startswith(("✘ NOT YET", "✔ PASSED")) for text in texts), texts
+        assert sum(text.startswith("✘ NOT YET") for text in texts) >= len(texts) - 1
+        return
+    # Generated from notebooks/assignments/source: run it, every stub raising. A check
+    # cell is graded(check_…(…)), and writes its failure to stderr (no points).
+    assert all(source.startswith("graded(check_") for source in checks), checks
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    for source, tags in cells:
+        exec(compile(source, f"{name}.ipynb", "exec"), namespace)
+        err = capsys.readouterr().err
+        if "check" in tags:
+            assert err.startswith("✘ NOT YET"), (source, err)

@@ -4,7 +4,9 @@ hints do not give the answer away, and a wrong answer never raises."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -354,3 +356,130 @@ def test_hand_made_names_say_what_is_hidden() -> None:
                 "index of a scatter",
             }
             assert (violation is None) == normal, case.name
+
+
+# --------------------------------------------------------------------------------------
+# Assignment 09 at the edges (#36): an index of every construct, indices out of range
+# (normal: the language is total, §5.2), a build1 of size 0 (not normal)
+# --------------------------------------------------------------------------------------
+
+PUSHED = (
+    core.Op, core.Transpose, core.Index, core.Let, core.Replicate, core.Iota,
+    core.Gather, core.SumOuter, core.Cond, core.Build1,
+)
+
+
+def rejects_a_list(term: core.Term) -> bool:
+    """Lists the constructs an index may not stand on (the ones the bot pushes through)."""
+    return not any(
+        isinstance(node, core.Build1)
+        or (isinstance(node, core.Index) and isinstance(node.array, PUSHED))
+        for node in core.postorder([term])
+    )
+
+
+def rejects_out_of_range(term: core.Term) -> bool:
+    if not is_normal(term):
+        return False
+    for node in core.postorder([term]):
+        if isinstance(node, core.Index):
+            for component, dim in zip(node.index, node.array.shape, strict=False):
+                value = core.static_int_value(component)
+                if value is not None and not 0 <= value < dim:
+                    return False
+    return True
+
+
+def test_every_construct_is_the_array_of_an_index_in_some_case() -> None:
+    arrays = {
+        type(node.array)
+        for case in normal_form_cases()
+        for node in core.postorder([case.term])
+        if isinstance(node, core.Index)
+    }
+    assert set(core.TERM_TYPES) - arrays == set(), set(core.TERM_TYPES) - arrays
+
+
+def test_a_check_that_lists_what_it_rejects_fails_on_the_rare_constructs() -> None:
+    feedback = check_normal_form(rejects_a_list)
+    failed_with(
+        feedback, "wrong on 3 of", "index of a reshape", "index of a fromIntegral",
+        "index of a floor", "Theorem 5.1 names the constructs an index may stand on",
+    )
+
+
+def test_the_normal_forms_of_dualarr_all_count() -> None:
+    argmax_only = normal_with((*PAPER_FOUR, core.Contract, core.Share, core.ArgMax))
+    failed_with(
+        check_normal_form(argmax_only), "wrong on 2 of", "index of an argmin (dualarr)",
+        "index of an argsort (dualarr)", "dualarr's normal form also",
+    )
+
+
+def test_an_index_out_of_range_is_normal() -> None:
+    feedback = check_normal_form(rejects_out_of_range)
+    failed_with(
+        feedback, "an index out of range (§5.2), of a variable", "expected True (normal)",
+        "its total semantics, §5.2",
+    )
+
+
+def test_a_build1_of_size_0_is_a_build1() -> None:
+    def sized(term: core.Term) -> bool:
+        return not any(
+            isinstance(n, core.Build1) and n.size > 0 for n in core.postorder([term])
+        )
+
+    failed_with(
+        check_no_build1(sized), "wrong on 1 of", "build1 over an empty range (size 0)",
+        "a build1 all the same",
+    )
+
+
+def test_edge_hints_do_not_give_the_answer() -> None:
+    text = "\n".join(
+        hints(feedback)
+        for feedback in (
+            check_normal_form(rejects_a_list),
+            check_normal_form(rejects_out_of_range),
+            check_no_build1(lambda t: not any(
+                isinstance(n, core.Build1) and n.size > 0 for n in core.postorder([t])
+            )),
+        )
+    )
+    assert text.count("Hint:") >= 3
+    for answer in ("isinstance", "core.Build1", "Contract", "ArgMax", "Share", "any(", "Reshape"):
+        assert answer not in text, answer
+
+
+# --------------------------------------------------------------------------------------
+# The student notebooks of 08 and 09, generated from notebooks/assignments/source: every
+# check cell is graded(check_…(…)) and fails on the stubs, on stderr (no points); the rest
+# of the notebook runs with every stub raising
+# --------------------------------------------------------------------------------------
+
+ASSIGNMENTS = Path(__file__).resolve().parent.parent / "notebooks" / "assignments"
+
+
+@pytest.mark.parametrize("name", ["08-vmap-rule", "09-normal-form"])
+def test_generated_student_notebook_fails_every_check_on_the_stubs(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    notebook = json.loads((ASSIGNMENTS / f"{name}.ipynb").read_text(encoding="utf-8"))
+    cells = [
+        ("".join(cell["source"]), cell.get("metadata", {}).get("tags", []))
+        for cell in notebook["cells"]
+        if cell["cell_type"] == "code"
+    ]
+    every = "".join(source for source, _ in cells)
+    assert "raise NotImplementedError()" in every and "BEGIN SOLUTION" not in every
+    checks = [source for source, tags in cells if "check" in tags]
+    assert len(checks) == 2 and all(s.startswith("graded(check_") for s in checks), checks
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    for source, tags in cells:
+        exec(compile(source, f"{name}.ipynb", "exec"), namespace)
+        err = capsys.readouterr().err
+        if "check" in tags:
+            assert err.startswith("✘ NOT YET") and "not implemented yet" in err, (source, err)
+        else:
+            assert not err, (source, err)

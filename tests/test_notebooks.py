@@ -15,11 +15,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-TRACK = NOTEBOOKS / "from-scratch"  # generated from one source each: tests/test_scratch_track.py
+# generated from one source each: tests/test_scratch_track.py, tests/test_assignment_sources.py
+GENERATED = (NOTEBOOKS / "from-scratch", NOTEBOOKS / "assignments")
 IPYNB = sorted(
     p
     for p in NOTEBOOKS.rglob("*.ipynb")
-    if ".ipynb_checkpoints" not in p.parts and not p.is_relative_to(TRACK)
+    if ".ipynb_checkpoints" not in p.parts and not any(p.is_relative_to(g) for g in GENERATED)
 )
 NAMES = [str(p.relative_to(NOTEBOOKS)) for p in IPYNB]
 
@@ -31,11 +32,10 @@ def _cells(notebook: Any) -> list[tuple[str, str]]:
 def test_the_teaching_notebooks_are_all_there() -> None:
     chapters = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))
     assert [name[:2] for name in chapters] == [f"{k:02d}" for k in range(12)]
-    assignments = sorted(p.name for p in (NOTEBOOKS / "assignments").glob("[0-9]*.ipynb"))
-    students = [n for n in assignments if not n.endswith("-solution.ipynb")]
-    assert len(students) >= 4
-    for student in students:
-        assert student.replace(".ipynb", "-solution.ipynb") in assignments
+    assignments = NOTEBOOKS / "assignments"
+    students = sorted(p.name for p in assignments.glob("[0-9]*.ipynb"))
+    assert len(students) == 9
+    assert students == sorted(p.name for p in (assignments / "solutions").glob("*.ipynb"))
 
 
 @pytest.mark.parametrize("path", IPYNB, ids=NAMES)

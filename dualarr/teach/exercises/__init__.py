@@ -30,7 +30,7 @@ The assignments:
 from .array_reverse_pass import check_reverse_pass, operand_cotangent
 from .bot_rules import check_bot_index_rule, check_bot_sum_outer_rule, teaching_bot
 from .delta_rules import check_delta_rule
-from .feedback import Feedback
+from .feedback import Feedback, graded
 from .gather_gradient import check_diffs, check_scatter_prediction, check_tv_gradient
 from .let_conversion import check_let_conversion, format_let_form
 from .normal_form import check_no_build1, check_normal_form
@@ -56,6 +56,7 @@ __all__ = [
     "check_tv_gradient",
     "check_visit_formula",
     "format_let_form",
+    "graded",
     "operand_cotangent",
     "reverse_visits",
     "teaching_bot",

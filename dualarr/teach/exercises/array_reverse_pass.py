@@ -5,7 +5,9 @@ The student writes ``reverse_pass(delta, c)``: the gradient of every input (by i
 without ``Share`` (``evalD`` as a walk), then on DAGs: cotangents are accumulated per
 Share id and each Share is evaluated once, from the largest id down.  The checker
 compares with :func:`dualarr.ad.reverse.reverse` on the Deltas of programs and random
-Delta DAGs, and measures that the work grows linearly on sharing chains.
+Delta DAGs, and at the edges (dimensions of size 1; indices out of range, negative or
+repeated, which the total semantics of §5.2 defines), and measures that the work grows
+linearly on sharing chains.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 
 from ...ad import delta as dl
 from ...ad.reverse import reverse, transpose_step
+from ...interp.algebra import IndexFn
 from ...interp.evaluate import NumpyAlgebra
 from ...lang.errors import format_shape
 from ...lang.terms import assert_never
@@ -104,7 +107,46 @@ _TREE_HINT = {
     "cotangent is operand_cotangent(d, c): continue into d.delta with it.",
     "fromlist": "Hint: FromList [u0, …, un] stacks its operands: operand q is row q of the "
     "output, so it receives row q of the cotangent.",
+    "rows of one": "Hint: FromList [u0, …, un] stacks its operands: operand q receives row q "
+    "of the cotangent, an array of exactly operand q's shape, its dimensions of size 1 "
+    "included.",
+    "range": "Hint: the language is total (§5.2): a gather or an index reads zeros outside "
+    "its array, a scatter drops the writes outside its output, and one element may be read "
+    "or written more than once. operand_cotangent(d, c) is the transposition rule of each "
+    "one-operand node at these edges too: continue into d.delta with it.",
 }
+
+_IN_PLACE_HINT = (
+    "Hint: `+=` on a NumPy array adds into the very array object you stored, and the "
+    "cotangents of a reverse pass are shared: Add passes one c to both of its operands, "
+    "FromList passes views c[q] of it, and operand_cotangent may return a read-only view. "
+    "Adding into one of them in place changes (or cannot change) the others: leave every "
+    "cotangent you received as it is, and make each sum a new array."
+)
+
+
+def _edge_cases() -> list[tuple[str, dl.Delta, str]]:
+    """Share-free Deltas at the edges (#36): rows with a dimension of size 1, and the
+    index constructs at the edges of the total semantics (§5.2): indices out of range,
+    negative, repeated."""
+    x = dl.Input(0, (3,), F64)
+    row0, row1 = dl.Input(0, (1, 3), F64), dl.Input(1, (1, 3), F64)
+    w = np.array([[2.0, -1.0, 0.5]])
+
+    def at(*targets: int) -> IndexFn[Any]:
+        return IndexFn((np.array(targets, dtype=np.int64),))
+
+    return [
+        ("FromList [Input 0, Scale [[2,-1,0.5]] (Input 1)], Input 0, Input 1 : [1,3]",
+         dl.FromList((row0, dl.Scale(w, row1))), "rows of one"),
+        ("Gather [4] (Input 0) (λi. [[0,0,5,-1][i]]): a repeated, a too large and a "
+         "negative index", dl.Gather((4,), x, at(0, 0, 5, -1), (4,)), "range"),
+        ("Scatter [3] (Input 0) (λi. [[2,-1,2][i]]): a negative and a repeated target",
+         dl.Scatter((3,), x, at(2, -1, 2), 1), "range"),
+        ("Add (Index (Input 1) [2]) (Index (Input 1) [-1]), Input 1 : [2,3]: indices out of "
+         "range", dl.Add(dl.Index(dl.Input(1, (2, 3), F64), (np.array(2),)),
+                         dl.Index(dl.Input(1, (2, 3), F64), (np.array(-1),))), "range"),
+    ]
 
 
 def _tree_cases() -> list[tuple[str, dl.Delta, str]]:
@@ -120,14 +162,26 @@ def _tree_cases() -> list[tuple[str, dl.Delta, str]]:
         ("FromList [Input 0, Scale [2,-1,0.5] (Input 1)]",
          dl.FromList((x, dl.Scale(w, dl.Input(1, (3,), F64)))), "fromlist"),
         ("SumOuter (Replicate 2 (Input 0))", dl.SumOuter(dl.Replicate(2, x)), "scale"),
+        *_edge_cases(),
     ]
     randoms = [(f"random Delta #{s} without Share", without_shares(random_delta(s, 8)), "")
                for s in range(10)]
     return hand + randoms
 
 
+_SIZE_ONE_ROWS = "one Share of shape [1,3] used as both rows of a FromList"
+_DAG_HINTS = {_SIZE_ONE_ROWS: "rows of one"}
+
+
 def _dag_cases() -> list[tuple[str, dl.Delta]]:
-    return delta_cases() + [(f"random Delta DAG #{s}", random_delta(s, 24)) for s in range(20, 32)]
+    row = dl.Share(1, dl.Input(0, (1, 3), F64))
+    rows = dl.Share(2, dl.FromList((row, row)))
+    weights = np.array([[[2.0, -1.0, 0.5]], [[1.0, 3.0, -2.0]]])
+    edges = [
+        (_SIZE_ONE_ROWS, dl.Share(3, dl.Add(rows, dl.Scale(weights, rows)))),
+    ]
+    randoms = [(f"random Delta DAG #{s}", random_delta(s, 24)) for s in range(20, 32)]
+    return delta_cases() + edges + randoms
 
 
 # --------------------------------------------------------------------------------------
@@ -175,6 +229,7 @@ def _pending_pass(
     pick: Callable[[dict[int, Any]], int],
     overwrite: bool,
     right_first: bool = False,
+    in_place: bool = False,
 ) -> dict[int, np.ndarray]:
     grad: dict[int, np.ndarray] = {}
     accum: dict[int, np.ndarray] = {}
@@ -184,7 +239,10 @@ def _pending_pass(
     def at_share(s: dl.Share, c: np.ndarray) -> None:
         if s.id in done:
             return
-        accum[s.id] = c if overwrite or s.id not in accum else accum[s.id] + c
+        if in_place and s.id in accum:
+            accum[s.id] += c  # into the array stored: a cotangent other nodes share
+        else:
+            accum[s.id] = c if overwrite or s.id not in accum else accum[s.id] + c
         fragment[s.id] = s.delta
 
     _walk(d, c, grad, at_share, right_first=right_first)
@@ -252,6 +310,11 @@ _MISTAKES: tuple[tuple[Callable[[dl.Delta, np.ndarray], dict[int, np.ndarray]], 
         for right_first in (False, True)
     ),
     (_overwriting_inputs, _TREE_HINT["twice"].replace("here", "in this Delta")),
+    *(
+        (partial(_pending_pass, pick=max, overwrite=False, right_first=right_first,
+                 in_place=True), _IN_PLACE_HINT)
+        for right_first in (False, True)
+    ),
 )
 
 
@@ -308,6 +371,21 @@ def _compare(
     return None
 
 
+def _explains(
+    mistake: Callable[[dl.Delta, np.ndarray], dict[int, np.ndarray]],
+    d: dl.Delta,
+    c: np.ndarray,
+    got: dict[int, np.ndarray],
+) -> bool:
+    """Whether the typical mistake gives the student's gradient (a mistake that adds in
+    place works on a copy of ``c``, and may fail itself: then it explains nothing)."""
+    try:
+        with np.errstate(all="ignore"):
+            return _compare(d, mistake(d, c.copy()), got) is None
+    except (ValueError, IndexError):
+        return False
+
+
 def _recognise(reverse_pass: ReversePass, cases: list[tuple[str, dl.Delta, str]]) -> list[str]:
     """The hint of the typical mistake that explains the answer on ``cases[0]`` (where it
     is wrong); when several do, the later cases decide between them."""
@@ -318,13 +396,22 @@ def _recognise(reverse_pass: ReversePass, cases: list[tuple[str, dl.Delta, str]]
         got = _as_gradient(run.result) if run.error is None and not run.exceeded else ""
         if isinstance(got, str):
             break
-        with np.errstate(all="ignore"):
-            kept = [(m, h) for m, h in candidates if _compare(d, m(d, c), got) is None]
+        kept = [(m, h) for m, h in candidates if _explains(m, d, c, got)]
         if k == 0 or kept:
             candidates = kept
         if len({h for _, h in candidates}) <= 1:
             break
     return [candidates[0][1]] if candidates else []
+
+
+def _error_hints(error: BaseException, hint_key: str) -> list[str]:
+    """The hint for an exception raised by the student's pass: writing into a read-only
+    cotangent, reading or writing out of range (§5.2), or the hint of the case."""
+    if isinstance(error, ValueError) and "read-only" in str(error):
+        return [_IN_PLACE_HINT]
+    if isinstance(error, IndexError):
+        return [_TREE_HINT["range"]]
+    return [_TREE_HINT[hint_key]] if hint_key else []
 
 
 def _seed_cotangent(d: dl.Delta, k: int) -> np.ndarray:
@@ -336,14 +423,18 @@ def check_reverse_pass(reverse_pass: ReversePass, shared: bool = True) -> Feedba
     (Fig. 17) against :func:`dualarr.ad.reverse.reverse`.
 
     ``shared=False`` (task 1): Deltas without Share, smallest first, each testing one
-    constructor.  ``shared=True`` (task 2): hand-made sharing patterns, program Deltas
-    and random Delta DAGs; then the work on two sharing chains of 8 and 16 steps must
-    grow linearly.
+    constructor, then the edges: rows with a dimension of size 1, and gathers, scatters
+    and indices out of range, negative or repeated (§5.2).  ``shared=True`` (task 2):
+    hand-made sharing patterns, program Deltas, a Share of rows of size 1 and random Delta
+    DAGs; then the work on two sharing chains of 8 and 16 steps must grow linearly.  A
+    pass that adds into a cotangent in place (shared by several nodes) is recognised.
     """
     _require_callable(reverse_pass, "reverse_pass", "check_reverse_pass")
     title = "the reverse pass (Fig. 17) " + ("on Delta DAGs" if shared else "without Share")
     cases: list[tuple[str, dl.Delta, str]] = (
-        [(name, d, "") for name, d in _dag_cases()] if shared else _tree_cases()
+        [(name, d, _DAG_HINTS.get(name, "")) for name, d in _dag_cases()]
+        if shared
+        else _tree_cases()
     )
     for k, (name, d, hint_key) in enumerate(cases):
         c = _seed_cotangent(d, k)
@@ -361,7 +452,11 @@ def check_reverse_pass(reverse_pass: ReversePass, shared: bool = True) -> Feedba
                 "it: at a Share, collect the cotangent instead of walking below it.",
             )
         if run.error is not None:
-            return _fail(title, f"{where}\nyour reverse pass raised {_describe_error(run.error)}")
+            return _fail(
+                title,
+                f"{where}\nyour reverse pass raised {_describe_error(run.error)}",
+                *_error_hints(run.error, hint_key),
+            )
         got = _as_gradient(run.result)
         if isinstance(got, str):
             return _fail(

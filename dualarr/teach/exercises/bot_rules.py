@@ -272,7 +272,15 @@ def _fig18_products(x: Tensor) -> Tensor:
 
 
 def _even_elements(x: Tensor) -> Tensor:
-    return build1(4, lambda i: x[2 * i])
+    return build1(4, lambda i: x[2 * i])  # x has 6 elements: element 3 reads x[6], out of range
+
+
+def _shifted_window(x: Tensor) -> Tensor:
+    return build1(6, lambda i: x[i - 1])  # x has 4 elements: reads x[-1] and x[4], out of range
+
+
+def _one_element(a: Tensor) -> Tensor:
+    return build1(1, lambda i: a[i + 1, 2 - i])  # a loop of size 1
 
 
 def _rows_reversed(a: Tensor) -> Tensor:
@@ -298,11 +306,15 @@ def _plane_row_sums(t: Tensor) -> Tensor:
 INDEX_CASES = (
     _BotCase("reverse", _reverse, ((5,),)),
     _BotCase("fig18_products", _fig18_products, ((5,),)),
-    _BotCase("even_elements", _even_elements, ((7,),)),
+    _BotCase("even_elements", _even_elements, ((6,),)),
     _BotCase("rows_reversed", _rows_reversed, ((3, 4),)),
     _BotCase("anti_diagonal", _anti_diagonal, ((3, 3),)),
+    _BotCase("shifted_window", _shifted_window, ((4,),)),
+    _BotCase("one_element", _one_element, ((3, 3),)),
 )
-"""Test programs for the index rule: ``build1`` of indexing only (Fig. 11)."""
+"""Test programs for the index rule: ``build1`` of indexing only (Fig. 11), reads out of
+range (before the start and past the end: 0 by the total semantics, §5.2) and a loop of
+size 1 included."""
 
 SUM_OUTER_CASES = (
     _BotCase("matvec", _matvec, ((3, 4), (4,))),
@@ -372,6 +384,17 @@ def _check_bot_rule(
             )
             continue
         bad = _mismatches(expected, got)
+        outside = _reads_outside(program, args) if which == "index" else set()
+        if bad and all(p in outside for p in bad):  # right in range, wrong out of range
+            first = bad[0]
+            failures.append(
+                f"{case.name}({_call_signature(program, args)}): element {_pos(first)} reads "
+                f"outside the array: expected 0 (total indexing, §5.2), got {_num(got[first])}"
+                f"\nsource:     {_short(program.outputs[0])}\n"
+                f"your bot:   {_short(terms[0])}"
+            )
+            hints.append(_OUT_OF_RANGE_HINT)
+            continue
         if bad:
             first = bad[0]
             failures.append(
@@ -397,6 +420,21 @@ def _check_bot_rule(
         "left",
         example,
     )
+
+
+_OUT_OF_RANGE_HINT = (
+    "Hint: indexing is total (§5.2): a read outside the array gives 0, and a gather reads "
+    "out of range exactly as index does. The rule of Fig. 11 needs no guard: an index that "
+    "is clamped, wrapped or otherwise changed reads a real element where the source reads 0."
+)
+
+
+def _reads_outside(program: Program, args: Sequence[np.ndarray]) -> set[tuple[int, ...]]:
+    """The elements of an index test program that read out of range: on inputs of ones,
+    a product of reads is 1 (or a constant) where every read is in range, 0 elsewhere."""
+    ones = [np.ones_like(a) for a in args]
+    value = np.asarray(program(*ones))
+    return {tuple(int(i) for i in p) for p in np.argwhere(value == 0)}
 
 
 def _bot_hints(which: str, message: str) -> list[str]:

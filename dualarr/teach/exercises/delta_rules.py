@@ -269,10 +269,24 @@ def check_delta_rule(op: str, rule: Callable[..., Any]) -> Feedback:
                 "Hint: an elementwise primitive's Delta is a Scale (and Add) of its arguments' "
                 "Deltas, nothing else.",
             )
-    return _composition_check(spec, rule, title)
+    problem = _composition_check(spec, rule, title) or _shapes_check(spec, rule, title)
+    if problem is not None:
+        return problem
+    call = "sum(op(w * x))" if spec.arity == 1 else "sum(op(w * x, x))"
+    points = ", ".join(_num(v) for v in spec.points[0])
+    return _ok(
+        f"{title}: right at every test point",
+        f"forward derivative and reverse pass match finite differences at x = {points}"
+        if spec.arity == 1
+        else f"both partial derivatives match finite differences at {len(spec.points[0])} "
+        "points (1e200 included)",
+        f"and the gradient of {call} matches finite differences",
+        "and the rule keeps the shape of its input: a single number (rank 0), an empty "
+        "array and a matrix",
+    )
 
 
-def _composition_check(spec: _DeltaOp, rule: Callable[..., Any], title: str) -> Feedback:
+def _composition_check(spec: _DeltaOp, rule: Callable[..., Any], title: str) -> Feedback | None:
     """``sum(op(w * x, x))`` (or ``sum(op(w * x))``) on dual arrays: the rule's Delta
     must compose with the others (use the argument's Delta, not its own Input)."""
     rng = np.random.default_rng(7)
@@ -314,14 +328,81 @@ def _composition_check(spec: _DeltaOp, rule: Callable[..., Any], title: str) -> 
             "Hint: build the Delta from the Delta arguments you are given (they are not "
             "always Input nodes): the chain rule happens by scaling them.",
         )
-    points = ", ".join(_num(v) for v in spec.points[0])
-    return _ok(
-        f"{title}: right at every test point",
-        f"forward derivative and reverse pass match finite differences at x = {points}"
-        if spec.arity == 1
-        else f"both partial derivatives match finite differences at {len(spec.points[0])} "
-        "points (1e200 included)",
-        f"and the gradient of {call} matches finite differences",
-    )
+    return None
+
+
+_SHAPES_HINT = (
+    "Hint: an elementwise primitive's Delta rule runs on arrays of every shape, since "
+    "Fig. 14's Scale multiplies a Delta elementwise by a factor of the Delta's own shape: a "
+    "single number (rank 0, as in da.grad of a function of one number), an empty array and "
+    "a matrix included. Compute the factor with whole-array NumPy operations, which keep the "
+    "shape of their arguments; a loop over the elements, an index such as x[0], a reshape "
+    "or a reduction does not."
+)
+
+
+def _edge_inputs(spec: _DeltaOp) -> list[tuple[str, list[np.ndarray]]]:
+    """The rule's arguments at the edges of the shapes it must take: a single number
+    (rank 0), an empty array and a matrix, from the op's own test points."""
+    flat = [np.array(p, dtype=np.float64) for p in spec.points]
+    point = 4  # an ordinary test point (0.5 for softplus and cube, (2, -0.5) for hypot)
+    return [
+        ("a single number (rank 0)", [np.asarray(x[point]) for x in flat]),
+        ("an empty array (shape [0])", [np.zeros(0) for _ in flat]),
+        ("a matrix (shape [2,3])", [x[:6].reshape(2, 3) for x in flat]),
+    ]
+
+
+def _shapes_check(spec: _DeltaOp, rule: Callable[..., Any], title: str) -> Feedback | None:
+    """The rule on a rank-0, an empty and a rank-2 input: its Delta must have the input's
+    shape and, run forwards and backwards, give the derivative at every element."""
+    names = ("x",) if spec.arity == 1 else ("a", "b")
+    alg = NumpyAlgebra()
+    for label, xs in _edge_inputs(spec):
+        shape = xs[0].shape
+        at = ", ".join(f"{n} = {_arr(x)}" for n, x in zip(names, xs, strict=True))
+        where = f"on {label}, {at}"
+        with np.errstate(all="ignore"):
+            y = spec.function(*xs)
+        inputs = [dl.Input(k, shape, F64) for k in range(spec.arity)]
+        try:
+            with np.errstate(all="ignore"):
+                d = rule(*[x.copy() for x in xs], np.asarray(y).copy(), *inputs)
+        except Exception as err:
+            return _fail(title, f"{where}: your rule raised {_describe_error(err)}", _SHAPES_HINT)
+        if not _is_delta(d) or tuple(d.shape) != shape:
+            what = (
+                f"a Delta of shape {format_shape(d.shape)}" if _is_delta(d)
+                else f"a {type(d).__name__}"
+            )
+            return _fail(
+                title,
+                f"{where}: your rule returned {what}, the output has shape {format_shape(shape)}",
+                _SHAPES_HINT,
+            )
+        for k in range(spec.arity):
+            tangents = {j: np.full(shape, float(j == k)) for j in range(spec.arity)}
+            expected = _finite_differences(spec, xs, k)
+            try:
+                with np.errstate(all="ignore"):
+                    jvp = np.asarray(forward(alg, d, tangents), dtype=np.float64)
+                    grads = reverse(alg, dl.Share(10**9, d), np.ones(shape))
+                    vjp = np.asarray(grads.get(k, np.zeros(shape)), dtype=np.float64)
+            except Exception as err:
+                return _fail(
+                    title, f"{where}: evaluating your Delta raised {_describe_error(err)}",
+                    _SHAPES_HINT,
+                )
+            for run, got in (("forward", jvp), ("reverse", vjp)):
+                if got.shape != shape or not _close(got, expected, rtol=1e-5, atol=1e-7):
+                    by = f" by {names[k]}" if spec.arity > 1 else ""
+                    return _fail(
+                        title,
+                        f"{where}: your Delta, run {run}, gives the derivative{by} "
+                        f"{_arr(got)} of shape {format_shape(got.shape)}; finite differences "
+                        f"give {_arr(expected)} of shape {format_shape(shape)}",
+                        _SHAPES_HINT,
+                    )
+    return None
 
 

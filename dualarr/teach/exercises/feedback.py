@@ -79,6 +79,23 @@ class Feedback:
         return f"{head}\n\n```text\n{body}\n```"
 
 
+def graded(feedback: Feedback) -> None:
+    """Show a check's verdict in a graded cell: the feedback itself and, when the check
+    fails, its text on standard error, which is what an autograder (nbgrader) reads as
+    "no points for this cell" (a failure shown only as a cell's value would score).
+    The feedback, hints included, stays in the cell's output for the returned report."""
+    import sys
+
+    try:
+        from IPython.display import display
+    except ImportError:  # outside IPython: the text alone
+        print(feedback)
+    else:
+        display(feedback)  # type: ignore[no-untyped-call]
+    if not feedback.passed:
+        print(str(feedback), file=sys.stderr)
+
+
 def _md_escape(text: str) -> str:
     for char in "\\`*_[]<>#|":
         text = text.replace(char, "\\" + char)

@@ -53,7 +53,15 @@ def _reference_tv(x: Tensor) -> Tensor:
     return lang.sum(d * d)
 
 
-_LENGTHS = (3, 5, 8, 2)
+_LENGTHS = (3, 5, 8, 2, 1)
+"""The lengths of the test vectors; 1 is the edge where diffs is empty (shape [0])."""
+
+_EMPTY_HINT = (
+    "Hint: for x of length 1 there are no differences: diffs(x) has shape [0], tv(x) is an "
+    "empty sum, 0, and so is its gradient. A gather of shape [0] reads nothing, and the "
+    "scatter that transposes it writes nothing (§3.3, §5.2); the boundary elements must "
+    "not assume that a first or last difference exists."
+)
 
 
 def _vectors(seed: int = 3) -> list[np.ndarray]:
@@ -74,14 +82,19 @@ def check_diffs(diffs: Callable[[Tensor], Tensor]) -> Feedback:
         except NotImplementedError:
             return _not_implemented("diffs", "your program")
         except Exception as err:
-            return _fail(title, f"for x = {_arr(x)}: your program raised {_describe_error(err)}")
+            return _fail(
+                title,
+                f"for x = {_arr(x)}: your program raised {_describe_error(err)}",
+                *([_EMPTY_HINT] if n == 1 else []),
+            )
         expected = np.diff(x)
         if got.shape != expected.shape:
             return _fail(
                 title,
                 f"for x of length {n}, your program returns shape {format_shape(got.shape)}; diffs "
                 f"has n - 1 = {n - 1} elements",
-                "Hint: the first argument of da.gather is the shape of the result.",
+                _EMPTY_HINT if n == 1
+                else "Hint: the first argument of da.gather is the shape of the result.",
             )
         bad = _mismatches(expected, got)
         if bad:
@@ -133,12 +146,17 @@ def check_tv_gradient(tv_grad: Callable[[np.ndarray], Any]) -> Feedback:
         except NotImplementedError:
             return _not_implemented("tv_grad", "your NumPy gradient")
         except Exception as err:
-            return _fail(title, f"for x = {_arr(x)}: tv_grad raised {_describe_error(err)}")
+            return _fail(
+                title,
+                f"for x = {_arr(x)}: tv_grad raised {_describe_error(err)}",
+                *([_EMPTY_HINT] if n == 1 else []),
+            )
         if got.shape != expected.shape:
             return _fail(
                 title,
                 f"for x of length {n}, tv_grad returns shape {format_shape(got.shape)}; the "
                 f"gradient has the shape of x, {format_shape(expected.shape)}",
+                *([_EMPTY_HINT] if n == 1 else []),
             )
         bad = [p[0] for p in _mismatches(expected, got)]
         if not bad:
@@ -158,6 +176,8 @@ def check_tv_gradient(tv_grad: Callable[[np.ndarray], Any]) -> Feedback:
 
 def _tv_hints(x: np.ndarray, expected: np.ndarray, got: np.ndarray, bad: list[int]) -> list[str]:
     n = x.shape[0]
+    if n == 1:
+        return [_EMPTY_HINT]
     sel = [p for p in range(n) if expected[p] != 0]
     circular = 2 * (x - np.roll(x, 1)) - 2 * (np.roll(x, -1) - x)
     if _close(got, 0.0):
@@ -230,18 +250,36 @@ def _predicted(prediction: ScatterPrediction, count: int) -> _ScatterInfo:
     return _ScatterInfo(dims, tuple(table))
 
 
-def check_scatter_prediction(prediction: Sequence[ScatterPrediction], n: int = 7) -> Feedback:
+def check_scatter_prediction(
+    prediction: Sequence[ScatterPrediction] | Callable[[], Sequence[ScatterPrediction]],
+    n: int = 7,
+) -> Feedback:
     """Check a prediction of the scatters in the gradient of ``tv`` for ``x`` of length
-    ``n``: one ``(target shape, index function)`` per scatter, in any order.  They are
-    compared with the ``shared`` stage of ``da.pipeline(tv, x)`` (the symbolic reverse
-    pass, Fig. 19), where every gather has become a scatter (Fig. 17)."""
+    ``n``: one ``(target shape, index function)`` per scatter, in any order, as a list or
+    as a function of no arguments that returns one.  They are compared with the
+    ``shared`` stage of ``da.pipeline(tv, x)`` (the symbolic reverse pass, Fig. 19), where
+    every gather has become a scatter (Fig. 17)."""
+    title = f"the scatters in the gradient of tv (x of length {n})"
+    if callable(prediction):
+        try:
+            prediction = prediction()
+        except NotImplementedError:
+            return _not_implemented("the prediction", "your list")
+        except Exception as err:
+            return _fail(title, f"your prediction raised {_describe_error(err)}")
+        if isinstance(prediction, str) or not isinstance(prediction, Sequence):
+            return _fail(
+                title,
+                f"your function returned {prediction!r}, not a list of (target shape, index "
+                "function) pairs such as [((7,), lambda i: (i + 2,))]",
+            )
     if isinstance(prediction, str) or not isinstance(prediction, Sequence):
         raise UnsupportedError(
-            "prediction must be a list of (target shape, index function) pairs",
+            "prediction must be a list of (target shape, index function) pairs, or a "
+            "function that returns one",
             op="check_scatter_prediction",
             location="",
         )
-    title = f"the scatters in the gradient of tv (x of length {n})"
     p = pipeline(_reference_tv, np.zeros(n))
     actual = _scatters_of(list(p.shared.gradients))
     count = n - 1

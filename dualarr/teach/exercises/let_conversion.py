@@ -272,6 +272,25 @@ def format_let_form(bindings: Sequence[tuple[int, dl.Delta]], body: dl.Delta) ->
 
 _TITLE = "share → let (Fig. 20) on Delta terms"
 
+_DEEP = 3000
+"""The length of the chain on which a conversion must not run out of stack: deeper than
+Python's default recursion limit (1000 nested calls)."""
+
+
+def let_edge_cases() -> list[tuple[str, dl.Delta]]:
+    """The edges of Fig. 20 that the program Deltas and random DAGs do not reach: a Delta
+    with nothing to bind, and a Share whose operand is itself a Share (its binding is a
+    variable, ``let s2 = s1``)."""
+    x = dl.Input(0, (3,), F64)
+    s1 = dl.Share(1, x)
+    s2 = dl.Share(2, s1)
+    nested = dl.Add(dl.Scale(np.array([1.0, 2.0, 3.0]), s2), s1)
+    return [
+        ("a bare Input 0: nothing to bind", x),
+        ("a Share whose operand is a Share: s2 = Share 2 s1", nested),
+        ("the same, its root the outer Share", dl.Share(3, dl.Add(s2, s2))),
+    ]
+
 
 def _shares_below(d: dl.Delta) -> list[dl.Share]:
     """The Shares a fragment mentions directly (not looking inside them): its free
@@ -384,6 +403,17 @@ def _let_form_problems(
                 f"s{k} is bound to {' '.join(str(fragment).split())[:80]!r}, not to the "
                 "operand of Share " + str(k)
             )
+            if isinstance(share.delta, dl.Share):
+                problems.append(
+                    f"the operand of Share {k} is the Share s{share.delta.id}: the binding "
+                    f"reads `let s{k} = s{share.delta.id}`"
+                )
+                hints.append(
+                    "Hint: a binding's right-hand side is exactly the node its Share wraps, "
+                    "also when that node is a Share (it is then a variable). Looking through "
+                    "it binds the inner fragment twice, and computes it twice: the loss of "
+                    "sharing of §2.5."
+                )
         break
     if problems:
         return problems, hints
@@ -427,6 +457,32 @@ def _let_form_problems(
     return problems, hints
 
 
+def _deep_chain_problem(let_form: Callable[[dl.Delta], Any]) -> list[str] | None:
+    """What goes wrong when ``let_form`` converts a chain of ``_DEEP`` steps (deeper than
+    Python's recursion limit): the problem and its hints, or None."""
+    deep = doubling_chain(_DEEP)
+    run = run_metered(partial(let_form, deep), 2_000_000)
+    where = f"on the doubling chain y = y + y of {_DEEP} steps ({_DEEP + 1} Share nodes): "
+    if run.exceeded:
+        return [where + "your conversion ran for more than 2000000 Python lines"]
+    if run.error is not None:
+        problem = [where + f"your conversion raised {_describe_error(run.error)}"]
+        if isinstance(run.error, RecursionError):
+            problem.append(
+                f"Hint: a walk that makes a nested call per node goes {_DEEP} calls deep on "
+                "this chain, and Python stops at sys.getrecursionlimit() (1000). A Delta of a "
+                "long program is that deep: walk it without a Python call per level."
+            )
+        return problem
+    unpacked = _unpack(run.result)
+    if isinstance(unpacked, str):
+        return [where + unpacked]
+    problems, hints = _let_form_problems(deep, *unpacked)
+    if problems:
+        return [where + problems[0], *problems[1:], *dict.fromkeys(hints)]
+    return None
+
+
 def check_let_conversion(let_form: Callable[[dl.Delta], Any]) -> Feedback:
     """Check a share → let conversion (Fig. 20) on Delta terms.
 
@@ -435,11 +491,12 @@ def check_let_conversion(let_form: Callable[[dl.Delta], Any]) -> Feedback:
     wraps; inside it, a Share stands for its variable ``s<id>``), each bound before it
     is used; ``body`` the root Delta.  Compared with
     :func:`dualarr.ad.transposition.to_let_form` on hand-made sharing patterns, program
-    Deltas and random Delta DAGs; then the work on doubling chains of 8 and 16 steps must
-    grow linearly.
+    Deltas, random Delta DAGs and the edges of :func:`let_edge_cases`; then the work on
+    doubling chains of 8 and 16 steps must grow linearly, and a chain deeper than Python's
+    recursion limit must convert.
     """
     _require_callable(let_form, "let_form", "check_let_conversion")
-    cases = delta_cases()
+    cases = delta_cases() + let_edge_cases()
     in_id_order = True
     for name, delta in cases:
         run = run_metered(partial(let_form, delta), 400_000)
@@ -480,6 +537,9 @@ def check_let_conversion(let_form: Callable[[dl.Delta], Any]) -> Feedback:
             "Hint: each node of the chain is reached along exponentially many paths; a "
             "linear conversion handles every node once, however many paths lead to it.",
         )
+    deep_problem = _deep_chain_problem(let_form)
+    if deep_problem is not None:
+        return _fail(f"{_TITLE}: right on short Deltas, but not on a long chain", *deep_problem)
     order = (
         "lowest id first, as dualarr's to_let_form"
         if in_id_order
@@ -488,5 +548,5 @@ def check_let_conversion(let_form: Callable[[dl.Delta], Any]) -> Feedback:
     return _ok(
         f"{_TITLE}: right on all {len(cases)} Deltas",
         f"every Share bound once, {order}; the body is the root",
-        "the work grows linearly on a sharing chain",
+        f"the work grows linearly on a sharing chain, and a chain of {_DEEP} steps converts",
     )

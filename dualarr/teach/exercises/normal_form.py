@@ -6,7 +6,10 @@ checkers run the student's function on random programs before and after the bot 
 after the simplifier) and on hand-made terms that hide a ``build1`` or a bad ``index``
 where a quick walk does not look (a ``let``'s bound value, a ``gather``'s index
 function, a ``cond``'s condition, 2,000 ``let``s deep), and compare its verdict with
-dualarr's :func:`dualarr.vectorise.bot.check_bot_normal`.
+dualarr's :func:`dualarr.vectorise.bot.check_bot_normal`.  The hand-made terms also
+cover the edges: an ``index`` of every construct that is, or is not, a normal form (so a
+check that lists the constructs it rejects fails), indices out of range (normal: the
+language is total, §5.2) and a ``build1`` of size 0 (not normal).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ...lang.terms import (
     Cond,
     Contract,
     DType,
+    Floor,
     FromIntegral,
     FromList,
     Gather,
@@ -37,6 +41,7 @@ from ...lang.terms import (
     Let,
     Op,
     Replicate,
+    Reshape,
     Scatter,
     Share,
     SumOuter,
@@ -48,6 +53,7 @@ from ...lang.terms import (
     fresh_var,
     int_const,
     postorder,
+    static_int_value,
 )
 from ...vectorise.bot import INDEX_NORMAL_FORMS, NotBotNormal, check_bot_normal, vectorise
 from ...vectorise.simplify import simplify
@@ -264,6 +270,20 @@ def hand_made_cases() -> list[NormalFormCase]:
         ("index of a contract (dualarr)", Index(Contract("ij,j->i", m, x), (int_const(0),))),
         ("index of a share (dualarr)", Index(Share(s.fresh(), twice), (int_const(3),))),
         ("a let chain 2,000 deep", _let_chain(x, 2000, x, s)),
+        # the edges (#36): every construct an index may stand on, or not; the total
+        # semantics (§5.2): an index out of range is no violation; an empty build1 is one
+        ("index of a reshape", Index(Reshape((4, 3), m), (int_const(1),))),
+        ("index of a fromIntegral", Index(FromIntegral(Iota(4)), (int_const(2),))),
+        ("index of a floor", Index(Floor(x), (int_const(0),))),
+        ("index of an argmin (dualarr)", Index(ArgMin(m), (int_const(2),))),
+        ("index of an argsort (dualarr)", Index(ArgSort(x), (int_const(1),))),
+        ("an index out of range (§5.2), of a variable", Op("add", (
+            Index(m, (int_const(3),)), Index(m, (int_const(-1),))))),
+        ("an index out of range (§5.2), of a constant",
+         Index(constant(np.arange(4.0)), (int_const(9),))),
+        ("index of an elementwise operation in the index of an index",
+         Index(x, (Index(iotas, (int_const(1),)),))),
+        ("build1 over an empty range (size 0)", loop(lambda i: Index(x, (rev(i),)), 0)),
     ]
     return [NormalFormCase(name, term, hand_made=True) for name, term in cases]
 
@@ -387,13 +407,30 @@ def _run_student(check: NormalFormCheck, term: Term) -> bool | str:
     return f"returned {verdict!r} (a {type(verdict).__name__}), not True or False"
 
 
+_RARE_ARRAYS = (Reshape, FromIntegral, Floor)
+"""Constructs an index is seldom applied to in a program, and that are not normal forms:
+a check that lists the constructs it rejects (rather than those it accepts) forgets them."""
+
+
 def _missed_hint(offender: Term, places: Sequence[str]) -> str:
+    if isinstance(offender, Index) and isinstance(offender.array, _RARE_ARRAYS):
+        return (
+            f"Hint: here an index is applied to {_construct(offender.array)} "
+            f"({_place_text(places)}), which is not one of the normal forms listed above. "
+            "Theorem 5.1 names the constructs an index may stand on; every other construct "
+            "of the language makes the term not normal, the rarely used ones included."
+        )
     if isinstance(offender, Index):
         return (
             f"Hint: property (2) restricts what index may be applied to, and here an index is "
             f"applied to {_construct(offender.array)} ({_place_text(places)}), which is not "
             "one of the normal forms listed above. Does your function look at what every "
             "index is applied to?"
+        )
+    if isinstance(offender, Build1) and offender.size == 0:
+        return (
+            "Hint: a build1 over an empty range (size 0) is a build1 all the same: property "
+            "(1) is about whether the construct occurs, not about how many elements it makes."
         )
     if not places:
         return "Hint: this term *is* a build1: your function does not look at the term itself."
@@ -407,7 +444,27 @@ def _missed_hint(offender: Term, places: Sequence[str]) -> str:
 _EXTENSION_FORMS = (Contract, Share, ArgMin, ArgMax, ArgSort)
 
 
+def _out_of_range(term: Term) -> bool:
+    """Whether ``term`` has an index with a constant component outside its dimension."""
+    for node in postorder([term]):
+        if isinstance(node, Index):
+            for component, dim in zip(node.index, node.array.shape, strict=False):
+                value = static_int_value(component)
+                if value is not None and not 0 <= value < dim:
+                    return True
+    return False
+
+
+_OUT_OF_RANGE_HINT = (
+    "Hint: an index out of range is no error in the paper's language: a read outside an "
+    "array gives zeros (its total semantics, §5.2), and Theorem 5.1 does not look at the "
+    "index's value, only at where a build1 occurs and at what an index is applied to."
+)
+
+
 def _rejected_hints(term: Term, property_one: bool) -> list[str]:
+    if _out_of_range(term):
+        return [_OUT_OF_RANGE_HINT]
     if property_one:
         return [
             "Hint: property (1) is only about build1; this term has none. Which subterm did "

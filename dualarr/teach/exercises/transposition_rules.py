@@ -65,7 +65,8 @@ def _fn(*components: Any) -> IndexFn[Any]:
 def transposition_cases(constructor: str) -> list[TranspositionCase]:
     """The test maps of one constructor: random sizes and values (seeded), and the
     shapes where a typical mistake shows (a permutation that is not its own inverse,
-    repeated and out-of-range indices)."""
+    repeated indices, and indices out of range — past the end, negative, in a leading or
+    a later axis — which the total semantics of §5.2 reads as 0 and drops as writes)."""
     rng = np.random.default_rng(sum(map(ord, constructor)))
 
     def u(*shape: int) -> dl.Input:
@@ -110,6 +111,21 @@ def transposition_cases(constructor: str) -> list[TranspositionCase]:
             return [
                 case(f"Index u [{i}], u : [4,{m}]", dl.Index(u(4, m), (_ints(i),))),
                 case(f"Index u [{j}, 1], u : [3,4,2]", dl.Index(u(3, 4, 2), (_ints(j), _ints(1)))),
+                case(
+                    f"Index u [4], u : [4,{m}] (a read past the end gives 0)",
+                    dl.Index(u(4, m), (_ints(4),)),
+                    True,
+                ),
+                case(
+                    f"Index u [-1], u : [4,{m}] (a read at a negative index gives 0)",
+                    dl.Index(u(4, m), (_ints(-1),)),
+                    True,
+                ),
+                case(
+                    "Index u [1, 4], u : [3,4,2] (out of range in the second axis: gives 0)",
+                    dl.Index(u(3, 4, 2), (_ints(1), _ints(4))),
+                    True,
+                ),
             ]
         case "Gather":
             reads = rng.integers(0, 3, size=5)
@@ -127,6 +143,28 @@ def transposition_cases(constructor: str) -> list[TranspositionCase]:
                 case(
                     f"Gather [5] u (λi. {_arr(wild)}[i]), u : [4] (reads out of range give 0)",
                     dl.Gather((5,), u(4), _fn(wild), (5,)),
+                    True,
+                ),
+                case(
+                    "Gather [5] u (λi. [4, 1, 4, 0, 3][i]), u : [4] (index 4 is past the end: "
+                    "reads 0)",
+                    dl.Gather((5,), u(4), _fn([4, 1, 4, 0, 3]), (5,)),
+                    True,
+                ),
+                case(
+                    "Gather [4] u (λi. [0, -1, 3, -4][i]), u : [4] (negative indices read 0)",
+                    dl.Gather((4,), u(4), _fn([0, -1, 3, -4]), (4,)),
+                    True,
+                ),
+                case(
+                    f"Gather [3] u (λi. [1, -1, 4][i]), u : [4,{m}] (rows out of range read 0)",
+                    dl.Gather((3,), u(4, m), _fn([1, -1, 4]), (3, m)),
+                    True,
+                ),
+                case(
+                    "Gather [5] u (λi. ([0, 1, 2, 2, 1][i], [0, 4, 3, -1, 1][i])), u : [3,4] "
+                    "(out of range in the second axis: reads 0)",
+                    dl.Gather((5,), u(3, 4), _fn([0, 1, 2, 2, 1], [0, 4, 3, -1, 1]), (5,)),
                     True,
                 ),
             ]
@@ -147,6 +185,24 @@ def transposition_cases(constructor: str) -> list[TranspositionCase]:
                     f"Scatter [4] u (λi. {_arr(wild)}[i]), u : [6] (writes out of range are "
                     "dropped)",
                     dl.Scatter((4,), u(6), _fn(wild), 1),
+                    True,
+                ),
+                case(
+                    "Scatter [4] u (λi. [-1, 2, -4, 0][i]), u : [4] (writes at negative "
+                    "indices are dropped)",
+                    dl.Scatter((4,), u(4), _fn([-1, 2, -4, 0]), 1),
+                    True,
+                ),
+                case(
+                    f"Scatter [4] u (λi. [4, 1, -1][i]), u : [3,{m}] (rows written out of "
+                    "range are dropped)",
+                    dl.Scatter((4,), u(3, m), _fn([4, 1, -1]), 1),
+                    True,
+                ),
+                case(
+                    "Scatter [3,4] u (λi. ([0, 2, 1, 3, 2][i], [3, 0, 4, 1, -1][i])), u : [5] "
+                    "(writes out of range in either axis are dropped)",
+                    dl.Scatter((3, 4), u(5), _fn([0, 2, 1, 3, 2], [3, 0, 4, 1, -1]), 1),
                     True,
                 ),
             ]
@@ -205,11 +261,20 @@ def _recognised(
             if same(np.reshape(c, x_shape, order="F")):
                 return ["Hint: Reshape keeps the row-major (C) order of the elements; yours "
                         "reads them in another order."]
+        case dl.Index():
+            if case.out_of_range:
+                return ["Hint: this index points outside u, in some axis: the language is "
+                        "total (§5.2), so Index reads zeros there and the output does not "
+                        "depend on u at all. An index is out of range when it is negative or "
+                        "not below its axis' length (NumPy would wrap a negative index "
+                        "around, and raise past the end)."]
         case dl.Gather(fn=fn):
             if case.out_of_range:
-                return ["Hint: this index function points outside u: a gather reads 0 there "
-                        "(§5.2), so those positions of the output do not depend on u. Drop "
-                        "them (and mind that NumPy wraps negative indices around)."]
+                return ["Hint: this index function points outside u: the language is total "
+                        "(§5.2), so a gather reads 0 there, and those positions of the output "
+                        "do not depend on u. Drop them; an index is out of range when it is "
+                        "negative or not below its axis' length, in any axis (NumPy would "
+                        "wrap a negative index around)."]
             buffered = np.zeros(x_shape)
             buffered[tuple(_ints(k) for k in fn.components)] += c
             if same(buffered):
@@ -219,9 +284,11 @@ def _recognised(
                         "in-place operations)."]
         case dl.Scatter():
             if case.out_of_range:
-                return ["Hint: this index function points outside the output: those writes "
-                        "are dropped (§5.2), so those elements of u do not reach the output. "
-                        "(NumPy wraps negative indices around.)"]
+                return ["Hint: this index function points outside the output: the language "
+                        "is total (§5.2), so those writes are dropped, and those elements of u "
+                        "do not reach the output. An index is out of range when it is negative "
+                        "or not below its axis' length, in any axis (NumPy wraps negative "
+                        "indices around)."]
         case _:
             pass
     return []

@@ -245,30 +245,57 @@ def _finish(notebook: Any) -> Any:
     return notebook
 
 
-def generated(source_path: Path) -> tuple[str, str]:
-    """The student and the solution notebook of one source, as JSON text."""
+SOLUTION_ONLY_TAG = "solution-only"
+"""A cell that only the solution notebook holds (an explanation of the answer)."""
+
+TRACKS = ("from-scratch", "assignments")
+"""The folders of ``notebooks/`` authored as one source per notebook (``source/*.md``)."""
+
+
+def student_notebook(solution: Any) -> Any:
+    """The student version of a solution notebook: solution regions replaced by
+    nbgrader's stub, ``solution-only`` cells dropped."""
     import copy
 
-    import nbformat
-
-    solution = _finish(_read_source(source_path))
     student = copy.deepcopy(solution)
+    student.cells = [
+        c for c in student.cells if SOLUTION_ONLY_TAG not in c.get("metadata", {}).get("tags", [])
+    ]
     for cell in student.cells:
         if cell.cell_type == "code":
             cell.source = student_cell(cell.source)
+    return student
+
+
+def solution_notebook(source_path: Path) -> Any:
+    """The solution notebook of one source (no outputs, no jupytext pairing)."""
+    return _finish(_read_source(source_path))
+
+
+def generated(source_path: Path) -> tuple[str, str]:
+    """The student and the solution notebook of one source, as JSON text."""
+    import nbformat
+
+    solution = solution_notebook(source_path)
     write = nbformat.writes
-    return (write(student) + "\n", write(solution) + "\n")  # type: ignore[no-untyped-call]
+    return (
+        write(student_notebook(solution)) + "\n",  # type: ignore[no-untyped-call]
+        write(solution) + "\n",  # type: ignore[no-untyped-call]
+    )
+
+
+def sources(root: Path | None = None) -> list[Path]:
+    """Every source of the tracks authored once (``notebooks/<track>/source/*.md``)."""
+    base = (root or _REPOSITORY) / "notebooks"
+    return [p for track in TRACKS for p in sorted((base / track / "source").glob("*.md"))]
 
 
 def generate(root: Path | None = None, *, check_only: bool = False) -> list[Path]:
-    """Write (or, with ``check_only``, compare) every stage's student and solution
-    notebook from its source; the paths that were (or would be) rewritten."""
-    base = (root or _REPOSITORY) / "notebooks" / "from-scratch"
+    """Write (or, with ``check_only``, compare) the student and solution notebook of every
+    source; the paths that were (or would be) rewritten."""
     changed: list[Path] = []
-    for stem in STAGES.values():
-        source = base / "source" / f"{stem}.md"
-        if not source.exists():
-            continue
+    for source in sources(root):
+        base, stem = source.parent.parent, source.stem
         student, solution = generated(source)
         for path, text in ((base / f"{stem}.ipynb", student),
                            (base / "solutions" / f"{stem}.ipynb", solution)):

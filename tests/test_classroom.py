@@ -30,6 +30,8 @@ pytest.importorskip("nbgrader")
 
 ASSIGNMENT = "build-it-yourself"
 NOTEBOOK = "a-tracing-and-evaluation.ipynb"
+SECOND = "04-sharing-bug"  # a second assignment: submitted by two students only
+SECOND_POINTS = {"solutions": 2.0, "stubs": 0.0}
 CHECKS = ("a-read", "a-evaluate", "a-trace", "a-binders")
 BIN = Path(sys.executable).parent
 
@@ -145,12 +147,13 @@ STUDENTS: dict[str, tuple[Callable[[Cells, Cells], None] | None, int]] = {
 def course(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("classroom")
     course = root / "course"
-    build_course(course, [ASSIGNMENT])
+    build_course(course, [ASSIGNMENT, SECOND])
     for other in (course / "source" / ASSIGNMENT).glob("*.ipynb"):
         if other.name != NOTEBOOK:  # one stage: the loop, not the track, is under test
             other.unlink()
-    nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
-    nbgrader(course, "release_assignment", ASSIGNMENT, "--force")
+    for assignment in (ASSIGNMENT, SECOND):
+        nbgrader(course, "generate_assignment", assignment, "--force")
+        nbgrader(course, "release_assignment", assignment, "--force")
     solved = cells_of(course / "source" / ASSIGNMENT / NOTEBOOK)
     exchange = f"--Exchange.root={course / 'exchange'}"
     for student, (change, _) in STUDENTS.items():
@@ -165,25 +168,36 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> Path:
         path.write_text(json.dumps(notebook))
         nbgrader(course, "submit", ASSIGNMENT, "--course=dualarr", exchange,
                  f"--student={student}", cwd=home)
-    nbgrader(course, "collect", ASSIGNMENT)
-    nbgrader(course, "autograde", ASSIGNMENT, "--create", "--force")
-    nbgrader(course, "generate_feedback", ASSIGNMENT, "--force")
+        if student in SECOND_POINTS:
+            nbgrader(course, "fetch_assignment", SECOND, "--course=dualarr", exchange, cwd=home)
+            if student == "solutions":
+                for path in (home / SECOND).glob("*.ipynb"):
+                    shutil.copyfile(course / "source" / SECOND / path.name, path)
+            nbgrader(course, "submit", SECOND, "--course=dualarr", exchange,
+                     f"--student={student}", cwd=home)
+    for assignment in (ASSIGNMENT, SECOND):
+        nbgrader(course, "collect", assignment)
+        nbgrader(course, "autograde", assignment, "--create", "--force")
+        nbgrader(course, "generate_feedback", assignment, "--force")
     nbgrader(course, "export", "--to", str(course / "grades.csv"))
     return course
 
 
-def grades(course: Path) -> dict[str, float]:
+def grades(course: Path) -> dict[tuple[str, str], float]:
     with (course / "grades.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert sorted((r["student_id"], r["assignment"]) for r in rows) == sorted(
-        (s, ASSIGNMENT) for s in STUDENTS
+        (s, a) for s in STUDENTS for a in (ASSIGNMENT, SECOND)
     )  # one row per student and per assignment
-    return {r["student_id"]: float(r["raw_score"]) for r in rows}
+    return {(r["student_id"], r["assignment"]): float(r["raw_score"] or 0) for r in rows}
 
 
 def test_each_submission_gets_the_points_of_the_checks_it_passes(course: Path) -> None:
     got = grades(course)
-    assert got == {student: float(points) for student, (_, points) in STUDENTS.items()}
+    assert {s: got[s, ASSIGNMENT] for s in STUDENTS} == {
+        student: float(points) for student, (_, points) in STUDENTS.items()
+    }
+    assert {s: got[s, SECOND] for s in STUDENTS} == {s: SECOND_POINTS.get(s, 0.0) for s in STUDENTS}
 
 
 def test_the_stubs_feedback_holds_each_checks_hint(course: Path) -> None:
@@ -199,7 +213,7 @@ def test_the_stubs_feedback_holds_each_checks_hint(course: Path) -> None:
 def test_no_released_file_holds_a_solution(course: Path) -> None:
     released = list((course / "release").rglob("*.ipynb"))
     released += list((course / "exchange").rglob("outbound/**/*.ipynb"))
-    assert released
+    assert {p.parent.name for p in released} == {ASSIGNMENT, SECOND}
     for path in released:
         text = path.read_text()
         assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text, path

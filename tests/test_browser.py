@@ -26,12 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
-import socket
-import subprocess
-import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lab_server import CHROMIUM, CHROMIUM_ARGS, jupyter_lab, screenshots
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = "00-quick-tour.ipynb"
@@ -72,7 +68,6 @@ BAD_PROGRAM = "def bad(w, b, x):\n    return da.sum(w + x)\n"
 GOOD_PROGRAM = "def good(w, b, x):\n    return da.sum(da.tanh(da.matmul(x, w)))\n"
 BROKEN_TOUR = "def broken(x):\n    return da.sum(x *\n"  # a syntax error, in notebook 00
 STALE = "showing the last program that worked"  # the explorer's banner after a failed edit
-LAB_CONFIG = ROOT / ".ci" / "jupyter"  # the kit's Jupyter configuration (no news pop-up)
 NEWS = "official Jupyter news"  # JupyterLab's question on a first start, unless configured
 SCREEN = 900  # px: a widget's controls and drawing fit on one screen
 OVERFLOWING = """(root) => {
@@ -108,34 +103,10 @@ WATCH_DISABLED = """(button) => {
   new MutationObserver(() => { if (button.disabled) window.__sawDisabled = true; })
     .observe(button, {attributes: true});
 }"""
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 TABS = ("source", "vectorised", "forward", "delta", "shared", "gradient", "python", "check")
 DRAWN = ("source", "vectorised", "forward", "delta", "shared", "gradient")  # with a graph
 
 pytestmark = pytest.mark.browser
-
-
-def _screenshots() -> Path:
-    where = Path(os.environ.get("DUALARR_SCREENSHOTS", ROOT / "build" / "browser-screenshots"))
-    where.mkdir(parents=True, exist_ok=True)
-    return where
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="module")
@@ -158,48 +129,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     notebook = {"cells": cells, "metadata": {"kernelspec": kernel}, "nbformat": 4,
                 "nbformat_minor": 5}
     (root / WIDGETS).write_text(json.dumps(notebook), encoding="utf-8")
-    port, token = _free_port(), secrets.token_hex(16)
-    log = (root / "jupyterlab.log").open("w")
     # A first start: user settings and workspaces of its own (answers given to an earlier
     # JupyterLab do not count), and the kit's configuration first, as .ci/lab uses it.
-    home = tmp_path_factory.mktemp("lab-home")
-    config = os.pathsep.join(filter(None, [str(LAB_CONFIG), os.environ.get("JUPYTER_CONFIG_PATH")]))
-    server = subprocess.Popen(
-        [
-            sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-            "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
-            f"--LabApp.user_settings_dir={home / 'user-settings'}",
-            f"--LabApp.workspaces_dir={home / 'workspaces'}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=root,
-        env={**os.environ, "JUPYTER_CONFIG_PATH": config},
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    log.flush()
-                    pytest.fail(
-                        "JupyterLab did not start:\n" + (root / "jupyterlab.log").read_text()
-                    )
-                time.sleep(0.3)
+    with jupyter_lab(root, tmp_path_factory.mktemp("lab-home")) as (base, token):
         yield base, token
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
 
 
 def _visible_panel(explorer: Any) -> Any:
@@ -225,7 +158,7 @@ def _stale_tabs(page: Any, root: Any, kind: str, name: str) -> None:
     stepper that still steps, the SymPy check), greyed; screenshots ``{name}-stale-*``."""
     from playwright.sync_api import expect
 
-    shots = _screenshots()
+    shots = screenshots()
     error = root.locator(".widget-html", has_text=kind).first
     banner = root.locator(".dualarr-stale-banner")
     expect(error).to_be_visible(timeout=60_000)
@@ -279,7 +212,7 @@ def _fresh_again(root: Any, program: str, name: str) -> None:
     expect(root).not_to_have_class(re.compile(r"\bdualarr-stale\b"))
     opacity, _ = root.evaluate(GREYED)
     assert opacity == 1.0, f"{name}: still greyed after a good edit"
-    root.screenshot(path=str(_screenshots() / f"{name}-fixed.png"))
+    root.screenshot(path=str(screenshots() / f"{name}-fixed.png"))
 
 
 @contextmanager
@@ -301,7 +234,7 @@ def _notebook_page(lab: tuple[str, str], notebook: str) -> Iterator[Any]:
 def test_pipeline_explorer_in_jupyterlab(lab: tuple[str, str]) -> None:
     from playwright.sync_api import expect
 
-    shots = _screenshots()
+    shots = screenshots()
     with _notebook_page(lab, NOTEBOOK) as page:
         explorer = page.locator(".widget-tab").first
         explorer.wait_for(state="attached", timeout=120_000)
@@ -387,7 +320,7 @@ def _fits(widget: Any, what: str, height: bool = True, zoomed: bool = False) -> 
 def test_each_widget_as_a_learner_sees_it(lab: tuple[str, str]) -> None:
     from playwright.sync_api import expect
 
-    shots = _screenshots()
+    shots = screenshots()
     with _notebook_page(lab, WIDGETS) as page:
         page.evaluate("window.jupyterapp.shell.collapseLeft()")  # the notebook's full width
         shown = page.evaluate("window.jupyterapp.shell.currentWidget.id")
@@ -495,4 +428,4 @@ def test_no_news_pop_up_on_a_first_start(lab: tuple[str, str]) -> None:
         page.wait_for_timeout(3000)  # the question comes after the app is restored
         assert page.get_by_text(NEWS).count() == 0, "JupyterLab asks about its news"
         assert page.locator(".Toastify__toast").count() == 0, "a notification covers the page"
-        page.screenshot(path=str(_screenshots() / "lab-first-start-no-news.png"))
+        page.screenshot(path=str(screenshots() / "lab-first-start-no-news.png"))

@@ -26,19 +26,15 @@ from __future__ import annotations
 import csv
 import json
 import os
-import secrets
-import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from lab_server import CHROMIUM, CHROMIUM_ARGS, jupyter_lab, screenshots
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -48,37 +44,12 @@ NOTEBOOK = "a-tracing-and-evaluation.ipynb"
 STUDENT = "ada"
 POINTS, MAX_POINTS = 1, 4  # the answer of read passes its check, and only that one
 LIST_ID = f"nbgrader-{COURSE_ID}-{ASSIGNMENT}"  # nbgrader's id of the assignment's rows
-LAB_CONFIG = ROOT / ".ci" / "jupyter"  # the kit's Jupyter configuration (no news pop-up)
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 pytestmark = pytest.mark.browser
 
 
-def _screenshots() -> Path:
-    where = Path(os.environ.get("DUALARR_SCREENSHOTS", ROOT / "build" / "browser-screenshots"))
-    where.mkdir(parents=True, exist_ok=True)
-    return where
-
-
 def _shot(page: Any, name: str) -> None:
-    page.screenshot(path=str(_screenshots() / f"classroom-{name}.png"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    page.screenshot(path=str(screenshots() / f"classroom-{name}.png"))
 
 
 def _env() -> dict[str, str]:
@@ -93,50 +64,6 @@ def nbgrader(course: Path, *args: str) -> str:
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout + done.stderr
-
-
-@contextmanager
-def _lab(root: Path, state: Path, env: dict[str, str]) -> Iterator[tuple[str, str]]:
-    """A JupyterLab server on ``root`` (its working directory too), with settings and
-    workspaces of its own under ``state``: ``(base url, token)``."""
-    port, token = _free_port(), secrets.token_hex(16)
-    state.mkdir(parents=True, exist_ok=True)
-    log_path = state / "jupyterlab.log"
-    config = os.pathsep.join(filter(None, [str(LAB_CONFIG), env.get("JUPYTER_CONFIG_PATH")]))
-    with log_path.open("w") as log:
-        server = subprocess.Popen(
-            [
-                sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-                "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-                f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
-                f"--LabApp.user_settings_dir={state / 'user-settings'}",
-                f"--LabApp.workspaces_dir={state / 'workspaces'}",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=root,
-            env={**env, "JUPYTER_CONFIG_PATH": config},
-        )
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 90
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
-                        break
-                except OSError:
-                    if server.poll() is not None or time.monotonic() > deadline:
-                        log.flush()
-                        pytest.fail("JupyterLab did not start:\n" + log_path.read_text())
-                    time.sleep(0.3)
-            yield base, token
-        finally:
-            server.terminate()
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                server.kill()
 
 
 @contextmanager
@@ -238,7 +165,7 @@ def submitted(classroom: Path) -> Path:
     )
     answer = _read_answer(course)
     env = {**_env(), "JUPYTER_CONFIG_DIR": str(config)}
-    with _lab(home, course.parent / "student-lab", env) as (base, token), \
+    with jupyter_lab(home, course.parent / "student-lab", env) as (base, token), \
             _browser_on(base, token) as page:
         _nbgrader_menu(page, "nbgrader:open-assignment-list")
         tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text="Assignments")
@@ -344,7 +271,7 @@ def test_instructor_sees_the_grade_in_the_formgrader(classroom: Path, submitted:
     assert (score, max_score) == (POINTS, MAX_POINTS)
     shown = f"{score:g} / {max_score:g}"  # as the formgrader rounds and writes it
 
-    with _lab(course, course.parent / "instructor-lab", _env()) as (base, token), \
+    with jupyter_lab(course, course.parent / "instructor-lab", _env()) as (base, token), \
             _browser_on(base, token) as page:
         _nbgrader_menu(page, "nbgrader:open-formgrader")
         tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text="Formgrader")

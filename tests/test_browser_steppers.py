@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 import test_browser
-from test_browser import _notebook_page, _screenshots
+from lab_server import screenshots
+from test_browser import _notebook_page
 
 ROOT = Path(__file__).resolve().parent.parent
 lab = test_browser.lab  # the JupyterLab server fixture (module-scoped, one per module)
@@ -165,7 +166,7 @@ def _check_focus(page: Any, root: Any, what: str) -> dict[str, Any]:
 def test_the_current_step_is_always_in_view_and_legible(lab: tuple[str, str]) -> None:
     from playwright.sync_api import expect
 
-    shots = _screenshots()
+    shots = screenshots()
     _upload(lab, STEPPERS, _cells_notebook(STEPPER_CELLS))
     with _notebook_page(lab, STEPPERS) as page:
         page.evaluate("window.jupyterapp.shell.collapseLeft()")
@@ -233,7 +234,7 @@ def test_a_stepper_displayed_by_run_all_shows_its_first_step(
             expect(stepper).to_contain_text("step 1 of")
             assert stepper.get_by_role("button", name="◀ prev").is_disabled()
             _check_focus(page, stepper, f"{notebook} stepper {k + 1}")
-            stepper.screenshot(path=str(_screenshots() / f"run-all-{notebook[:2]}-stepper.png"))
+            stepper.screenshot(path=str(screenshots() / f"run-all-{notebook[:2]}-stepper.png"))
 
 
 def test_focus_measure_sees_the_svg_of_the_image() -> None:

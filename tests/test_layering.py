@@ -121,7 +121,10 @@ def test_the_bottom_layers_import_nothing_above_them() -> None:
     edges = graph()
     assert edges["dualarr.lang.errors"] == set()
     assert edges["dualarr.lang.primitives"] <= {"dualarr.lang.errors"}
-    assert edges["dualarr.lang.terms"] <= {"dualarr.lang.errors", "dualarr.lang.primitives"}
+    assert edges["dualarr.lang.structure"] == set()
+    assert edges["dualarr.lang.terms"] <= {
+        "dualarr.lang.errors", "dualarr.lang.primitives", "dualarr.lang.structure"
+    }
     for low in ("dualarr.lang.terms", "dualarr.ad.delta", "dualarr.lang.tensor"):
         for view in ("dualarr.show.printer", "dualarr.show.drawing", "dualarr.lang.functions"):
             assert view not in edges[low], f"{low} imports {view}"

@@ -10,14 +10,16 @@ arrays on the concrete path, terms on the symbolic path of §7).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, get_args
 
 import numpy as np
 
 from ..interp.algebra import IndexFn, PrimalValue, Shaped
 from ..lang.errors import DualarrError
+from ..lang.structure import Structure, structure_of
 from ..lang.terms import (
     DType,
     Shape,
@@ -25,6 +27,7 @@ from ..lang.terms import (
     assert_never,
     parse_contraction,
     static_int_value,
+    transposed_shape,
     view,
 )
 
@@ -182,11 +185,7 @@ class Transpose(DeltaBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
-        _set(
-            self,
-            shape=tuple(self.delta.shape[p] for p in self.perm),
-            dtype=self.delta.dtype,
-        )
+        _set(self, shape=transposed_shape(self.perm, self.delta.shape), dtype=self.delta.dtype)
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)
@@ -282,30 +281,25 @@ UnaryDelta: TypeAlias = (
 """A node that applies one linear operation to one operand Delta (its ``delta``)."""
 
 
+_STRUCTURE: dict[type, Structure] = {
+    cls: structure_of(cls, "Delta", "tuple[Delta, ...]") for cls in get_args(Delta)
+}
+"""Each constructor's structure, read off its field types, as for terms: a new Delta
+constructor needs no entry in ``delta_children``, ``with_delta_children`` or
+``pruned``."""
+
+
 def delta_children(d: Delta) -> tuple[Delta, ...]:
-    match d:
-        case Zero() | Input():
-            return ()
-        case Add(left=a, right=b):
-            return (a, b)
-        case FromList(deltas=ds):
-            return ds
-        case (
-            Scale(delta=x)
-            | Share(delta=x)
-            | Index(delta=x)
-            | Gather(delta=x)
-            | Scatter(delta=x)
-            | SumOuter(delta=x)
-            | Replicate(delta=x)
-            | Transpose(delta=x)
-            | Reshape(delta=x)
-            | Convert(delta=x)
-            | Contract(delta=x)
-        ):
-            return (x,)
-        case _:
-            assert_never(d)
+    """The operand Deltas of a node (its ``Delta`` fields, a tuple of them spliced in)."""
+    kids: tuple[Delta, ...] = _STRUCTURE[type(d)].read(d)
+    return kids
+
+
+def with_delta_children(d: Delta, kids: Sequence[Delta], **statics: Any) -> Delta:
+    """``d`` rebuilt with new operand Deltas (in :func:`delta_children`'s order) and,
+    where given, new values of its other fields."""
+    rebuilt: Delta = _STRUCTURE[type(d)].rebuild(d, kids, **statics)
+    return rebuilt
 
 
 def pruned(d: Delta) -> Delta:
@@ -322,40 +316,11 @@ def pruned(d: Delta) -> Delta:
             return b
         case Add(left=a, right=Zero()):
             return a
-        case FromList(deltas=ds) if all(isinstance(x, Zero) for x in ds):
-            return Zero(d.shape, d.dtype)
         case Index(delta=inner, index=index) if _statically_out_of_range(index, inner.shape):
             return Zero(d.shape, d.dtype)  # reads 0 (§5.2), whatever the Delta indexed
-        case (
-            Scale(delta=Zero())
-            | Index(delta=Zero())
-            | Gather(delta=Zero())
-            | Scatter(delta=Zero())
-            | SumOuter(delta=Zero())
-            | Replicate(delta=Zero())
-            | Transpose(delta=Zero())
-            | Reshape(delta=Zero())
-            | Convert(delta=Zero())
-            | Contract(delta=Zero())
-        ):
-            return Zero(d.shape, d.dtype)
-        case (
-            Add()
-            | FromList()
-            | Scale()
-            | Index()
-            | Gather()
-            | Scatter()
-            | SumOuter()
-            | Replicate()
-            | Transpose()
-            | Reshape()
-            | Convert()
-            | Contract()
-        ):
-            return d
-        case _:
-            assert_never(d)
+    if all(isinstance(kid, Zero) for kid in delta_children(d)):
+        return Zero(d.shape, d.dtype)
+    return d
 
 
 def _statically_out_of_range(index: tuple[Any, ...], shape: Shape) -> bool:
@@ -396,18 +361,34 @@ def delta_postorder(roots: Iterable[Delta]) -> list[Delta]:
     return order
 
 
+_PRIMAL_KINDS = {
+    "PrimalValue": "one", "Shaped": "one", "tuple[PrimalValue, ...]": "many",
+    "IndexFn[PrimalValue]": "function",
+}  # fmt: skip
+"""How a field of a Delta constructor holds primal values, by its declared type: one (a
+factor), a tuple (index values), or an index function (its components)."""
+
+_PRIMAL_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {
+    cls: tuple((f.name, _PRIMAL_KINDS[str(f.type)]) for f in dataclasses.fields(cls)
+               if f.init and str(f.type) in _PRIMAL_KINDS)
+    for cls in get_args(Delta)
+}
+"""Each constructor's primal fields (name, kind), read off its field types."""
+
+
 def primal_values(d: Delta) -> tuple[Any, ...]:
     """The primal values a node mentions: factors, index values, index-function results
     (for symbolic Deltas these are terms; the variables of a lambda are not included)."""
-    match d:
-        case Scale(factor=f) | Contract(factor=f):
-            return (f,)
-        case Index(index=ix):
-            return tuple(ix)
-        case Gather(fn=fn) | Scatter(fn=fn):
-            return fn.components
-        case _:
-            return ()
+    found: list[Any] = []
+    for name, kind in _PRIMAL_FIELDS[type(d)]:
+        value = getattr(d, name)
+        if kind == "one":
+            found.append(value)
+        elif kind == "many":
+            found.extend(value)
+        else:
+            found.extend(value.components)
+    return tuple(found)
 
 
 def map_primal_values(roots: list[Delta], f: Callable[[Any], Any]) -> list[Delta]:
@@ -416,38 +397,16 @@ def map_primal_values(roots: list[Delta], f: Callable[[Any], Any]) -> list[Delta
     new: dict[Delta, Delta] = {}
     for d in delta_postorder(roots):
         kids = [new[k] for k in delta_children(d)]
-        match d:
-            case Zero() | Input():
-                out: Delta = d
-            case Add():
-                out = Add(kids[0], kids[1])
-            case Scale(factor=x):
-                out = Scale(f(x), kids[0])
-            case Contract(spec=spec, factor=x):
-                out = Contract(spec, kids[0], f(x))
-            case Share(id=i):
-                out = Share(i, kids[0])
-            case Index(index=ix):
-                out = Index(kids[0], tuple(f(i) for i in ix))
-            case Gather(outer=outer, fn=fn, shape=shape):
-                out = Gather(outer, kids[0], _mapped(fn, f), shape)
-            case Scatter(outer=outer, fn=fn, n_vars=n_vars):
-                out = Scatter(outer, kids[0], _mapped(fn, f), n_vars)
-            case SumOuter():
-                out = SumOuter(kids[0])
-            case Replicate(count=k):
-                out = Replicate(k, kids[0])
-            case Transpose(perm=p):
-                out = Transpose(p, kids[0])
-            case Reshape(new_shape=sh):
-                out = Reshape(sh, kids[0])
-            case Convert(to=to):
-                out = Convert(to, kids[0])
-            case FromList():
-                out = FromList(tuple(kids))
-            case _:
-                assert_never(d)
-        new[d] = out
+        primals: dict[str, Any] = {}
+        for name, kind in _PRIMAL_FIELDS[type(d)]:
+            value = getattr(d, name)
+            if kind == "one":
+                primals[name] = f(value)
+            elif kind == "many":
+                primals[name] = tuple(f(v) for v in value)
+            else:
+                primals[name] = _mapped(value, f)
+        new[d] = with_delta_children(d, kids, **primals) if kids or primals else d
     return [new[r] for r in roots]
 
 

@@ -14,9 +14,7 @@ Every traversal in this module is iterative, so terms of any depth are fine.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -34,6 +32,7 @@ from .errors import (
 )
 from .primitives import REGISTRY, Primitive
 from .primitives import OpKind as OpKind
+from .structure import Structure, structure_of
 
 Shape = tuple[int, ...]
 
@@ -491,19 +490,21 @@ class Transpose(TermBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
-        rank = len(self.array.shape)
-        if sorted(self.perm) != list(range(rank)):
-            raise ShapeError(
-                f"{list(self.perm)} is not a permutation of the {rank} dimensions of "
-                f"{format_shape(self.array.shape)}",
-                op="tr",
-                shapes=[self.array.shape],
-            )
-        _set(
-            self,
-            shape=tuple(self.array.shape[p] for p in self.perm),
-            dtype=self.array.dtype,
+        _set(self, shape=transposed_shape(self.perm, self.array.shape), dtype=self.array.dtype)
+
+
+def transposed_shape(perm: tuple[int, ...], shape: Shape) -> Shape:
+    """The shape rule of ``tr perm e``, for the term and for the Delta it begets: ``perm``
+    must permute all of ``shape``'s dimensions; dimension ``q`` of the result is dimension
+    ``perm[q]`` of ``shape``."""
+    if sorted(perm) != list(range(len(shape))):
+        raise ShapeError(
+            f"{list(perm)} is not a permutation of the {len(shape)} dimensions of "
+            f"{format_shape(shape)}",
+            op="tr",
+            shapes=[shape],
         )
+    return tuple(shape[p] for p in perm)
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)
@@ -779,85 +780,25 @@ def fresh_var(supply: IdSupply, hint: str, shape: Shape, dtype: DType) -> Var:
 # --------------------------------------------------------------------------------------
 
 
-_CHILD = "Term"
-_CHILDREN = "tuple[Term, ...]"
-
-
-def _structure(cls: type) -> tuple[tuple[tuple[str, bool], ...], tuple[str, ...]]:
-    """The fields of a term constructor that hold subterms (name, whether a tuple of
-    them), in declaration order, and the other constructor fields: read off the
-    dataclass's field types, so a new constructor needs no entry here."""
-    kids, statics = [], []
-    for f in dataclasses.fields(cls):
-        if not f.init:
-            continue
-        if f.type in (_CHILD, _CHILDREN):
-            kids.append((f.name, f.type == _CHILDREN))
-        else:
-            statics.append(f.name)
-    return tuple(kids), tuple(statics)
-
-
-_STRUCTURE: dict[type, tuple[tuple[tuple[str, bool], ...], tuple[str, ...]]] = {
-    cls: _structure(cls) for cls in TERM_TYPES
+_STRUCTURE: dict[type, Structure] = {
+    cls: structure_of(cls, "Term", "tuple[Term, ...]") for cls in TERM_TYPES
 }
-
-
-def _children_reader(cls: type) -> Callable[[Term], tuple[Term, ...]]:
-    """The fastest reader of a constructor's subterms (``children`` is the hottest
-    function of every pass): an ``attrgetter`` where the fields allow one."""
-    fields, _ = _STRUCTURE[cls]
-    names = tuple(name for name, _ in fields)
-    if not fields:
-        return lambda term: ()
-    if len(fields) == 1:
-        ((name, many),) = fields
-        read = operator.attrgetter(name)
-        return read if many else lambda term: (read(term),)
-    if not any(many for _, many in fields):
-        return operator.attrgetter(*names)
-
-    def spliced(term: Term) -> tuple[Term, ...]:
-        kids: list[Term] = []
-        for name, many in fields:
-            value = getattr(term, name)
-            if many:
-                kids.extend(value)
-            else:
-                kids.append(value)
-        return tuple(kids)
-
-    return spliced
-
-
-_CHILDREN_OF: dict[type, Callable[[Term], tuple[Term, ...]]] = {
-    cls: _children_reader(cls) for cls in TERM_TYPES
-}
+"""Each constructor's structure, read off its field types (a new constructor needs no
+entry here)."""
 
 
 def children(term: Term) -> tuple[Term, ...]:
     """The immediate subterms, in evaluation order (binders' bodies included): the
     constructor's ``Term`` fields in declaration order, a tuple of terms spliced in."""
-    return _CHILDREN_OF[type(term)](term)
+    kids: tuple[Term, ...] = _STRUCTURE[type(term)].read(term)
+    return kids
 
 
 def with_children(term: Term, kids: Sequence[Term]) -> Term:
     """``term`` rebuilt with new immediate subterms (same order as :func:`children`);
     the constructor checks the new node's types."""
-    fields, statics = _STRUCTURE[type(term)]
-    if not fields:
-        return term
-    values: dict[str, Any] = {name: getattr(term, name) for name in statics}
-    at = 0
-    for name, many in fields:
-        if many:
-            count = len(getattr(term, name))
-            values[name] = tuple(kids[at : at + count])
-            at += count
-        else:
-            values[name] = kids[at]
-            at += 1
-    return type(term)(**values)
+    rebuilt: Term = _STRUCTURE[type(term)].rebuild(term, kids)
+    return rebuilt
 
 
 def bound_vars(term: Term) -> tuple[tuple[Var, ...], tuple[int, ...]]:

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import jupytext
-import nbformat
 import pytest
-from nbclient import NotebookClient
+from notebook_runner import run_notebook
 
 from dualarr.teach.scratch.notebooks import BEGIN, END, solution_regions
 
@@ -43,9 +42,7 @@ def answer_lines(source: Path) -> set[str]:
 
 
 def executed(path: Path) -> list[Any]:
-    notebook = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
-    NotebookClient(notebook, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    notebook = run_notebook(path)
     cells: list[Any] = notebook.cells
     return cells
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+from notebook_runner import run_notebook
 
 from dualarr.teach.scratch import STAGES, stage, tasks_of
 from dualarr.teach.scratch.notebooks import (
@@ -100,9 +100,7 @@ def test_each_stage_asks_for_about_150_lines_and_readme_and_notebook_say_how_man
 def _executed(path: Path) -> list[str]:
     """Run a notebook in a fresh kernel (from its own folder); the text of each code
     cell's outputs.  A cell that raises fails the test."""
-    notebook = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
-    NotebookClient(notebook, timeout=600, resources={"metadata": {"path": str(path.parent)}},
-                   kernel_name="python3").execute()
+    notebook = run_notebook(path)
     texts = []
     for cell in notebook.cells:
         if cell.cell_type != "code":

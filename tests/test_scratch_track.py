@@ -60,6 +60,16 @@ def test_every_stage_has_a_source_and_its_generated_notebooks_are_current() -> N
     assert generate(check_only=True) == []
 
 
+def test_only_the_sources_hold_solution_regions() -> None:
+    """Generated notebooks, student or solution, hold no marker: a solution region is in
+    the sources alone (nbgrader's course is built from them)."""
+    generated = [*ROOT.glob("notebooks/*/*.ipynb"), *ROOT.glob("notebooks/*/solutions/*.ipynb")]
+    assert len(generated) >= 2 * (len(STAGES) + 9)
+    for path in generated:
+        text = path.read_text()
+        assert BEGIN not in text and END not in text, path
+
+
 @pytest.mark.parametrize("name", list(STAGES))
 def test_a_student_notebook_holds_no_solution(name: str) -> None:
     student = (TRACK / f"{STAGES[name]}.ipynb").read_text()

@@ -6,7 +6,8 @@ with jupytext).  A task's solution sits between ``### BEGIN SOLUTION`` and ``###
 SOLUTION`` (nbgrader's markers); :func:`student_cell` replaces each such region by
 ``raise NotImplementedError()``, as nbgrader does, for the student notebook
 ``notebooks/from-scratch/<stem>.ipynb``; the solution notebook
-``notebooks/from-scratch/solutions/<stem>.ipynb`` keeps them.
+``notebooks/from-scratch/solutions/<stem>.ipynb`` keeps the solutions, without the
+markers (only the source holds a solution region).
 
 Code cells tagged ``export`` hold what later stages use (the stage's imports and its
 functions).  ``stage("a")`` runs those cells of the learner's saved notebook (or, with
@@ -277,11 +278,20 @@ def generated(source_path: Path) -> tuple[str, str]:
     import nbformat
 
     solution = solution_notebook(source_path)
+    student = student_notebook(solution)
+    for cell in solution.cells:  # the markers stay in the source (nbgrader's course reads it)
+        if cell.cell_type == "code":
+            cell.source = without_markers(cell.source)
     write = nbformat.writes
     return (
-        write(student_notebook(solution)) + "\n",  # type: ignore[no-untyped-call]
+        write(student) + "\n",  # type: ignore[no-untyped-call]
         write(solution) + "\n",  # type: ignore[no-untyped-call]
     )
+
+
+def without_markers(source: str) -> str:
+    """``source`` with its solution regions' marker lines removed, the code kept."""
+    return "\n".join(ln for ln in source.splitlines() if ln.strip() not in (BEGIN, END))
 
 
 def sources(root: Path | None = None) -> list[Path]:

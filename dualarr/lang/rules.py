@@ -1,0 +1,81 @@
+"""Per-construct rule tables: how a stage learns a construct without growing a ``match``.
+
+Each stage that treats the constructs one by one (the simplifier's smart constructors,
+the bot's ``build1`` and index rules, the printer, the derivative and transpose rules,
+code generation, …) keeps a :class:`RuleTable` keyed by the construct's class, and
+dispatches through it.  A construct's rules are registered beside the rest of that
+stage's rules, or all together in the construct's own module (as JAX's ``lax.py``
+registers a primitive's shape, JVP, transpose and batching rules side by side, and
+Autodidax keeps one rule table per interpretation), so adding a construct is local: it
+registers a rule in each table and no stage's code changes.
+
+Every table is listed in :data:`TABLES`, so a test can check that each construct of the
+language has a rule in each stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
+
+from .errors import UnsupportedError
+
+__all__ = ["TABLES", "RuleTable"]
+
+R = TypeVar("R", bound=Callable[..., Any])
+
+
+class RuleTable(Generic[R]):
+    """The rules of one stage (``stage`` names it in messages), one per construct class.
+
+    ``table.register(Transpose)`` is a decorator that files a rule; ``table[type(node)]``
+    finds it, and a construct the stage has no rule for is an
+    :class:`~dualarr.lang.errors.UnsupportedError` naming both.  A rule may serve
+    several constructs (``register(ArgMin, ArgMax)``); a construct has one rule per
+    table."""
+
+    def __init__(self, stage: str) -> None:
+        self.stage = stage
+        self._rules: dict[type, R] = {}
+        TABLES.append(self)
+
+    def register(self, *constructs: type) -> Callable[[R], R]:
+        """File the decorated function as the rule of each of ``constructs``."""
+
+        def add(rule: R) -> R:
+            for construct in constructs:
+                if construct in self._rules:
+                    raise ValueError(f"{self.stage}: {construct.__name__} has a rule already")
+                self._rules[construct] = rule
+            return rule
+
+        return add
+
+    def __getitem__(self, construct: type) -> R:
+        rule = self._rules.get(construct)
+        if rule is None:
+            raise UnsupportedError(
+                f"the construct {construct.__name__} has no {self.stage} rule",
+                op=self.stage,
+            )
+        return rule
+
+    def get(self, construct: type) -> R | None:
+        """The rule of ``construct``, or ``None`` when it has none."""
+        return self._rules.get(construct)
+
+    def __contains__(self, construct: object) -> bool:
+        return construct in self._rules
+
+    def __iter__(self) -> Iterator[type]:
+        return iter(self._rules)
+
+    def __len__(self) -> int:
+        return len(self._rules)
+
+    def __repr__(self) -> str:
+        return f"RuleTable({self.stage!r}, {len(self._rules)} constructs)"
+
+
+TABLES: list[RuleTable[Any]] = []
+"""Every rule table, in the order the stages made them."""

@@ -9,6 +9,7 @@ from typing import Any
 
 from . import numpy  # noqa: F401  (NumPy's functions on traced values dispatch to it)
 from .api import clear_caches, grad, jacobian, jit, jvp, value_and_grad, vjp, vmap
+from .constructs import rev
 from .lang import functions
 from .lang.config import config
 from .lang.errors import (
@@ -69,6 +70,7 @@ __all__ = [
     "jit",
     "jvp",
     "pipeline",
+    "rev",
     "sympy_gradient",
     "trace",
     "value_and_grad",

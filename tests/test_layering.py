@@ -87,11 +87,13 @@ def test_no_module_imports_itself_back() -> None:
 
 
 LAYERS = (
-    "lang", "numpy", "interp", "vectorise", "ad", "codegen", "show", "top", "teach", "main"
+    "lang", "numpy", "interp", "vectorise", "ad", "codegen", "show", "constructs", "top",
+    "teach", "main"
 )
 """The pipeline's layers, bottom first: the language and tracing; NumPy's interface
 lowered to it (``dualarr.numpy``); its interpretations
 (algebras); the bot; differentiation; code generation; printing and drawing; the
+constructs of their own modules (each registers its rules in every stage's table); the
 transformations (``api``, ``pipeline``); the teaching and cross-checking tools; the
 demo.  A subpackage is a layer; the top-level modules are ``top`` and ``main``."""
 

@@ -18,6 +18,7 @@ from typing import Any, TypeAlias, get_args
 import numpy as np
 
 from ..interp.algebra import IndexFn, PrimalValue, Shaped
+from ..lang import terms
 from ..lang.errors import DualarrError
 from ..lang.structure import Structure, structure_of
 from ..lang.terms import (
@@ -247,6 +248,31 @@ class FromList(DeltaBase):
         _set(self, shape=(len(self.deltas), *first.shape), dtype=first.dtype)
 
 
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
+class Structural(DeltaBase):
+    """``construct params d``: a structural construct of its own module
+    (:class:`dualarr.lang.terms.Structural`, linear in its one child) applied to a Delta:
+    the Delta that construct begets.  Its shape and type are the construct's own
+    :meth:`~dualarr.lang.terms.Structural.result_type`, the rule its term uses."""
+
+    construct: type[terms.Structural]
+    params: tuple[tuple[str, Any], ...]
+    delta: Delta
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        shape, dtype = self.construct.result_type(
+            dict(self.params), [self.delta.shape], [self.delta.dtype]
+        )
+        _set(self, shape=shape, dtype=dtype)
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """The construct's parameters, by name."""
+        return dict(self.params)
+
+
 Delta: TypeAlias = (
     Zero
     | Input
@@ -263,8 +289,10 @@ Delta: TypeAlias = (
     | Convert
     | FromList
     | Contract
+    | Structural
 )
-"""A Delta term (paper Fig. 16, for the core language of Fig. 7)."""
+"""A Delta term (paper Fig. 16, for the core language of Fig. 7, and the Delta of each
+:class:`dualarr.lang.terms.Structural` construct)."""
 
 UnaryDelta: TypeAlias = (
     Scale
@@ -277,6 +305,7 @@ UnaryDelta: TypeAlias = (
     | Reshape
     | Convert
     | Contract
+    | Structural
 )
 """A node that applies one linear operation to one operand Delta (its ``delta``)."""
 
@@ -529,6 +558,9 @@ def format_delta(
                 text[d] = f"Contract {spec!r} {ref(x)} {describe(f)}"
             case FromList(deltas=xs):
                 text[d] = "FromList [" + ", ".join(ref(x) for x in xs) + "]"
+            case Structural(construct=construct, params=params, delta=x):
+                shown = "".join(f" {value}" for _, value in params)
+                text[d] = f"{construct.name.capitalize()}{shown} {ref(x)}".replace(", ", ",")
             case _:
                 assert_never(d)
     lines.append(ref(root) if isinstance(root, Share) else text[root])

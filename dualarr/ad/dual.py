@@ -10,14 +10,40 @@ wrapped in ``Share`` with a fresh, increasing id (Invariant 1 of §2.5).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic
+from typing import Any, Generic, TypeAlias
 
 from ..interp.algebra import A, Algebra, IndexFn
 from ..lang.primitives import IDENTITY, REGISTRY
-from ..lang.terms import DType, IdSupply, Shape, parse_contraction
+from ..lang.rules import RuleTable
+from ..lang.terms import DType, IdSupply, Shape, Structural, parse_contraction
 from . import delta as dl
+
+DerivativeRule: TypeAlias = Callable[
+    ["DualAlgebra", type[Structural], Sequence[Any], Mapping[str, Any], Any], Any
+]
+"""The forward rule D of a :class:`~dualarr.lang.terms.Structural` construct (Fig. 14):
+``(alg, construct, args, params, y)`` with ``args`` the dual (or primal) arguments and
+``y`` the primal result, gives the result with its Delta."""
+
+DERIVATIVES: RuleTable[DerivativeRule] = RuleTable("derivative")
+"""D of each :class:`~dualarr.lang.terms.Structural` construct."""
+
+
+def linear_derivative(
+    alg: DualAlgebra,
+    construct: type[Structural],
+    args: Sequence[Any],
+    params: Mapping[str, Any],
+    y: Any,
+) -> Any:
+    """D of a construct linear in its one child, as Fig. 14 has it for ``tr`` and
+    ``reshape``: the same construct applied to the child's Delta."""
+    (a,) = args
+    if not isinstance(a, Dual):
+        return y
+    return alg.dual(y, dl.Structural(construct, tuple(params.items()), a.delta))
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -186,6 +212,12 @@ class DualAlgebra(Algebra[Any]):
         if not duals:
             return y
         return self.dual(y, _sum(terms, self.p.shape(y), duals[0].delta.dtype))
+
+    def structural(
+        self, construct: type[Structural], args: Sequence[Any], params: Mapping[str, Any]
+    ) -> Any:
+        y = self.p.structural(construct, [self.prim(a) for a in args], params)
+        return DERIVATIVES[construct](self, construct, args, params, y)
 
     def argmin(self, a: Any) -> Any:
         return self.p.argmin(self.prim(a))

@@ -17,12 +17,13 @@ Delta on tangents (the JVP, "evalFwd").
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 from ..interp.algebra import Algebra
-from ..lang.terms import DType, Shape, assert_never, parse_contraction
+from ..lang.rules import RuleTable
+from ..lang.terms import DType, Shape, Structural, assert_never, parse_contraction
 from . import delta as dl
 
 C = TypeVar("C")
@@ -46,6 +47,18 @@ class CotangentAlgebra(Protocol[C]):
     def from_integral(self, a: C, dtype: DType) -> C: ...
     def contract(self, spec: str, a: C, b: Any) -> C: ...
     def element(self, a: C, position: int) -> C: ...
+    def structural(
+        self, construct: type[Structural], args: Sequence[C], params: Mapping[str, Any]
+    ) -> C: ...
+
+
+TransposeRule: TypeAlias = Callable[[CotangentAlgebra[Any], dl.Structural, Any], Any]
+"""The transposition rule of a linear :class:`~dualarr.lang.terms.Structural` construct:
+``(alg, d, c)`` gives the cotangent of ``d``'s operand from ``d``'s cotangent ``c``."""
+
+TRANSPOSE_RULES: RuleTable[TransposeRule] = RuleTable("transpose")
+"""``T[construct params u]`` of each :class:`~dualarr.lang.terms.Structural` construct
+(``book/rules.md §6.2``), used by the reverse pass and so by the transposition."""
 
 
 @dataclass
@@ -116,6 +129,9 @@ def transpose_step(alg: CotangentAlgebra[C], d: dl.UnaryDelta, c: C) -> C:
         case dl.Contract(spec=spec, factor=f):
             left, right, out = parse_contraction(spec)
             return alg.contract(f"{out},{right}->{left}", c, f)
+        case dl.Structural(construct=construct):
+            operand: C = TRANSPOSE_RULES[construct](alg, d, c)
+            return operand
         case _:
             assert_never(d)
 
@@ -153,6 +169,7 @@ def eval_delta(
             case (
                 dl.Scale() | dl.Index() | dl.Gather() | dl.Scatter() | dl.SumOuter()
                 | dl.Replicate() | dl.Transpose() | dl.Reshape() | dl.Convert() | dl.Contract()
+                | dl.Structural()
             ):
                 if isinstance(d, dl.Index):
                     stats.one_hots += 1
@@ -275,5 +292,7 @@ def _forward_node(
             return alg.contract(spec, v(x), f)
         case dl.FromList(deltas=xs):
             return alg.from_list([v(x) for x in xs])
+        case dl.Structural(construct=construct, params=params, delta=x):
+            return alg.structural(construct, [v(x)], dict(params))
         case _:
             assert_never(d)

@@ -29,7 +29,7 @@ thousands of bindings are fine.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import count
 from typing import Any, TypeAlias, cast
@@ -38,7 +38,7 @@ import numpy as np
 
 from ..interp.algebra import Algebra, IndexFn
 from ..lang.errors import format_shape
-from ..lang.terms import DType, Shape, assert_never, type_name
+from ..lang.terms import DType, Shape, Structural, assert_never, type_name
 from . import delta as dl
 from .reverse import ReverseState, ReverseStats, reverse_seeds
 
@@ -230,11 +230,22 @@ class CIndex(_ShownLinear):
     position: int
 
 
+@dataclass(frozen=True, eq=False, repr=False)
+class CStructural(_ShownLinear):
+    """``construct params c``: a :class:`~dualarr.lang.terms.Structural` construct on a
+    cotangent, from ``T[·]`` of a construct whose transpose rule builds one."""
+
+    construct: type[Structural]
+    params: tuple[tuple[str, Any], ...]
+    arg: Cot
+
+
 CExpr: TypeAlias = (
     CScale
     | CContract
     | CScatter
     | CGather | CEmbed | CReplicate | CSumOuter | CTranspose | CReshape | CConvert | CIndex
+    | CStructural
 )
 """A cotangent expression: the transpose of one structural Delta constructor."""
 
@@ -371,6 +382,13 @@ class RecordingAlgebra:
     def element(self, a: Cot, position: int) -> Cot:
         return self._bind(CIndex(a, position), a.shape[1:], a.dtype)
 
+    def structural(
+        self, construct: type[Structural], args: Sequence[Cot], params: Mapping[str, Any]
+    ) -> Cot:
+        (a,) = args
+        shape, dtype = construct.result_type(params, [a.shape], [a.dtype])
+        return self._bind(CStructural(construct, tuple(params.items()), a), shape, dtype)
+
 
 class RecordingState(ReverseState):
     """The reverse pass's state, writing DMap statements: a contribution is ``Onehot``,
@@ -454,6 +472,8 @@ def _apply(alg: Algebra[Any], e: CExpr, c: Any, dtype: DType) -> Any:
             return alg.from_integral(c, to)
         case CIndex(position=q):
             return alg.index(c, [alg.full((), q, DType.INT64)])
+        case CStructural(construct=construct, params=params):
+            return alg.structural(construct, [c], dict(params))
         case _:
             assert_never(e)
 
@@ -598,6 +618,9 @@ def _format_piece(piece: CExpr | Stmt, g: _Gamma) -> str:
             return f"Convert {to} {c}"
         case CIndex(arg=c, position=q):
             return f"Index {c} [{q}]"
+        case CStructural(construct=construct, params=params, arg=c):
+            shown = "".join(f" {value}" for _, value in params).replace(", ", ",")
+            return f"{construct.name.capitalize()}{shown} {c}"
         case Bind(target=t, expr=e):
             return f"let {t} = {_format_piece(e, g)}"
         case Onehot(key=k, arg=c):
@@ -627,6 +650,8 @@ _RULE_OF: dict[type, str] = {
 
 def _rule(s: Stmt) -> str:
     match s:
+        case Bind(expr=CStructural(construct=construct)):
+            return f"T[{construct.name.capitalize()} u]"
         case Bind(expr=e):
             return _RULE_OF[type(e)]
         case Onehot(key=k):
@@ -665,6 +690,7 @@ __all__ = [
     "CReshape",
     "CScale",
     "CScatter",
+    "CStructural",
     "CSumOuter",
     "CTranspose",
     "Cot",

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..interp.algebra import ARRAY_MEANINGS
 from ..interp.arrays import (
     Backend,
     contract,
@@ -64,6 +65,7 @@ from ..lang.terms import (
     Scatter,
     Shape,
     Share,
+    Structural,
     SumOuter,
     Term,
     Transpose,
@@ -1074,8 +1076,21 @@ class _Generator:
                 )
             case Var() | Let() | Build1() | Gather() | Scatter():
                 raise AssertionError(f"{type(node).__name__} is emitted elsewhere")
+            case Structural():
+                return self._structural(node), _ATOM
             case _:
                 assert_never(node)
+
+    def _structural(self, node: Structural) -> str:
+        """A :class:`~dualarr.lang.terms.Structural` construct calls its one array meaning
+        (:data:`dualarr.interp.algebra.ARRAY_MEANINGS`), kept in the program's table of
+        implementations under the construct's class name: ``implementations['Rev'](xp,
+        a, axis=0)``."""
+        construct = type(node)
+        self.implementations[construct.__name__] = ARRAY_MEANINGS[construct]
+        args = [self._ref(kid, 0) for kid in children(node)]
+        args += [f"{name}={value!r}" for name, value in node.params.items()]
+        return f"implementations[{construct.__name__!r}](xp, {', '.join(args)})"
 
     def _indexes_its_grid(self, node: Index) -> bool:
         """``a[i, j]`` in a bulk lambda ``\\[i, j]`` whose grid is ``a``'s shape."""

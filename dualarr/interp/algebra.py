@@ -15,13 +15,14 @@ for terms, the components over the lambda's variables.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeAlias, TypeVar
+from typing import Any, Generic, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 
-from ..lang.terms import DType, Shape, Var
+from ..lang.rules import RuleTable
+from ..lang.terms import DType, Shape, Structural, Var
 
 A = TypeVar("A")
 A_co = TypeVar("A_co", covariant=True)
@@ -154,6 +155,16 @@ class Algebra(ABC, Generic[A]):
         """A tensor contraction in einsum notation (see :class:`dualarr.lang.terms.Contract`)."""
         raise NotImplementedError
 
+    @abstractmethod
+    def structural(
+        self, construct: type[Structural], args: Sequence[A], params: Mapping[str, Any]
+    ) -> A:
+        """A :class:`~dualarr.lang.terms.Structural` construct (one of its own module)
+        applied to ``args`` (its children, in order) with ``params``: array carriers
+        read its meaning in :data:`ARRAY_MEANINGS`, terms build the node, dual arrays
+        read its derivative rule."""
+        raise NotImplementedError
+
     def share(self, a: A) -> A:
         """Mark a value used more than once (§7.2): the identity on concrete arrays; the
         symbolic algebra wraps the term in an explicit ``share``."""
@@ -213,3 +224,13 @@ class Algebra(ABC, Generic[A]):
         """An array of ``shape`` holding ``c`` at ``ix`` (zeros elsewhere, or everywhere
         when ``ix`` is out of range): the transpose of indexing."""
         return self.scatter(shape[: len(ix)], c, self.index_fn_constant(ix), 0)
+
+
+ArrayMeaning: TypeAlias = Callable[..., Any]
+"""The primal meaning of a :class:`~dualarr.lang.terms.Structural` construct on arrays:
+``meaning(xp, *children, **params)`` with ``xp`` an array-API namespace (NumPy, CuPy,
+``array_api_strict``; NumPy over object arrays for SymPy)."""
+
+ARRAY_MEANINGS: RuleTable[ArrayMeaning] = RuleTable("array meaning")
+"""What each :class:`~dualarr.lang.terms.Structural` construct computes on arrays: the
+one primal meaning every array algebra, the SymPy algebra and generated code use."""

@@ -16,14 +16,14 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
 from ..lang.primitives import REGISTRY, NamespaceCall, UserImplementation
-from ..lang.terms import DType, Shape, parse_contraction
-from .algebra import Algebra, IndexFn
+from ..lang.terms import DType, Shape, Structural, parse_contraction
+from .algebra import ARRAY_MEANINGS, Algebra, IndexFn
 
 Array = Any
 ScatterAdd = Callable[[Any, Array, Array, int], Array]  # (xp, targets, values, size)
@@ -344,6 +344,12 @@ class ArrayAlgebra(Algebra[Array]):
 
     def contract(self, spec: str, a: Array, b: Array) -> Array:
         return contract(self.xp, spec, a, b)
+
+    def structural(
+        self, construct: type[Structural], args: Sequence[Array], params: Mapping[str, Any]
+    ) -> Array:
+        result: Array = ARRAY_MEANINGS[construct](self.xp, *args, **params)
+        return result
 
     def build1(self, rows: Sequence[Array], shape: Shape, dtype: DType) -> Array:
         if not rows:

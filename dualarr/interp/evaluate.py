@@ -44,6 +44,7 @@ from ..lang.terms import (
     Scatter,
     Shape,
     Share,
+    Structural,
     SumOuter,
     Term,
     Transpose,
@@ -52,7 +53,7 @@ from ..lang.terms import (
     children,
     install_views,
 )
-from .algebra import A, Algebra, IndexFn
+from .algebra import ARRAY_MEANINGS, A, Algebra, IndexFn
 from .arrays import ArrayAlgebra, Backend, contract, elementwise_on, floor_to_int
 
 Array = np.ndarray
@@ -250,6 +251,11 @@ class NumpyAlgebra(Algebra[Array]):
     def contract(self, spec: str, a: Array, b: Array) -> Array:
         return np.asarray(contract(np, spec, a, b))
 
+    def structural(
+        self, construct: type[Structural], args: Sequence[Array], params: Mapping[str, Any]
+    ) -> Array:
+        return np.asarray(ARRAY_MEANINGS[construct](np, *args, **params))
+
     def build1(self, rows: Sequence[Array], shape: Shape, dtype: DType) -> Array:
         if not rows:
             return np.zeros(shape, dtype=dtype.numpy())
@@ -438,6 +444,8 @@ class Interpreter(Generic[A]):
                 return alg.contract(spec, get(a), get(b))
             case Share(array=a):
                 return alg.share(get(a))
+            case Structural():
+                return alg.structural(type(node), [get(k) for k in children(node)], node.params)
             case _:
                 assert_never(node)
 

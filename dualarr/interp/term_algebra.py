@@ -10,7 +10,8 @@ single nodes of the resulting DAG.  Index functions stay symbolic: ``(variables,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from ..lang.terms import (
     Scatter,
     Shape,
     Share,
+    Structural,
     SumOuter,
     Term,
     Transpose,
@@ -127,6 +129,11 @@ class TermAlgebra(Algebra[Term]):
 
     def from_list(self, elems: Sequence[Term]) -> Term:
         return FromList(tuple(elems))
+
+    def structural(
+        self, construct: type[Structural], args: Sequence[Term], params: Mapping[str, Any]
+    ) -> Term:
+        return construct.make(args, params)
 
     def argmin(self, a: Term) -> Term:
         return ArgMin(a)

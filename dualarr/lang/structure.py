@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,23 @@ class Structure:
                 values[name] = kids[at]
                 at += 1
         return self.cls(**values)
+
+    def make(self, kids: Sequence[Any], statics: Mapping[str, Any]) -> Any:
+        """A new node of this constructor from its children (in :attr:`read`'s order;
+        a field holding a tuple of children takes those the single ones leave) and the
+        values of its other fields."""
+        values = dict(statics)
+        spare = len(kids) - sum(1 for _, many in self.children if not many)
+        at = 0
+        for name, many in self.children:
+            count = spare if many else 1
+            values[name] = tuple(kids[at : at + count]) if many else kids[at]
+            at += count
+        return self.cls(**values)
+
+    def statics_of(self, node: Any) -> dict[str, Any]:
+        """The values of ``node``'s other constructor fields (its parameters), by name."""
+        return {name: getattr(node, name) for name in self.statics}
 
 
 def structure_of(cls: type, child: str, children: str) -> Structure:

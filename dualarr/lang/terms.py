@@ -15,10 +15,10 @@ Every traversal in this module is iterative, so terms of any depth are fine.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, NoReturn, TypeAlias
+from typing import Any, ClassVar, NoReturn, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -724,6 +724,51 @@ class Share(TermBase):
         _set(self, shape=self.array.shape, dtype=self.array.dtype)
 
 
+@dataclass(frozen=True, eq=False, repr=False)
+class Structural(TermBase):
+    """A structural construct that lives in a module of its own (``dualarr.constructs``;
+    not one of the paper's Fig. 7): a frozen dataclass whose ``Term`` fields are its
+    children and whose other fields are its parameters.
+
+    Its shape and element type come from :meth:`result_type`, written once and shared
+    by the Delta it begets (:class:`dualarr.ad.delta.Structural`); each stage finds the
+    construct's rules in that stage's rule table (:mod:`dualarr.lang.rules`), so adding
+    one edits no stage.  ``name`` is how the printer and messages call it."""
+
+    name: ClassVar[str] = ""
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        layout = _STRUCTURE[type(self)]
+        kids: tuple[Term, ...] = layout.read(self)
+        shape, dtype = self.result_type(
+            layout.statics_of(self), [k.shape for k in kids], [k.dtype for k in kids]
+        )
+        _set(self, shape=shape, dtype=dtype)
+
+    @classmethod
+    def result_type(
+        cls, params: Mapping[str, Any], shapes: Sequence[Shape], dtypes: Sequence[DType]
+    ) -> tuple[Shape, DType]:
+        """The shape and element type of the construct applied to children of these
+        shapes and types (a :class:`ShapeError` or :class:`DtypeError` if it does not
+        apply): the construct's one shape rule."""
+        raise NotImplementedError(f"{cls.__name__} gives no result_type")
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The construct's parameters (its fields other than children), by name."""
+        return _STRUCTURE[type(self)].statics_of(self)
+
+    @classmethod
+    def make(cls, args: Sequence[Term], params: Mapping[str, Any]) -> Structural:
+        """The construct applied to ``args`` (its children, in field order) with
+        ``params``: how the term algebra and the rules build one generically."""
+        node: Structural = _STRUCTURE[cls].make(args, params)
+        return node
+
+
 def _check_reduce(op: str, array: Term) -> Shape:
     if not array.shape or array.shape[0] == 0:
         raise ShapeError(
@@ -764,8 +809,10 @@ Term: TypeAlias = (
     | ArgSort
     | Contract
     | Share
+    | Structural
 )
-"""A term of the core language (paper Fig. 7)."""
+"""A term of the core language (paper Fig. 7), or a :class:`Structural` construct of
+its own module."""
 
 TERM_TYPES: tuple[type, ...] = Term.__args__
 
@@ -780,11 +827,16 @@ def fresh_var(supply: IdSupply, hint: str, shape: Shape, dtype: DType) -> Var:
 # --------------------------------------------------------------------------------------
 
 
-_STRUCTURE: dict[type, Structure] = {
-    cls: structure_of(cls, "Term", "tuple[Term, ...]") for cls in TERM_TYPES
-}
-"""Each constructor's structure, read off its field types (a new constructor needs no
-entry here)."""
+class _Structures(dict[type, Structure]):
+    """Each constructor's structure, read off its field types the first time one is
+    asked for (a new constructor, a :class:`Structural` one included, needs no entry)."""
+
+    def __missing__(self, cls: type) -> Structure:
+        found = self[cls] = structure_of(cls, "Term", "tuple[Term, ...]")
+        return found
+
+
+_STRUCTURE = _Structures()
 
 
 def children(term: Term) -> tuple[Term, ...]:

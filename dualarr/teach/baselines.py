@@ -15,7 +15,7 @@ one-hot cotangents materialised by the reverse pass and the time taken.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -29,7 +29,7 @@ from ..interp.algebra import Algebra, IndexFn
 from ..interp.evaluate import Interpreter, NumpyAlgebra, index_array
 from ..lang.errors import ShapeError, UnsupportedError
 from ..lang.program import Program, trace
-from ..lang.terms import DType, IdSupply, Shape, Var
+from ..lang.terms import DType, IdSupply, Shape, Structural, Var
 
 
 @dataclass
@@ -215,6 +215,15 @@ class ScalarDualAlgebra(Algebra[Any]):
 
     def argsort(self, a: Any) -> Any:
         return self.np.argsort(self.primal(a))
+
+    def structural(
+        self, construct: type[Structural], args: Sequence[Any], params: Mapping[str, Any]
+    ) -> Any:
+        raise UnsupportedError(
+            f"{construct.name} moves array elements: the scalar dual-numbers baseline (§2) "
+            "has scalars only",
+            op=construct.name,
+        )
 
     def contract(self, spec: str, a: Any, b: Any) -> Any:
         raise UnsupportedError(

@@ -32,14 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from ..interp.algebra import Algebra, IndexFn
+from ..interp.algebra import ARRAY_MEANINGS, Algebra, IndexFn
 from ..interp.arrays import contract
 from ..interp.evaluate import ELEMENTWISE, Interpreter, NumpyAlgebra, index_array, scatter_add
 from ..lang.errors import DualarrError, UnsupportedError
 from ..lang.optional import require
 from ..lang.primitives import REGISTRY
 from ..lang.program import ShapeSpec, scalar_float_output, trace
-from ..lang.terms import DType, Shape, Term, Var, assert_never, type_name
+from ..lang.terms import DType, Shape, Structural, Term, Var, assert_never, type_name
 from ..show.printer import input_names
 
 __all__ = [
@@ -538,6 +538,12 @@ class SympyAlgebra(Algebra[Array]):
     def contract(self, spec: str, a: Array, b: Array) -> Array:
         left, right = _symbolic(a), _symbolic(b)
         return _fill_zeros(np.asarray(contract(np, spec, left, right)), left)
+
+    def structural(
+        self, construct: type[Structural], args: Sequence[Array], params: Mapping[str, Any]
+    ) -> Array:
+        """Structural constructs move elements: NumPy's meaning on object arrays."""
+        return np.asarray(ARRAY_MEANINGS[construct](np, *(_symbolic(a) for a in args), **params))
 
     def build1(self, rows: Sequence[Array], shape: Shape, dtype: DType) -> Array:
         if not rows:

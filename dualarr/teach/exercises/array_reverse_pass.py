@@ -12,7 +12,6 @@ linearly on sharing chains.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -71,23 +70,8 @@ def without_shares(d: dl.Delta) -> dl.Delta:
     new: dict[int, dl.Delta] = {}
     for node in dl.delta_postorder([d]):
         kids = [new[id(k)] for k in dl.delta_children(node)]
-        match node:
-            case dl.Zero() | dl.Input():
-                out: dl.Delta = node
-            case dl.Share():
-                out = kids[0]
-            case dl.Add():
-                out = dl.Add(kids[0], kids[1])
-            case dl.FromList():
-                out = dl.FromList(tuple(kids))
-            case (
-                dl.Scale() | dl.Index() | dl.Gather() | dl.Scatter() | dl.SumOuter()
-                | dl.Replicate() | dl.Transpose() | dl.Reshape() | dl.Convert() | dl.Contract()
-            ):
-                out = dataclasses.replace(node, delta=kids[0])
-            case _:
-                assert_never(node)
-        new[id(node)] = out
+        shared = isinstance(node, dl.Share)
+        new[id(node)] = kids[0] if shared else dl.with_delta_children(node, kids)
     return new[id(d)]
 
 
@@ -217,6 +201,7 @@ def _walk(
             case (
                 dl.Scale() | dl.Index() | dl.Gather() | dl.Scatter() | dl.SumOuter()
                 | dl.Replicate() | dl.Transpose() | dl.Reshape() | dl.Convert() | dl.Contract()
+                | dl.Structural()
             ):
                 stack.append((operand_cotangent(d, c), d.delta))
             case _:

@@ -32,12 +32,20 @@ class RuleTable(Generic[R]):
     finds it, and a construct the stage has no rule for is an
     :class:`~dualarr.lang.errors.UnsupportedError` naming both.  A rule may serve
     several constructs (``register(ArgMin, ArgMax)``); a construct has one rule per
-    table."""
+    table.  A table with a ``default`` (an analysis that may say "unknown") answers it
+    for a construct without a rule of its own; a table without one is *complete*: every
+    construct the stage meets must have a rule."""
 
-    def __init__(self, stage: str) -> None:
+    def __init__(self, stage: str, default: R | None = None) -> None:
         self.stage = stage
+        self.default = default
         self._rules: dict[type, R] = {}
         TABLES.append(self)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every construct needs a rule here (no default)."""
+        return self.default is None
 
     def register(self, *constructs: type) -> Callable[[R], R]:
         """File the decorated function as the rule of each of ``constructs``."""
@@ -52,7 +60,7 @@ class RuleTable(Generic[R]):
         return add
 
     def __getitem__(self, construct: type) -> R:
-        rule = self._rules.get(construct)
+        rule = self._rules.get(construct, self.default)
         if rule is None:
             raise UnsupportedError(
                 f"the construct {construct.__name__} has no {self.stage} rule",
@@ -61,8 +69,8 @@ class RuleTable(Generic[R]):
         return rule
 
     def get(self, construct: type) -> R | None:
-        """The rule of ``construct``, or ``None`` when it has none."""
-        return self._rules.get(construct)
+        """The rule of ``construct`` (or the default), ``None`` when it has neither."""
+        return self._rules.get(construct, self.default)
 
     def __contains__(self, construct: object) -> bool:
         return construct in self._rules

@@ -618,12 +618,20 @@ def _build1_floor(v: Vectoriser, e: Floor) -> Rewrite:
     return Rewrite("build1-floor", "Fig. 9", (Vec(e.array),), lambda rs: Floor(rs[0]))
 
 
-@BUILD1_RULES.register(ArgMin, ArgMax)
-def _build1_arg_extremum(v: Vectoriser, e: ArgMin | ArgMax) -> Rewrite:
-    node = type(e)
+@BUILD1_RULES.register(ArgMin)
+def _build1_arg_min(v: Vectoriser, e: ArgMin) -> Rewrite:
     return Rewrite(
-        f"build1-{node.__name__.lower()}", "Fig. 9", (Vec(e.array),),
-        lambda rs: node(Transpose(_swap01(len(rs[0].shape)), rs[0])),
+        "build1-argmin", "Fig. 9", (Vec(e.array),),
+        lambda rs: ArgMin(Transpose(_swap01(len(rs[0].shape)), rs[0])),
+        _ARG,
+    )
+
+
+@BUILD1_RULES.register(ArgMax)
+def _build1_arg_max(v: Vectoriser, e: ArgMax) -> Rewrite:
+    return Rewrite(
+        "build1-argmax", "Fig. 9", (Vec(e.array),),
+        lambda rs: ArgMax(Transpose(_swap01(len(rs[0].shape)), rs[0])),
         _ARG,
     )
 

@@ -244,7 +244,8 @@ def teaching_bot(
     innermost first, is pushed through ``op``, ``gather``, ``tr``, ``replicate`` and
     ``fromIntegral`` (Fig. 9), eliminated at a closed body (``replicate``) or at ``i``
     (``iota``), and handed to ``index_rule`` (Fig. 11) or ``sum_outer_rule`` (Fig. 9).
-    Without rules, the reference ones are used.  A program gives a program."""
+    Without rules, the reference ones are used (for ``sumOuter``, dualarr's own,
+    :data:`~dualarr.vectorise.bot.BUILD1_RULES`).  A program gives a program."""
     for name, rule in (("index_rule", index_rule), ("sum_outer_rule", sum_outer_rule)):
         if rule is not None:
             _require_callable(rule, name, "teaching_bot")

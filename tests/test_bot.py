@@ -4,16 +4,35 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+import typing
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
 import dualarr as da
-from dualarr.lang.terms import Build1, Gather, postorder
+from dualarr.lang import rules
+from dualarr.lang.errors import DualarrError
+from dualarr.lang.terms import (
+    Build1,
+    DType,
+    FreeVars,
+    Gather,
+    IdSupply,
+    Term,
+    fresh_var,
+    postorder,
+)
 from dualarr.teach.examples import fig18
-from dualarr.vectorise.bot import vectorise
+from dualarr.vectorise.bot import (
+    BUILD1_INDEX_RULES,
+    BUILD1_RULES,
+    INDEX_RULES,
+    IndexPusher,
+    Vectoriser,
+    vectorise,
+)
 
 
 @contextlib.contextmanager
@@ -267,3 +286,29 @@ def test_simplification_steps_name_their_rule_and_rebuild_the_program() -> None:
     assert evaluate_many(list(step.whole), env)[0] == p.source(x)
     assert p.bot_steps == p.bot_steps[:3]  # the bot's own trace is unchanged
     assert [s.rule for s in p.bot_steps] == ["build1-op", "build1-index", "build1-index"]
+
+
+
+def test_every_construct_has_a_rule_in_each_bot_table() -> None:
+    """#37: the bot dispatches through its rule tables (Figs. 9, 10 and 11), and each
+    construct of the language has a rule in each.  A ``build1`` below the one being
+    vectorised is never seen (the bot works bottom-up): its rule is the internal error.
+    (A closed ``const``/``iota`` under ``build1`` is replicated or gathered before the
+    table is consulted; its rule in the two ``build1`` tables is an assertion.)"""
+    constructs = set(typing.get_args(Term))
+    for table in (BUILD1_RULES, BUILD1_INDEX_RULES, INDEX_RULES):
+        assert table in rules.TABLES
+        missing = sorted(c.__name__ for c in constructs - set(table))
+        assert not missing, f"{table.stage}: no rule for {missing}"
+    supply, fv = IdSupply(), FreeVars()
+    i = fresh_var(supply, "i", (), DType.INT64)
+    inner = Build1(2, i, i)
+    vectoriser = Vectoriser(3, fresh_var(supply, "j", (), DType.INT64), supply, fv)
+    calls: list[Callable[[], object]] = [
+        lambda: BUILD1_RULES[Build1](vectoriser, inner),
+        lambda: BUILD1_INDEX_RULES[Build1](vectoriser, inner, (i,)),
+        lambda: INDEX_RULES[Build1](IndexPusher(supply, fv), inner, (i,)),
+    ]
+    for call in calls:
+        with pytest.raises(DualarrError, match="inner build1 was not vectorised first"):
+            call()

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..lang import indexing as ix_
 from ..lang.errors import DualarrError
+from ..lang.rules import RuleTable
 from ..lang.terms import (
     ArgMax,
     ArgMin,
@@ -270,7 +272,7 @@ class Rewriter:
     def fresh_index_var(self) -> Var:
         return fresh_var(self.supply, self.hint, (), DType.INT64)
 
-    def _index_transpose(self, perm: tuple[int, ...], b: Term, ix: tuple[Term, ...]) -> Term:
+    def index_transpose(self, perm: tuple[int, ...], b: Term, ix: tuple[Term, ...]) -> Term:
         """``index (tr p b) ix``: permute a full index; a partial one becomes a gather."""
         rank = len(perm)
         m = len(ix)
@@ -284,7 +286,7 @@ class Rewriter:
             result = Gather(shape, b, rest_vars, comps)
         return result
 
-    def _index_reshape(self, sh: tuple[int, ...], b: Term, ix: tuple[Term, ...]) -> Term:
+    def index_reshape(self, sh: tuple[int, ...], b: Term, ix: tuple[Term, ...]) -> Term:
         """``index (reshape sh b) ix``: linearise the index, then split it by ``b``'s shape."""
         m = len(ix)
         rest_vars = tuple(self.fresh_index_var() for _ in range(m, len(sh)))
@@ -300,7 +302,7 @@ class Rewriter:
             result = Cond(ok, Gather(sh[m:], b, rest_vars, ()), zeros(sh[m:], b.dtype))
         return result
 
-    def _index_gather(
+    def index_gather(
         self,
         sh: tuple[int, ...],
         b: Term,
@@ -434,7 +436,7 @@ class Vectoriser(Rewriter):
             _HOIST if heavy_list else "",
         )
 
-    # -- Fig. 9: push build1 down -----------------------------------------------------
+    # -- Fig. 9: push build1 down (the rules: BUILD1_RULES) ----------------------------
 
     def rule(self, request: Request) -> Rewrite:
         if isinstance(request, VecIndex):
@@ -442,120 +444,10 @@ class Vectoriser(Rewriter):
         if isinstance(request, Push):
             raise AssertionError("index pushing outside build1 is the IndexPusher's")
         e = request.body
-        k = self.k
         if not self.depends(e):
+            k = self.k
             return Rewrite("build1-closed", "Fig. 9", (), lambda _: Replicate(k, e))
-        match e:
-            case Var():
-                if e is self.i:
-                    return Rewrite("build1-var", "Fig. 9", (), lambda _: Iota(k))
-                xv = self.vectorised_let[e]
-                return Rewrite("build1-let-var", "Fig. 9", (), lambda _: xv)
-            case Op(op=op, args=args):
-                return Rewrite(
-                    "build1-op", "Fig. 9", tuple(Vec(a) for a in args),
-                    lambda rs: Op(op, tuple(rs)),
-                )
-            case Cond(cond=c, if_true=a, if_false=b) if a.shape == ():
-                # a scalar (e.g. index-valued) cond: an elementwise selection of the rows
-                return Rewrite(
-                    "build1-cond-scalar", "Fig. 9", (Vec(c), Vec(a), Vec(b)),
-                    lambda rs: Op("select", tuple(rs)),
-                    "a select for a scalar cond, an elementwise choice without fromList",
-                )
-            case Cond(cond=c, if_true=a, if_false=b):
-                selector = Cond(c, int_const(0), int_const(1))
-                options = FromList((a, b))
-                return Rewrite("build1-cond", "Fig. 9", (VecIndex(options, (selector,)),), _same)
-            case Let(var=x, bound=bound, body=body):
-                return self.let_rule("build1-let", x, bound, Vec(body), "Fig. 9")
-            case Index(array=array, index=index):
-                return self.index_rule(array, index)
-            case Gather(outer_shape=sh, array=array, vars=vs, index=f):
-                new_i = self.fresh_index_var()
-                if not self.depends(array):  # gather of a closed array: no diagonal needed
-                    return self.with_index_function(
-                        "build1-gather", "Fig. 9", (), f, new_i,
-                        lambda _, f2: Gather((k, *sh), array, (new_i, *vs), f2), vs,
-                    )
-                return self.with_index_function(
-                    "build1-gather", "Fig. 9", (Vec(array),), f, new_i,
-                    lambda rs, f2: Gather((k, *sh), rs[0], (new_i, *vs), (new_i, *f2)), vs,
-                )
-            case Scatter(outer_shape=sh, array=array, vars=vs, index=f):
-                new_i = self.fresh_index_var()
-                return self.with_index_function(
-                    "build1-scatter", "Fig. 9", (Vec(array),), f, new_i,
-                    lambda rs, f2: Scatter((k, *sh), rs[0], (new_i, *vs), (new_i, *f2)), vs,
-                )
-            case SumOuter(array=a):
-                return Rewrite(
-                    "build1-sumOuter", "Fig. 9", (Vec(a),),
-                    lambda rs: SumOuter(Transpose(_swap01(len(rs[0].shape)), rs[0])),
-                )
-            case Replicate(count=n, array=a):
-                return Rewrite(
-                    "build1-replicate", "Fig. 9", (Vec(a),),
-                    lambda rs: Transpose(_swap01(len(rs[0].shape) + 1), Replicate(n, rs[0])),
-                )
-            case Transpose(perm=p, array=a):
-                return Rewrite(
-                    "build1-tr", "Fig. 9", (Vec(a),),
-                    lambda rs: Transpose((0, *(q + 1 for q in p)), rs[0]),
-                )
-            case Reshape(new_shape=sh, array=a):
-                return Rewrite(
-                    "build1-reshape", "Fig. 9", (Vec(a),), lambda rs: Reshape((k, *sh), rs[0])
-                )
-            case FromList(elems=elems):
-                return Rewrite(
-                    "build1-fromList", "Fig. 9", tuple(Vec(x) for x in elems),
-                    lambda rs: Transpose(_swap01(len(rs[0].shape) + 1), FromList(tuple(rs))),
-                )
-            case FromIntegral(array=a, to=to):
-                return Rewrite(
-                    "build1-fromIntegral", "Fig. 9", (Vec(a),),
-                    lambda rs: FromIntegral(rs[0], to),
-                )
-            case Floor(array=a):
-                return Rewrite("build1-floor", "Fig. 9", (Vec(a),), lambda rs: Floor(rs[0]))
-            case ArgMin(array=a):
-                return Rewrite(
-                    "build1-argmin", "Fig. 9", (Vec(a),),
-                    lambda rs: ArgMin(Transpose(_swap01(len(rs[0].shape)), rs[0])),
-                    _ARG,
-                )
-            case ArgMax(array=a):
-                return Rewrite(
-                    "build1-argmax", "Fig. 9", (Vec(a),),
-                    lambda rs: ArgMax(Transpose(_swap01(len(rs[0].shape)), rs[0])),
-                    _ARG,
-                )
-            case ArgSort(array=a):  # sort along the element's outer dimension, batch inside
-                return Rewrite(
-                    "build1-argsort", "Fig. 9", (Vec(a),),
-                    lambda rs: Transpose(
-                        _swap01(len(rs[0].shape)),
-                        ArgSort(Transpose(_swap01(len(rs[0].shape)), rs[0])),
-                    ),
-                    _ARG,
-                )
-            case Contract(spec=spec, left=a, right=b):
-                left, right, out = parse_contraction(spec)
-                z = next(c for c in _SPEC_LETTERS if c not in spec)
-                return Rewrite(
-                    "build1-contract", "Fig. 9", (Vec(a), Vec(b)),
-                    lambda rs: Contract(f"{z}{left},{z}{right}->{z}{out}", rs[0], rs[1]),
-                    _CONTRACT,
-                )
-            case Share(array=a):
-                return Rewrite("build1-share", "§7.2", (Vec(a),), _same)
-            case Build1():
-                raise DualarrError("internal: an inner build1 was not vectorised first", op="bot")
-            case Const() | Iota():
-                raise AssertionError("closed terms are replicated")
-            case _:
-                assert_never(e)
+        return BUILD1_RULES[type(e)](self, e)
 
     def let_rule(
         self, rule: str, x: Var, bound: Term, body: Request, figure: str
@@ -570,7 +462,7 @@ class Vectoriser(Rewriter):
             lambda rs: Let(new_var, rs[0], rs[1]),
         )
 
-    # -- Fig. 10 and 11: push index down, or gather --------------------------------------
+    # -- Fig. 10 and 11: push index down, or gather (the rules: BUILD1_INDEX_RULES) ------
 
     def index_rule(self, a: Term, ix: tuple[Term, ...]) -> Rewrite:
         k = self.k
@@ -585,70 +477,320 @@ class Vectoriser(Rewriter):
                 "build1-index", "Fig. 11", (), ix, new_i,
                 lambda _, f2: Gather((k,), a, (new_i,), f2),
             )
-        match a:
-            case Index(array=b, index=ix1):
-                return Rewrite("index-index", "Fig. 10", (VecIndex(b, (*ix1, *ix)),), _same)
-            case Op(op=op, args=args):
-                if ix_.zero_preserving(op) or ix_.provably_in_range(
-                    ix, a.shape, self.known_bounds
-                ):
-                    return Rewrite(
-                        "index-op", "Fig. 10", tuple(VecIndex(arg, ix) for arg in args),
-                        lambda rs: Op(op, tuple(rs)),
-                    )
-                # out of range every argument reads 0 but op(0..0) may not be 0: guard
-                inner = Op(op, tuple(Index(arg, ix) for arg in args))
-                guarded = self.guard(ix_.all_in_range(ix, a.shape), inner, inner.shape)
-                return Rewrite("index-op", "Fig. 10", (Vec(guarded),), _same, _GUARD)
-            case Let(var=x, bound=bound, body=body):
-                return self.let_rule("index-let", x, bound, VecIndex(body, ix), "Fig. 10")
-            case Cond(cond=c, if_true=p, if_false=q):
-                pushed: Term = Cond(c, Index(p, ix), Index(q, ix))
-                return Rewrite("index-cond", "Fig. 10", (Vec(pushed),), _same)
-            case Replicate(count=n, array=b):
-                guarded = _guarded_index(b, ix[1:], ix_.in_range(ix[0], n))
-                return Rewrite("index-replicate", "Fig. 10", (Vec(guarded),), _same)
-            case SumOuter(array=b):
-                pushed = SumOuter(Index(Transpose(_to_position(len(ix), len(b.shape)), b), ix))
-                return Rewrite("index-sumOuter", "Fig. 10", (Vec(pushed),), _same)
-            case ArgMin(array=b) | ArgMax(array=b):
-                node = ArgMin if isinstance(a, ArgMin) else ArgMax
-                pushed = node(Index(Transpose(_to_position(len(ix), len(b.shape)), b), ix))
-                return Rewrite("index-argmin", "Fig. 10", (Vec(pushed),), _same, _ARG)
-            case Transpose(perm=p, array=b):
-                pushed = self._index_transpose(p, b, ix)
-                return Rewrite("index-tr", "Fig. 10", (Vec(pushed),), _same)
-            case Reshape(new_shape=sh, array=b):
-                pushed = self._index_reshape(sh, b, ix)
-                return Rewrite("index-reshape", "Fig. 10", (Vec(pushed),), _same)
-            case Gather(outer_shape=sh, array=b, vars=vs, index=f):
-                pushed = self._index_gather(sh, b, vs, f, ix)
-                return Rewrite("index-gather", "Fig. 10", (Vec(pushed),), _same)
-            case FromIntegral(array=b, to=to):
-                return Rewrite(
-                    "index-fromIntegral", "Fig. 10", (VecIndex(b, ix),),
-                    lambda rs: FromIntegral(rs[0], to),
-                )
-            case Floor(array=b):
-                return Rewrite(
-                    "index-floor", "Fig. 10", (VecIndex(b, ix),), lambda rs: Floor(rs[0])
-                )
-            case (
-                Var() | FromList() | Scatter() | Contract() | Share() | ArgMin() | ArgMax()
-                | ArgSort()
-            ):
-                # a normal form that mentions i: vectorise it and take the diagonal (rule D)
-                new_i = self.fresh_index_var()
-                return self.with_index_function(
-                    "build1-index-diagonal", "Fig. 11", (Vec(a),), ix, new_i,
-                    lambda rs, f2: Gather((k,), rs[0], (new_i,), (new_i, *f2)),
-                )
-            case Build1():
-                raise DualarrError("internal: an inner build1 was not vectorised first", op="bot")
-            case Const() | Iota():
-                raise AssertionError("closed terms are gathered")
-            case _:
-                assert_never(a)
+        return BUILD1_INDEX_RULES[type(a)](self, a, ix)
+
+
+def _inner_build1(*_: object) -> Rewrite:
+    raise DualarrError("internal: an inner build1 was not vectorised first", op="bot")
+
+
+# --------------------------------------------------------------------------------------
+# Fig. 9: B[e] per construct of the body
+# --------------------------------------------------------------------------------------
+
+Build1Rule = Callable[[Vectoriser, Any], Rewrite]
+
+BUILD1_RULES: RuleTable[Build1Rule] = RuleTable("build1")
+"""The ``build1`` rules of Fig. 9 (§5.1), one per construct of the body: ``rule(v, e)``
+rewrites ``build1 k (λi. e)`` for a body ``e`` that mentions ``i`` (a closed body is
+``build1-closed``, in :meth:`Vectoriser.rule`); ``v`` is the :class:`Vectoriser`."""
+
+
+@BUILD1_RULES.register(Var)
+def _build1_var(v: Vectoriser, e: Var) -> Rewrite:
+    k = v.k
+    if e is v.i:
+        return Rewrite("build1-var", "Fig. 9", (), lambda _: Iota(k))
+    xv = v.vectorised_let[e]
+    return Rewrite("build1-let-var", "Fig. 9", (), lambda _: xv)
+
+
+@BUILD1_RULES.register(Op)
+def _build1_op(v: Vectoriser, e: Op) -> Rewrite:
+    op = e.op
+    return Rewrite(
+        "build1-op", "Fig. 9", tuple(Vec(a) for a in e.args), lambda rs: Op(op, tuple(rs))
+    )
+
+
+@BUILD1_RULES.register(Cond)
+def _build1_cond(v: Vectoriser, e: Cond) -> Rewrite:
+    c, a, b = e.cond, e.if_true, e.if_false
+    if a.shape == ():
+        # a scalar (e.g. index-valued) cond: an elementwise selection of the rows
+        return Rewrite(
+            "build1-cond-scalar", "Fig. 9", (Vec(c), Vec(a), Vec(b)),
+            lambda rs: Op("select", tuple(rs)),
+            "a select for a scalar cond, an elementwise choice without fromList",
+        )
+    selector = Cond(c, int_const(0), int_const(1))
+    options = FromList((a, b))
+    return Rewrite("build1-cond", "Fig. 9", (VecIndex(options, (selector,)),), _same)
+
+
+@BUILD1_RULES.register(Let)
+def _build1_let(v: Vectoriser, e: Let) -> Rewrite:
+    return v.let_rule("build1-let", e.var, e.bound, Vec(e.body), "Fig. 9")
+
+
+@BUILD1_RULES.register(Index)
+def _build1_index(v: Vectoriser, e: Index) -> Rewrite:
+    return v.index_rule(e.array, e.index)
+
+
+@BUILD1_RULES.register(Gather)
+def _build1_gather(v: Vectoriser, e: Gather) -> Rewrite:
+    k, sh, array, vs = v.k, e.outer_shape, e.array, e.vars
+    new_i = v.fresh_index_var()
+    if not v.depends(array):  # gather of a closed array: no diagonal needed
+        return v.with_index_function(
+            "build1-gather", "Fig. 9", (), e.index, new_i,
+            lambda _, f2: Gather((k, *sh), array, (new_i, *vs), f2), vs,
+        )
+    return v.with_index_function(
+        "build1-gather", "Fig. 9", (Vec(array),), e.index, new_i,
+        lambda rs, f2: Gather((k, *sh), rs[0], (new_i, *vs), (new_i, *f2)), vs,
+    )
+
+
+@BUILD1_RULES.register(Scatter)
+def _build1_scatter(v: Vectoriser, e: Scatter) -> Rewrite:
+    k, sh, vs = v.k, e.outer_shape, e.vars
+    new_i = v.fresh_index_var()
+    return v.with_index_function(
+        "build1-scatter", "Fig. 9", (Vec(e.array),), e.index, new_i,
+        lambda rs, f2: Scatter((k, *sh), rs[0], (new_i, *vs), (new_i, *f2)), vs,
+    )
+
+
+@BUILD1_RULES.register(SumOuter)
+def _build1_sum_outer(v: Vectoriser, e: SumOuter) -> Rewrite:
+    return Rewrite(
+        "build1-sumOuter", "Fig. 9", (Vec(e.array),),
+        lambda rs: SumOuter(Transpose(_swap01(len(rs[0].shape)), rs[0])),
+    )
+
+
+@BUILD1_RULES.register(Replicate)
+def _build1_replicate(v: Vectoriser, e: Replicate) -> Rewrite:
+    n = e.count
+    return Rewrite(
+        "build1-replicate", "Fig. 9", (Vec(e.array),),
+        lambda rs: Transpose(_swap01(len(rs[0].shape) + 1), Replicate(n, rs[0])),
+    )
+
+
+@BUILD1_RULES.register(Transpose)
+def _build1_transpose(v: Vectoriser, e: Transpose) -> Rewrite:
+    p = e.perm
+    return Rewrite(
+        "build1-tr", "Fig. 9", (Vec(e.array),),
+        lambda rs: Transpose((0, *(q + 1 for q in p)), rs[0]),
+    )
+
+
+@BUILD1_RULES.register(Reshape)
+def _build1_reshape(v: Vectoriser, e: Reshape) -> Rewrite:
+    k, sh = v.k, e.new_shape
+    return Rewrite(
+        "build1-reshape", "Fig. 9", (Vec(e.array),), lambda rs: Reshape((k, *sh), rs[0])
+    )
+
+
+@BUILD1_RULES.register(FromList)
+def _build1_from_list(v: Vectoriser, e: FromList) -> Rewrite:
+    return Rewrite(
+        "build1-fromList", "Fig. 9", tuple(Vec(x) for x in e.elems),
+        lambda rs: Transpose(_swap01(len(rs[0].shape) + 1), FromList(tuple(rs))),
+    )
+
+
+@BUILD1_RULES.register(FromIntegral)
+def _build1_from_integral(v: Vectoriser, e: FromIntegral) -> Rewrite:
+    to = e.to
+    return Rewrite(
+        "build1-fromIntegral", "Fig. 9", (Vec(e.array),), lambda rs: FromIntegral(rs[0], to)
+    )
+
+
+@BUILD1_RULES.register(Floor)
+def _build1_floor(v: Vectoriser, e: Floor) -> Rewrite:
+    return Rewrite("build1-floor", "Fig. 9", (Vec(e.array),), lambda rs: Floor(rs[0]))
+
+
+@BUILD1_RULES.register(ArgMin)
+def _build1_arg_min(v: Vectoriser, e: ArgMin) -> Rewrite:
+    return Rewrite(
+        "build1-argmin", "Fig. 9", (Vec(e.array),),
+        lambda rs: ArgMin(Transpose(_swap01(len(rs[0].shape)), rs[0])),
+        _ARG,
+    )
+
+
+@BUILD1_RULES.register(ArgMax)
+def _build1_arg_max(v: Vectoriser, e: ArgMax) -> Rewrite:
+    return Rewrite(
+        "build1-argmax", "Fig. 9", (Vec(e.array),),
+        lambda rs: ArgMax(Transpose(_swap01(len(rs[0].shape)), rs[0])),
+        _ARG,
+    )
+
+
+@BUILD1_RULES.register(ArgSort)
+def _build1_arg_sort(v: Vectoriser, e: ArgSort) -> Rewrite:
+    # sort along the element's outer dimension, batch inside
+    return Rewrite(
+        "build1-argsort", "Fig. 9", (Vec(e.array),),
+        lambda rs: Transpose(
+            _swap01(len(rs[0].shape)), ArgSort(Transpose(_swap01(len(rs[0].shape)), rs[0]))
+        ),
+        _ARG,
+    )
+
+
+@BUILD1_RULES.register(Contract)
+def _build1_contract(v: Vectoriser, e: Contract) -> Rewrite:
+    spec = e.spec
+    left, right, out = parse_contraction(spec)
+    z = next(c for c in _SPEC_LETTERS if c not in spec)
+    return Rewrite(
+        "build1-contract", "Fig. 9", (Vec(e.left), Vec(e.right)),
+        lambda rs: Contract(f"{z}{left},{z}{right}->{z}{out}", rs[0], rs[1]),
+        _CONTRACT,
+    )
+
+
+@BUILD1_RULES.register(Share)
+def _build1_share(v: Vectoriser, e: Share) -> Rewrite:
+    return Rewrite("build1-share", "§7.2", (Vec(e.array),), _same)
+
+
+BUILD1_RULES.register(Build1)(_inner_build1)
+
+
+@BUILD1_RULES.register(Const, Iota)
+def _build1_of_closed(v: Vectoriser, e: Const | Iota) -> Rewrite:
+    raise AssertionError("closed terms are replicated")
+
+
+# --------------------------------------------------------------------------------------
+# Figs. 10 and 11 under build1: B[index a ix] per construct of the array a
+# --------------------------------------------------------------------------------------
+
+Build1IndexRule = Callable[[Vectoriser, Any, tuple[Term, ...]], Rewrite]
+
+BUILD1_INDEX_RULES: RuleTable[Build1IndexRule] = RuleTable("build1 index")
+"""``B[index a ix]`` per construct of an array ``a`` that mentions ``i`` (a non-empty
+``ix``): ``rule(v, a, ix)`` pushes the index down (Fig. 10) and goes on vectorising, or,
+at a normal form, vectorises ``a`` and takes the diagonal (Fig. 11, horde-ad's rule D).
+A closed ``a`` is Fig. 11's one gather, in :meth:`Vectoriser.index_rule`."""
+
+
+@BUILD1_INDEX_RULES.register(Index)
+def _vindex_index(v: Vectoriser, a: Index, ix: tuple[Term, ...]) -> Rewrite:
+    return Rewrite("index-index", "Fig. 10", (VecIndex(a.array, (*a.index, *ix)),), _same)
+
+
+@BUILD1_INDEX_RULES.register(Op)
+def _vindex_op(v: Vectoriser, a: Op, ix: tuple[Term, ...]) -> Rewrite:
+    op, args = a.op, a.args
+    if ix_.zero_preserving(op) or ix_.provably_in_range(ix, a.shape, v.known_bounds):
+        return Rewrite(
+            "index-op", "Fig. 10", tuple(VecIndex(arg, ix) for arg in args),
+            lambda rs: Op(op, tuple(rs)),
+        )
+    # out of range every argument reads 0 but op(0..0) may not be 0: guard
+    inner = Op(op, tuple(Index(arg, ix) for arg in args))
+    guarded = v.guard(ix_.all_in_range(ix, a.shape), inner, inner.shape)
+    return Rewrite("index-op", "Fig. 10", (Vec(guarded),), _same, _GUARD)
+
+
+@BUILD1_INDEX_RULES.register(Let)
+def _vindex_let(v: Vectoriser, a: Let, ix: tuple[Term, ...]) -> Rewrite:
+    return v.let_rule("index-let", a.var, a.bound, VecIndex(a.body, ix), "Fig. 10")
+
+
+@BUILD1_INDEX_RULES.register(Cond)
+def _vindex_cond(v: Vectoriser, a: Cond, ix: tuple[Term, ...]) -> Rewrite:
+    pushed = Cond(a.cond, Index(a.if_true, ix), Index(a.if_false, ix))
+    return Rewrite("index-cond", "Fig. 10", (Vec(pushed),), _same)
+
+
+@BUILD1_INDEX_RULES.register(Replicate)
+def _vindex_replicate(v: Vectoriser, a: Replicate, ix: tuple[Term, ...]) -> Rewrite:
+    guarded = _guarded_index(a.array, ix[1:], ix_.in_range(ix[0], a.count))
+    return Rewrite("index-replicate", "Fig. 10", (Vec(guarded),), _same)
+
+
+@BUILD1_INDEX_RULES.register(SumOuter)
+def _vindex_sum_outer(v: Vectoriser, a: SumOuter, ix: tuple[Term, ...]) -> Rewrite:
+    b = a.array
+    pushed = SumOuter(Index(Transpose(_to_position(len(ix), len(b.shape)), b), ix))
+    return Rewrite("index-sumOuter", "Fig. 10", (Vec(pushed),), _same)
+
+
+@BUILD1_INDEX_RULES.register(ArgMin, ArgMax)
+def _vindex_arg_extremum(v: Vectoriser, a: ArgMin | ArgMax, ix: tuple[Term, ...]) -> Rewrite:
+    b = a.array
+    pushed = type(a)(Index(Transpose(_to_position(len(ix), len(b.shape)), b), ix))
+    return Rewrite("index-argmin", "Fig. 10", (Vec(pushed),), _same, _ARG)
+
+
+@BUILD1_INDEX_RULES.register(Transpose)
+def _vindex_transpose(v: Vectoriser, a: Transpose, ix: tuple[Term, ...]) -> Rewrite:
+    pushed = v.index_transpose(a.perm, a.array, ix)
+    return Rewrite("index-tr", "Fig. 10", (Vec(pushed),), _same)
+
+
+@BUILD1_INDEX_RULES.register(Reshape)
+def _vindex_reshape(v: Vectoriser, a: Reshape, ix: tuple[Term, ...]) -> Rewrite:
+    pushed = v.index_reshape(a.new_shape, a.array, ix)
+    return Rewrite("index-reshape", "Fig. 10", (Vec(pushed),), _same)
+
+
+@BUILD1_INDEX_RULES.register(Gather)
+def _vindex_gather(v: Vectoriser, a: Gather, ix: tuple[Term, ...]) -> Rewrite:
+    pushed = v.index_gather(a.outer_shape, a.array, a.vars, a.index, ix)
+    return Rewrite("index-gather", "Fig. 10", (Vec(pushed),), _same)
+
+
+@BUILD1_INDEX_RULES.register(FromIntegral)
+def _vindex_from_integral(v: Vectoriser, a: FromIntegral, ix: tuple[Term, ...]) -> Rewrite:
+    to = a.to
+    return Rewrite(
+        "index-fromIntegral", "Fig. 10", (VecIndex(a.array, ix),),
+        lambda rs: FromIntegral(rs[0], to),
+    )
+
+
+@BUILD1_INDEX_RULES.register(Floor)
+def _vindex_floor(v: Vectoriser, a: Floor, ix: tuple[Term, ...]) -> Rewrite:
+    return Rewrite("index-floor", "Fig. 10", (VecIndex(a.array, ix),), lambda rs: Floor(rs[0]))
+
+
+@BUILD1_INDEX_RULES.register(Var, FromList, Scatter, Contract, Share, ArgSort)
+def _vindex_diagonal(v: Vectoriser, a: Term, ix: tuple[Term, ...]) -> Rewrite:
+    """A normal form that mentions ``i``: vectorise it and take the diagonal (rule D)."""
+    k = v.k
+    new_i = v.fresh_index_var()
+    return v.with_index_function(
+        "build1-index-diagonal", "Fig. 11", (Vec(a),), ix, new_i,
+        lambda rs, f2: Gather((k,), rs[0], (new_i,), (new_i, *f2)),
+    )
+
+
+BUILD1_INDEX_RULES.register(Build1)(_inner_build1)
+
+
+@BUILD1_INDEX_RULES.register(Const, Iota)
+def _vindex_of_closed(v: Vectoriser, a: Const | Iota, ix: tuple[Term, ...]) -> Rewrite:
+    raise AssertionError("closed terms are gathered")
+
+
+# --------------------------------------------------------------------------------------
+# Fig. 10 outside build1: push index down
+# --------------------------------------------------------------------------------------
+
 
 class IndexPusher(Rewriter):
     """``I[e, ix]``: push ``index e ix`` down until the indexed array is a variable, a
@@ -658,7 +800,7 @@ class IndexPusher(Rewriter):
         assert isinstance(request, Push)
         return Index(request.array, request.index)
 
-    def _then(self, rule: str, term: Term) -> Rewrite:
+    def then(self, rule: str, term: Term) -> Rewrite:
         """Continue pushing when ``term`` is again an ``index``."""
         if isinstance(term, Index):
             return Rewrite(rule, "Fig. 10", (Push(term.array, term.index),), _same)
@@ -669,59 +811,110 @@ class IndexPusher(Rewriter):
         a, ix = request.array, request.index
         if not ix:
             return Rewrite("index-nil", "Fig. 10", (), lambda _: a)
-        match a:
-            case (
-                Var() | Const() | FromList() | Scatter() | Contract() | Share() | ArgMin()
-                | ArgMax() | ArgSort()
-            ):
-                return Rewrite("", "Theorem 5.1", (), lambda _: Index(a, ix))  # normal form
-            case Index(array=b, index=ix1):
-                return Rewrite("index-index", "Fig. 10", (Push(b, (*ix1, *ix)),), _same)
-            case Op():
-                return self.index_op("index-op", a, ix, Push)
-            case Let(var=x, bound=bound, body=body):
-                return Rewrite(
-                    "index-let", "Fig. 10", (Push(body, ix),),
-                    lambda rs: Let(x, bound, rs[0]),
-                )
-            case Cond(cond=c, if_true=p, if_false=q):
-                return Rewrite(
-                    "index-cond", "Fig. 10", (Push(p, ix), Push(q, ix)),
-                    lambda rs: Cond(c, rs[0], rs[1]),
-                )
-            case Replicate(count=n, array=b):
-                return self._then(
-                    "index-replicate", _guarded_index(b, ix[1:], ix_.in_range(ix[0], n))
-                )
-            case SumOuter(array=b):
-                moved = Transpose(_to_position(len(ix), len(b.shape)), b)
-                return Rewrite(
-                    "index-sumOuter", "Fig. 10", (Push(moved, ix),), lambda rs: SumOuter(rs[0])
-                )
-            case Transpose(perm=p, array=b):
-                return self._then("index-tr", self._index_transpose(p, b, ix))
-            case Reshape(new_shape=sh, array=b):
-                return self._then("index-reshape", self._index_reshape(sh, b, ix))
-            case Gather(outer_shape=sh, array=b, vars=vs, index=f):
-                return self._then("index-gather", self._index_gather(sh, b, vs, f, ix))
-            case Iota(size=n):
-                j = ix[0]
-                return Rewrite(
-                    "index-iota", "Fig. 10", (),
-                    lambda _: Cond(ix_.in_range(j, n), j, int_const(0)),
-                )
-            case FromIntegral(array=b, to=to):
-                return Rewrite(
-                    "index-fromIntegral", "Fig. 10", (Push(b, ix),),
-                    lambda rs: FromIntegral(rs[0], to),
-                )
-            case Floor(array=b):
-                return Rewrite("index-floor", "Fig. 10", (Push(b, ix),), lambda rs: Floor(rs[0]))
-            case Build1():
-                raise DualarrError("internal: an inner build1 was not vectorised first", op="bot")
-            case _:
-                assert_never(a)
+        return INDEX_RULES[type(a)](self, a, ix)
 
+
+INDEX_NORMAL_FORMS = (
+    Var, Const, FromList, Scatter, Contract, Share, ArgMin, ArgMax, ArgSort
+)
+"""What ``index`` may be applied to in the normal form of Theorem 5.1 (and after)."""
+
+
+PushRule = Callable[[IndexPusher, Any, tuple[Term, ...]], Rewrite]
+
+INDEX_RULES: RuleTable[PushRule] = RuleTable("index")
+"""The index-pushing rules of Fig. 10 (§5.2), one per construct of the indexed array:
+``rule(p, a, ix)`` rewrites ``index a ix`` (a non-empty ``ix``) outside any ``build1``;
+at a normal form of Theorem 5.1 it stops.  ``p`` is the :class:`IndexPusher`."""
+
+
+@INDEX_RULES.register(*INDEX_NORMAL_FORMS)
+def _push_normal_form(p: IndexPusher, a: Term, ix: tuple[Term, ...]) -> Rewrite:
+    return Rewrite("", "Theorem 5.1", (), lambda _: Index(a, ix))  # normal form
+
+
+@INDEX_RULES.register(Index)
+def _push_index(p: IndexPusher, a: Index, ix: tuple[Term, ...]) -> Rewrite:
+    return Rewrite("index-index", "Fig. 10", (Push(a.array, (*a.index, *ix)),), _same)
+
+
+@INDEX_RULES.register(Op)
+def _push_op(p: IndexPusher, a: Op, ix: tuple[Term, ...]) -> Rewrite:
+    return p.index_op("index-op", a, ix, Push)
+
+
+@INDEX_RULES.register(Let)
+def _push_let(p: IndexPusher, a: Let, ix: tuple[Term, ...]) -> Rewrite:
+    x, bound = a.var, a.bound
+    return Rewrite(
+        "index-let", "Fig. 10", (Push(a.body, ix),), lambda rs: Let(x, bound, rs[0])
+    )
+
+
+@INDEX_RULES.register(Cond)
+def _push_cond(p: IndexPusher, a: Cond, ix: tuple[Term, ...]) -> Rewrite:
+    c = a.cond
+    return Rewrite(
+        "index-cond", "Fig. 10", (Push(a.if_true, ix), Push(a.if_false, ix)),
+        lambda rs: Cond(c, rs[0], rs[1]),
+    )
+
+
+@INDEX_RULES.register(Replicate)
+def _push_replicate(p: IndexPusher, a: Replicate, ix: tuple[Term, ...]) -> Rewrite:
+    return p.then(
+        "index-replicate", _guarded_index(a.array, ix[1:], ix_.in_range(ix[0], a.count))
+    )
+
+
+@INDEX_RULES.register(SumOuter)
+def _push_sum_outer(p: IndexPusher, a: SumOuter, ix: tuple[Term, ...]) -> Rewrite:
+    moved = Transpose(_to_position(len(ix), len(a.array.shape)), a.array)
+    return Rewrite(
+        "index-sumOuter", "Fig. 10", (Push(moved, ix),), lambda rs: SumOuter(rs[0])
+    )
+
+
+@INDEX_RULES.register(Transpose)
+def _push_transpose(p: IndexPusher, a: Transpose, ix: tuple[Term, ...]) -> Rewrite:
+    return p.then("index-tr", p.index_transpose(a.perm, a.array, ix))
+
+
+@INDEX_RULES.register(Reshape)
+def _push_reshape(p: IndexPusher, a: Reshape, ix: tuple[Term, ...]) -> Rewrite:
+    return p.then("index-reshape", p.index_reshape(a.new_shape, a.array, ix))
+
+
+@INDEX_RULES.register(Gather)
+def _push_gather(p: IndexPusher, a: Gather, ix: tuple[Term, ...]) -> Rewrite:
+    return p.then(
+        "index-gather", p.index_gather(a.outer_shape, a.array, a.vars, a.index, ix)
+    )
+
+
+@INDEX_RULES.register(Iota)
+def _push_iota(p: IndexPusher, a: Iota, ix: tuple[Term, ...]) -> Rewrite:
+    j, n = ix[0], a.size
+    return Rewrite(
+        "index-iota", "Fig. 10", (), lambda _: Cond(ix_.in_range(j, n), j, int_const(0))
+    )
+
+
+@INDEX_RULES.register(FromIntegral)
+def _push_from_integral(p: IndexPusher, a: FromIntegral, ix: tuple[Term, ...]) -> Rewrite:
+    to = a.to
+    return Rewrite(
+        "index-fromIntegral", "Fig. 10", (Push(a.array, ix),),
+        lambda rs: FromIntegral(rs[0], to),
+    )
+
+
+@INDEX_RULES.register(Floor)
+def _push_floor(p: IndexPusher, a: Floor, ix: tuple[Term, ...]) -> Rewrite:
+    return Rewrite("index-floor", "Fig. 10", (Push(a.array, ix),), lambda rs: Floor(rs[0]))
+
+
+INDEX_RULES.register(Build1)(_inner_build1)
 
 _SPEC_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -872,12 +1065,6 @@ class NotBotNormal(DualarrError):
     def __init__(self, message: str, subterm: Term) -> None:
         super().__init__(message, op="is_bot_normal", location="")
         self.subterm = subterm
-
-
-INDEX_NORMAL_FORMS = (
-    Var, Const, FromList, Scatter, Contract, Share, ArgMin, ArgMax, ArgSort
-)
-"""What ``index`` may be applied to in the normal form of Theorem 5.1 (and after)."""
 
 
 def check_bot_normal(roots: Sequence[Term]) -> None:

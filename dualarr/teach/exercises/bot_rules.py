@@ -20,8 +20,8 @@ from ...lang.terms import (
     FreeVars,
     FromIntegral,
     Gather,
+    IdSupply,
     Index,
-    Iota,
     Op,
     Replicate,
     SumOuter,
@@ -33,7 +33,14 @@ from ...lang.terms import (
     rebuild,
     type_name,
 )
-from ...vectorise.bot import NotBotNormal, check_bot_normal
+from ...vectorise.bot import (
+    BUILD1_RULES,
+    NotBotNormal,
+    Request,
+    Vec,
+    Vectoriser,
+    check_bot_normal,
+)
 from .feedback import (
     Feedback,
     _arr,
@@ -61,17 +68,16 @@ SumOuterRule = Callable[[int, SumOuter, Callable[[Term], Term]], Term]
 ``vec(a)``, which is ``build1 k (λi. a)`` vectorised (shape ``[k, *a.shape]``)."""
 
 
-def _swap01(rank: int) -> tuple[int, ...]:
-    return (1, 0, *range(2, rank))
-
-
 def _reference_index_rule(k: int, i: Var, e: Index) -> Term:
+    """Fig. 11 as the assignment states it: the gather binds the loop variable ``i``
+    itself (dualarr's rule, ``build1-index``, binds a fresh one and hoists arrays computed
+    in the index), so the teaching bot's terms read as the student's solution does."""
     return Gather((k,), e.array, (i,), e.index)
 
 
-def _reference_sum_outer_rule(k: int, e: SumOuter, vec: Callable[[Term], Term]) -> Term:
-    va = vec(e.array)
-    return SumOuter(Transpose(_swap01(len(va.shape)), va))
+_BY_THE_ENGINE = (Var, Op, SumOuter, Transpose, Replicate, FromIntegral)
+"""The constructs the teaching bot vectorises by dualarr's own rule of Fig. 9
+(:data:`dualarr.vectorise.bot.BUILD1_RULES`; ``sumOuter`` when no rule is given)."""
 
 
 class _RuleFailed(Exception):
@@ -97,11 +103,14 @@ class _TeachingVectoriser:
         i: Var,
         fv: FreeVars,
         index_rule: IndexRule,
-        sum_outer_rule: SumOuterRule,
+        sum_outer_rule: SumOuterRule | None,
         student: str | None,
     ) -> None:
         self.k, self.i, self.fv = k, i, fv
         self.index_rule, self.sum_outer_rule = index_rule, sum_outer_rule
+        # dualarr's B[·] for this build1, whose rules the teaching bot calls (they take
+        # no fresh variables, so the supply stays unused)
+        self.engine = Vectoriser(k, i, IdSupply(), fv)
         self.student = student  # which rule is the student's ("index", "sumOuter")
         self.memo: dict[int, tuple[Term, Term]] = {}
 
@@ -117,24 +126,17 @@ class _TeachingVectoriser:
         k, i = self.k, self.i
         if i not in self.fv(e):  # Fig. 9: the body does not mention i
             return Replicate(k, e)
+        sum_outer_rule = self.sum_outer_rule
         match e:
-            case Var():
-                return Iota(k)
-            case Op(op=op, args=args):
-                return Op(op, tuple(self.vec(a) for a in args))
             case Index(array=a) if i not in self.fv(a):
                 return self._apply("index", lambda: self.index_rule(k, i, e), e)
-            case SumOuter():
-                return self._apply("sumOuter", lambda: self.sum_outer_rule(k, e, self.vec), e)
+            case SumOuter() if sum_outer_rule is not None:
+                return self._apply("sumOuter", lambda: sum_outer_rule(k, e, self.vec), e)
             case Gather(outer_shape=sh, array=a, vars=vs, index=f) if i not in self.fv(a):
-                return Gather((k, *sh), a, (i, *vs), f)
-            case Transpose(perm=p, array=a):
-                return Transpose((0, *(q + 1 for q in p)), self.vec(a))
-            case Replicate(count=n, array=a):
-                va = self.vec(a)
-                return Transpose(_swap01(len(va.shape) + 1), Replicate(n, va))
-            case FromIntegral(array=a, to=to):
-                return FromIntegral(self.vec(a), to)
+                return Gather((k, *sh), a, (i, *vs), f)  # binds i, as the index rule does
+            case _ if isinstance(e, _BY_THE_ENGINE):
+                rewrite = BUILD1_RULES[type(e)](self.engine, e)
+                return rewrite.assemble([self.vec(_body(r)) for r in rewrite.requests])
             case _:
                 raise _BotGap(
                     f"the teaching bot has no rule for {type(e).__name__} under build1 "
@@ -196,6 +198,11 @@ class _TeachingVectoriser:
         return _RuleFailed(where, f"vectorising {where}:\n{message}", hint)
 
 
+def _body(request: Request) -> Term:
+    assert isinstance(request, Vec)  # the rules of _BY_THE_ENGINE push build1 only
+    return request.body
+
+
 class _BotGap(UnsupportedError):
     """The teaching bot meets a construct it has no rule for (not the student's fault)."""
 
@@ -211,7 +218,7 @@ def _bot_roots(value: Program | Term | Sequence[Term]) -> list[Term]:
 def _teaching_bot(
     roots: Sequence[Term],
     index_rule: IndexRule,
-    sum_outer_rule: SumOuterRule,
+    sum_outer_rule: SumOuterRule | None,
     student: str | None,
 ) -> list[Term]:
     fv = FreeVars()
@@ -237,14 +244,15 @@ def teaching_bot(
     innermost first, is pushed through ``op``, ``gather``, ``tr``, ``replicate`` and
     ``fromIntegral`` (Fig. 9), eliminated at a closed body (``replicate``) or at ``i``
     (``iota``), and handed to ``index_rule`` (Fig. 11) or ``sum_outer_rule`` (Fig. 9).
-    Without rules, the reference ones are used.  A program gives a program."""
+    Without rules, the reference ones are used (for ``sumOuter``, dualarr's own,
+    :data:`~dualarr.vectorise.bot.BUILD1_RULES`).  A program gives a program."""
     for name, rule in (("index_rule", index_rule), ("sum_outer_rule", sum_outer_rule)):
         if rule is not None:
             _require_callable(rule, name, "teaching_bot")
     terms = _teaching_bot(
         _bot_roots(program),
         index_rule or _reference_index_rule,
-        sum_outer_rule or _reference_sum_outer_rule,
+        sum_outer_rule,
         None,
     )
     if isinstance(program, Program):
@@ -339,7 +347,7 @@ def _check_bot_rule(
     rule: Callable[..., Term], which: str, cases: Sequence[_BotCase], title: str
 ) -> Feedback:
     index_rule: IndexRule = rule if which == "index" else _reference_index_rule
-    sum_rule: SumOuterRule = rule if which == "sumOuter" else _reference_sum_outer_rule
+    sum_rule: SumOuterRule | None = rule if which == "sumOuter" else None
     failures: list[str] = []
     hints: list[str] = []
     example = ""

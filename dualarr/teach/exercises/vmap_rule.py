@@ -11,7 +11,7 @@ compare the result with a Python loop over the batch and with :func:`dualarr.api
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -72,18 +72,6 @@ ReplicateRule = Callable[[int, Replicate, Term], Term]
 ``batched = build1 k (λi. a)`` vectorised (shape ``[k, *a.shape]``)."""
 
 
-def _swap01(rank: int) -> tuple[int, ...]:
-    return (1, 0, *range(2, rank))
-
-
-def _reference_transpose_rule(k: int, e: Transpose, batched: Term) -> Term:
-    return Transpose((0, *(q + 1 for q in e.perm)), batched)
-
-
-def _reference_replicate_rule(k: int, e: Replicate, batched: Term) -> Term:
-    return Transpose(_swap01(len(batched.shape) + 1), Replicate(e.count, batched))
-
-
 # --------------------------------------------------------------------------------------
 # dualarr's bot with the student's rule for one construct
 # --------------------------------------------------------------------------------------
@@ -104,14 +92,24 @@ class _NotImplementedRule(Exception):
 
 @dataclass(frozen=True)
 class _Rules:
-    transpose: TransposeRule
-    replicate: ReplicateRule
+    """The batching rules given for ``tr`` and ``replicate`` (``None``: dualarr's own,
+    :data:`dualarr.vectorise.bot.BUILD1_RULES`)."""
+
+    transpose: TransposeRule | None
+    replicate: ReplicateRule | None
     student: str | None  # whose rule is checked: "tr", "replicate" or None
+
+    def given(self, which: str) -> Callable[[int, Any, Term], Term] | None:
+        return self.transpose if which == "tr" else self.replicate
+
+
+_TAUGHT = {"build1-tr": "tr", "build1-replicate": "replicate"}
+"""The rewrites of Fig. 9 whose result the batching rule of ``tr``/``replicate`` gives."""
 
 
 class _BatchingVectoriser(Vectoriser):
-    """dualarr's ``B[·]`` (:class:`dualarr.vectorise.bot.Vectoriser`) with the rules of
-    ``build1`` of ``tr`` and of ``replicate`` taken from :class:`_Rules`."""
+    """dualarr's ``B[·]`` (:class:`dualarr.vectorise.bot.Vectoriser`) with the result of
+    ``build1`` of ``tr`` and of ``replicate`` made by the rules of :class:`_Rules`."""
 
     def __init__(
         self, size: int, var: Var, supply: IdSupply, free_vars: FreeVars, rules: _Rules
@@ -120,28 +118,22 @@ class _BatchingVectoriser(Vectoriser):
         self.rules = rules
 
     def rule(self, request: Request) -> Rewrite:
-        if isinstance(request, Vec) and self.depends(request.body):
-            e = request.body
-            if isinstance(e, Transpose):
-                return Rewrite(
-                    "build1-tr", "Fig. 9", (Vec(e.array),),
-                    lambda rs: self._apply("tr", e, rs[0]),
-                )
-            if isinstance(e, Replicate):
-                return Rewrite(
-                    "build1-replicate", "Fig. 9", (Vec(e.array),),
-                    lambda rs: self._apply("replicate", e, rs[0]),
-                )
-        return super().rule(request)
+        rewrite = super().rule(request)
+        which = _TAUGHT.get(rewrite.rule)
+        given = self.rules.given(which) if which is not None else None
+        if which is None or given is None:
+            return rewrite
+        assert isinstance(request, Vec)
+        e = request.body
+        return replace(rewrite, assemble=lambda rs: self._apply(which, given, e, rs[0]))
 
-    def _apply(self, which: str, e: Transpose | Replicate, batched: Term) -> Term:
+    def _apply(
+        self, which: str, rule: Callable[[int, Any, Term], Term], e: Term, batched: Term
+    ) -> Term:
         mine = which == self.rules.student
         k = self.k
         try:
-            if isinstance(e, Transpose):
-                result = self.rules.transpose(k, e, batched)
-            else:
-                result = self.rules.replicate(k, e, batched)
+            result = rule(k, e, batched)
         except NotImplementedError:
             if mine:
                 raise _NotImplementedRule() from None
@@ -276,11 +268,7 @@ def teaching_vmap(
             _require_callable(rule, name, "teaching_vmap")
     arrays = [np.asarray(a, dtype=np.float64) for a in args]
     source = _mapped_source(f, in_axes, arrays)
-    rules = _Rules(
-        transpose_rule or _reference_transpose_rule,
-        replicate_rule or _reference_replicate_rule,
-        None,
-    )
+    rules = _Rules(transpose_rule, replicate_rule, None)
     terms = _vectorise(source.outputs, source.supply, rules)
     return Program(source.name, source.inputs, tuple(terms), source.tuple_output, source.supply)
 
@@ -423,9 +411,7 @@ def _check_batching_rule(
     rule: Callable[..., Term], which: str, cases: Sequence[VmapCase], seeds: int, title: str
 ) -> Feedback:
     rules = _Rules(
-        rule if which == "tr" else _reference_transpose_rule,
-        rule if which == "replicate" else _reference_replicate_rule,
-        which,
+        rule if which == "tr" else None, rule if which == "replicate" else None, which
     )
     failures: list[str] = []
     hints: list[str] = []

@@ -31,7 +31,17 @@ from ..interp.algebra import ARRAY_MEANINGS
 from ..lang.errors import ShapeError, format_shape
 from ..lang.functions import ensure_tensor
 from ..lang.tensor import Operand, Tensor
-from ..lang.terms import DType, Shape, Structural, Term
+from ..lang.terms import DType, Index, Op, Shape, Structural, Term, int_const
+from ..vectorise.bot import (
+    BUILD1_INDEX_RULES,
+    BUILD1_RULES,
+    INDEX_RULES,
+    IndexPusher,
+    Push,
+    Rewrite,
+    Vec,
+    Vectoriser,
+)
 
 __all__ = ["Rev", "rev"]
 
@@ -77,3 +87,50 @@ DERIVATIVES.register(Rev)(linear_derivative)
 @TRANSPOSE_RULES.register(Rev)
 def _transpose_rev(alg: CotangentAlgebra[Any], d: dl.Structural, c: Any) -> Any:
     return alg.structural(Rev, [c], d.arguments)
+
+
+# -- the bot (§5): Fig. 9 and Fig. 10 ------------------------------------------------------
+
+_KIT = "rev, a construct of its own module (dualarr.constructs.rev), not in the paper"
+
+
+@BUILD1_RULES.register(Rev)
+def _build1_rev(v: Vectoriser, e: Rev) -> Rewrite:
+    """``build1 k (λi. rev_a e) = rev_(a+1) (build1 k (λi. e))``."""
+    axis = e.axis
+    return Rewrite(
+        "build1-rev", "Fig. 9", (Vec(e.array),), lambda rs: Rev(axis + 1, rs[0]), _KIT
+    )
+
+
+def _index_through(a: Rev, ix: tuple[Term, ...]) -> Term | None:
+    """``index (rev_a e) ix`` as an index of ``e`` when ``ix`` reaches dimension ``a``:
+    component ``a`` becomes ``n - 1 - ix[a]`` (out of range stays out of range)."""
+    if a.axis >= len(ix):
+        return None
+    flipped = Op("sub", (int_const(a.shape[a.axis] - 1), ix[a.axis]))
+    return Index(a.array, (*ix[: a.axis], flipped, *ix[a.axis + 1 :]))
+
+
+@BUILD1_INDEX_RULES.register(Rev)
+def _vindex_rev(v: Vectoriser, a: Rev, ix: tuple[Term, ...]) -> Rewrite:
+    """``B[index (rev_a e) ix]``: the index pushed through the reversal, then vectorised."""
+    through = _index_through(a, ix)
+    axis = a.axis - len(ix)
+    if through is not None:
+        return Rewrite("index-rev", "Fig. 10", (Vec(through),), lambda rs: rs[0], _KIT)
+    return Rewrite(
+        "index-rev", "Fig. 10", (Vec(Index(a.array, ix)),), lambda rs: Rev(axis + 1, rs[0]), _KIT
+    )
+
+
+@INDEX_RULES.register(Rev)
+def _push_rev(p: IndexPusher, a: Rev, ix: tuple[Term, ...]) -> Rewrite:
+    """``I[rev_a e, ix]``: pushed through the reversal (Fig. 10's rule for ``tr``)."""
+    through = _index_through(a, ix)
+    axis = a.axis - len(ix)
+    if through is not None:
+        return p.then("index-rev", through)
+    return Rewrite(
+        "index-rev", "Fig. 10", (Push(a.array, ix),), lambda rs: Rev(axis, rs[0]), _KIT
+    )

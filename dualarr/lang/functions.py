@@ -846,8 +846,8 @@ def _is_plain(parts: list[tuple[int, _Part]]) -> bool:
 
 
 def _lower_to_index(t: Tensor, parts: list[_Part]) -> Tensor:
-    """A plain index (:func:`_is_plain`): ``index`` by its ints, reshaped when the whole
-    slices between new axes leave the shape to change."""
+    """A plain index (:func:`_is_plain`): ``index`` by its ints, and a ``reshape`` where
+    new axes add size-1 dimensions."""
     consumed = builtins.sum(1 for p in parts if not isinstance(p, _NewAxis))
     ints = tuple(p.term for p in parts if isinstance(p, _Int))
     term = Index(t.term, ints) if ints else t.term

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +31,10 @@ from dualarr.lang.errors import DualarrError
 from dualarr.lang.terms import DType, IdSupply, Op, Term, Var, count_nodes, fresh_var
 from dualarr.pipeline import Pipeline
 from dualarr.show.drawing import (
+    DELTA_LABELS,
     DOT_HINT,
+    INDEX_FUNCTION_CONSTRUCTS,
+    LABELS,
     MAX_WIDTH,
     Drawing,
     delta_graph,
@@ -358,3 +362,12 @@ def test_the_width_estimate_is_close_to_dots() -> None:
         bb = json.loads(drawing.pipe(format="json"))["bb"]
         width = float(bb.split(",")[2]) - float(bb.split(",")[0])
         assert 0.6 * width <= drawing.layout.width <= 1.6 * width
+
+
+def test_every_construct_has_a_label() -> None:
+    """Term and Delta drawings label each construct by its rule in LABELS and
+    DELTA_LABELS (#37): every term constructor and every Delta constructor has one."""
+    assert [c.__name__ for c in typing.get_args(Term) if c not in LABELS] == []
+    assert [c.__name__ for c in typing.get_args(dl.Delta) if c not in DELTA_LABELS] == []
+    assert set(typing.get_args(Term)) >= INDEX_FUNCTION_CONSTRUCTS
+

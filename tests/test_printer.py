@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import typing
 from collections.abc import Callable
 
 import numpy as np
@@ -16,7 +17,8 @@ import dualarr as da
 from dualarr.ad import delta as dl
 from dualarr.api import dual_run
 from dualarr.lang.errors import DualarrError
-from dualarr.show.printer import index_names, print_delta, tabulated_component
+from dualarr.lang.terms import Term
+from dualarr.show.printer import RENDERINGS, index_names, print_delta, tabulated_component
 from dualarr.teach.examples import fig18
 
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
@@ -262,3 +264,10 @@ def test_a_tabulated_index_component_prints_as_a_function_equal_to_its_table(
         assert "[" not in text  # arithmetic, no lookup
     for point in np.ndindex(*shape):
         assert evaluate_component(text, names, point, tables) == table[point]
+
+
+def test_every_construct_has_a_rendering() -> None:
+    """The printer renders each construct by its rule in RENDERINGS (#37): every term
+    constructor of the language has one."""
+    missing = [c.__name__ for c in typing.get_args(Term) if c not in RENDERINGS]
+    assert missing == []

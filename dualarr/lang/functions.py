@@ -13,9 +13,9 @@ import builtins
 import math
 import operator
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import EllipsisType
-from typing import Any, assert_never
+from typing import Any
 
 import numpy as np
 
@@ -552,10 +552,18 @@ class _Slice:
     length: int
     full: bool
 
+    def lower(self, gather: _GatherBuilder) -> None:
+        """A result axis of ``length`` whose variable ``k`` reads ``start + step * k``."""
+        gather.components.append(_affine(gather.fresh(self.length), self.start, self.step))
+
 
 @dataclass(frozen=True)
 class _NewAxis:
     """``None`` / ``np.newaxis``: a size-1 result axis that no index component reads."""
+
+    def lower(self, gather: _GatherBuilder) -> None:
+        """A size-1 result axis, read by no component."""
+        gather.fresh(1)
 
 
 @dataclass(frozen=True)
@@ -563,6 +571,17 @@ class _Int:
     """A rank-0 int component: a static int (already wrapped) or a traced int."""
 
     term: Term
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.term.shape
+
+    def lower(self, gather: _GatherBuilder) -> None:
+        """The int itself; beside an array it is advanced (rank 0 in the broadcast), and
+        the broadcast dimensions may go in its place."""
+        if gather.fancy:
+            gather.broadcast_variables()
+        gather.components.append(self.term)
 
 
 @dataclass(frozen=True, eq=False)
@@ -574,6 +593,15 @@ class _StaticArray:
     axis: int
     size: int
 
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.value.shape)
+
+    def lower(self, gather: _GatherBuilder) -> None:
+        """The array, its negative entries wrapped, read at the broadcast position."""
+        wrapped = np.where(self.value < 0, self.value + self.size, self.value)
+        gather.components.append(Index(Const(wrapped), gather.read_at(self.shape)))
+
 
 @dataclass(frozen=True)
 class _TracedArray:
@@ -583,8 +611,17 @@ class _TracedArray:
     term: Term
     size: int
 
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.term.shape
+
+    def lower(self, gather: _GatherBuilder) -> None:
+        """The array read at the broadcast position."""
+        gather.components.append(Index(self.term, gather.read_at(self.shape)))
+
 
 _Part = _Slice | _NewAxis | _Int | _StaticArray | _TracedArray
+_Advanced = _Int | _StaticArray | _TracedArray  # the parts NumPy calls advanced indices
 _Item = None | EllipsisType | slice | int | Tensor | np.ndarray  # one index component, checked
 _VALID = (
     "only ints, slices, `...`, None (np.newaxis), int arrays, constant bool masks and "
@@ -772,60 +809,27 @@ def _part(item: _Item, axis: int, shape: tuple[int, ...], wrap: bool) -> _Part:
 
 
 def _lower(t: Tensor, parts: list[tuple[int, _Part]]) -> Tensor:
-    """The core term of an index whose parts are resolved against ``t``'s shape."""
+    """The core term of an index whose parts (with their positions in the index) are
+    resolved against ``t``'s shape: an ``index`` where the index is plain, else a
+    ``gather`` (trailing whole axes are the tail of either)."""
     fancy = any(isinstance(p, _StaticArray | _TracedArray) for _, p in parts)
-    while parts and isinstance(parts[-1][1], _Slice) and parts[-1][1].full:
-        parts = parts[:-1]  # trailing whole axes: the tail of the index or gather
-    consumed = builtins.sum(1 for _, p in parts if not isinstance(p, _NewAxis))
-    tail = t.shape[consumed:]
+    parts = _without_whole_tail(parts)
     if not fancy and _is_plain(parts):
-        ints = tuple(p.term for _, p in parts if isinstance(p, _Int))
-        term = Index(t.term, ints) if ints else t.term
-        dims = tuple(
-            p.length if isinstance(p, _Slice) else 1
-            for _, p in parts
-            if isinstance(p, _NewAxis | _Slice)
-        )
-        new_shape = (*dims, *tail)
-        return Tensor(term if term.shape == new_shape else Reshape(new_shape, term))
-    advanced = [
-        (k, p) for k, p in parts if fancy and isinstance(p, _Int | _StaticArray | _TracedArray)
-    ]
-    broadcast = _broadcast(t.shape, [a for _, a in advanced])
-    if math.prod(broadcast) > 0:  # NumPy checks array entries only when it reads some
-        for _, a in advanced:
-            if isinstance(a, _StaticArray):
-                _check_entries(a, t.shape)
-    places = sorted({k for k, _ in advanced})
-    adjacent = not places or places == list(range(places[0], places[-1] + 1))
-    outer: list[int] = []
-    variables: list[Var] = []
+        return _lower_to_index(t, [p for _, p in parts])
+    return _lower_to_gather(t, parts, fancy)
 
-    def fresh(size: int) -> Var:
-        outer.append(size)
-        variables.append(new_var("index", "i", (), DType.INT64))
-        return variables[-1]
 
-    joint: list[Var] = [] if adjacent else [fresh(n) for n in broadcast]
-    placed = not adjacent
-    components: list[Term] = []
-    for _, p in parts:
-        match p:
-            case _NewAxis():
-                fresh(1)
-            case _Slice(start=start, step=step, length=length):
-                components.append(_affine(fresh(length), start, step))
-            case _Int() | _StaticArray() | _TracedArray() if fancy:
-                if not placed:  # adjacent: the broadcast dimensions go in place
-                    joint, placed = [fresh(n) for n in broadcast], True
-                components.append(_advanced_term(p, joint, broadcast))
-            case _Int(term=term):
-                components.append(term)
-            case _StaticArray() | _TracedArray():
-                raise AssertionError("array components make the index fancy")
-            case _:
-                assert_never(p)
-    return Tensor(Gather(tuple(outer), t.term, tuple(variables), tuple(components)))
+def _without_whole_tail(parts: list[tuple[int, _Part]]) -> list[tuple[int, _Part]]:
+    """``parts`` without the whole slices that end it."""
+    end = len(parts)
+    while end and _is_whole(parts[end - 1][1]):
+        end -= 1
+    return parts[:end]
+
+
+def _is_whole(part: _Part) -> bool:
+    """A slice over a whole axis."""
+    return isinstance(part, _Slice) and part.full
 
 
 def _is_plain(parts: list[tuple[int, _Part]]) -> bool:
@@ -841,21 +845,81 @@ def _is_plain(parts: list[tuple[int, _Part]]) -> bool:
     return True
 
 
-def _component_shape(part: _Part) -> tuple[int, ...]:
-    match part:
-        case _StaticArray(value=value):
-            return tuple(value.shape)
-        case _TracedArray(term=term) | _Int(term=term):
-            return term.shape
-        case _Slice() | _NewAxis():
-            return ()
-        case _:
-            assert_never(part)
+def _lower_to_index(t: Tensor, parts: list[_Part]) -> Tensor:
+    """A plain index (:func:`_is_plain`): ``index`` by its ints, and a ``reshape`` where
+    new axes add size-1 dimensions."""
+    consumed = builtins.sum(1 for p in parts if not isinstance(p, _NewAxis))
+    ints = tuple(p.term for p in parts if isinstance(p, _Int))
+    term = Index(t.term, ints) if ints else t.term
+    dims = tuple(
+        p.length if isinstance(p, _Slice) else 1 for p in parts if isinstance(p, _NewAxis | _Slice)
+    )
+    new_shape = (*dims, *t.shape[consumed:])
+    return Tensor(term if term.shape == new_shape else Reshape(new_shape, term))
 
 
-def _broadcast(shape: tuple[int, ...], parts: list[_Part]) -> tuple[int, ...]:
+def _lower_to_gather(t: Tensor, parts: list[tuple[int, _Part]], fancy: bool) -> Tensor:
+    """One ``gather``, its components one a part (each part's ``lower``).  With arrays
+    (``fancy``) the advanced parts broadcast together, and their dimensions go in
+    place when the parts are adjacent in the index, else first (NumPy's rule)."""
+    advanced = [(k, p) for k, p in parts if fancy and isinstance(p, _Advanced)]
+    broadcast = _broadcast(t.shape, [a for _, a in advanced])
+    if math.prod(broadcast) > 0:  # NumPy checks array entries only when it reads some
+        for _, a in advanced:
+            if isinstance(a, _StaticArray):
+                _check_entries(a, t.shape)
+    gather = _GatherBuilder(broadcast, fancy)
+    places = sorted({k for k, _ in advanced})
+    if places and places != list(range(places[0], places[-1] + 1)):  # not adjacent
+        gather.broadcast_variables()
+    for _, p in parts:
+        p.lower(gather)
+    return Tensor(
+        Gather(
+            tuple(gather.outer), t.term, tuple(gather.variables), tuple(gather.components)
+        )
+    )
+
+
+@dataclass
+class _GatherBuilder:
+    """The gather an index lowers to, built part by part in axis order: its outer shape,
+    its variables (one per outer axis) and its index components."""
+
+    broadcast: tuple[int, ...]
+    fancy: bool
+    outer: list[int] = field(default_factory=list)
+    variables: list[Var] = field(default_factory=list)
+    components: list[Term] = field(default_factory=list)
+    joint: list[Var] | None = None  # the broadcast dimensions' variables, once placed
+
+    def fresh(self, size: int) -> Var:
+        """The variable of a new outer axis of ``size``."""
+        self.outer.append(size)
+        self.variables.append(new_var("index", "i", (), DType.INT64))
+        return self.variables[-1]
+
+    def broadcast_variables(self) -> list[Var]:
+        """The variables of the advanced parts' broadcast dimensions, placed as outer
+        axes where first asked for."""
+        if self.joint is None:
+            self.joint = [self.fresh(n) for n in self.broadcast]
+        return self.joint
+
+    def read_at(self, own: tuple[int, ...]) -> tuple[Term, ...]:
+        """Where an advanced part of shape ``own`` is read at the broadcast position: its
+        dimensions align with the trailing ones of the broadcast; size-1 ones read 0."""
+        joint = self.broadcast_variables()
+        offset = len(self.broadcast) - len(own)
+        return tuple(
+            joint[offset + d] if n == self.broadcast[offset + d] else int_const(0)
+            for d, n in enumerate(own)
+        )
+
+
+def _broadcast(shape: tuple[int, ...], parts: list[_Advanced]) -> tuple[int, ...]:
     """NumPy's broadcast of the advanced components' shapes (ints are rank 0)."""
-    shapes = [_component_shape(p) for p in parts]
+    shapes = [p.shape for p in parts]
     try:
         return tuple(int(d) for d in np.broadcast_shapes(*shapes))
     except ValueError:
@@ -872,29 +936,6 @@ def _check_entries(part: _StaticArray, shape: tuple[int, ...]) -> None:
     bad = (part.value < -part.size) | (part.value >= part.size)
     if bad.any():
         raise IndexOutOfRangeError(int(part.value[bad].flat[0]), part.axis, shape)
-
-
-def _advanced_term(part: _Part, joint: list[Var], broadcast: tuple[int, ...]) -> Term:
-    """The index component of an advanced part, read at the broadcast position ``joint``
-    (its dimensions align with the trailing ones of ``broadcast``; size-1 ones read 0)."""
-    own = _component_shape(part)
-    offset = len(broadcast) - len(own)
-    at = tuple(
-        joint[offset + d] if n == broadcast[offset + d] else int_const(0)
-        for d, n in enumerate(own)
-    )
-    match part:
-        case _Int(term=term):
-            return term
-        case _StaticArray(value=value, size=size):
-            wrapped = np.where(value < 0, value + size, value)
-            return Index(Const(wrapped), at)
-        case _TracedArray(term=term):
-            return Index(term, at)
-        case _Slice() | _NewAxis():
-            raise AssertionError("a basic part has no advanced term")
-        case _:
-            assert_never(part)
 
 
 # --------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ it a drawing raises :class:`~dualarr.lang.errors.MissingDependencyError`.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import count, pairwise
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -41,6 +41,7 @@ from ..codegen.kernels import Literal as KernelLiteral
 from ..interp.algebra import IndexFn
 from ..lang.errors import format_shape
 from ..lang.program import Program
+from ..lang.rules import RuleTable
 from ..lang.terms import (
     ArgMax,
     ArgMin,
@@ -299,58 +300,116 @@ def _lambda(printer: Printer, variables: Sequence[Var], components: Sequence[Ter
     return _wrapped(f"λ[{params}]. [{body}]")  # a backslash would be a DOT escape
 
 
+TermLabel: TypeAlias = Callable[[Printer, Any], str]
+"""A construct's drawing rule: the first line of its node's label, named as the printer
+names it."""
+
+LABELS: RuleTable[TermLabel] = RuleTable("drawing")
+"""Each construct's label in a term drawing, as the printer writes it (Fig. 5, Fig. 6):
+its name and static arguments, a gather's or scatter's index function in full."""
+
+INDEX_FUNCTION_CONSTRUCTS: set[type[Term]] = {Gather, Scatter}
+"""The constructs whose operands in the scope of their variables are an index function
+(``gather``, ``scatter``, Fig. 6): the edges into those operands are dashed.  A construct
+binding index variables registers itself here."""
+
+
 def _term_head(node: Term, printer: Printer) -> str:
-    """A term node's construct as the printer names it."""
-    name = printer.names
-    match node:
-        case Const(value=value):
-            if id(node) in name:  # a named constant, ``k1``
-                return name[id(node)]
-            return _short(format_const(value)[0]) if value.size <= 8 else "const"
-        case Var(id=i, hint=hint):
-            return name.get(i, hint)
-        case Op(op=op):
-            return op
-        case Cond():
-            return "cond"
-        case Let(var=var):
-            return f"let {name.get(var.id, var.hint)}"
-        case Build1(size=n, var=var):
-            return f"build1 {n} (λ{name.get(var.id, var.hint)})"
-        case Index():
-            return "index"
-        case Gather(outer_shape=sh, vars=vs, index=ix):
-            return f"gather {format_shape(sh)}\n{_lambda(printer, vs, ix)}"
-        case Scatter(outer_shape=sh, vars=vs, index=ix):
-            return f"scatter {format_shape(sh)}\n{_lambda(printer, vs, ix)}"
-        case SumOuter():
-            return "sumOuter"
-        case Replicate(count=k):
-            return f"replicate {k}"
-        case Transpose(perm=p):
-            return f"tr {format_shape(p)}"
-        case Reshape(new_shape=sh):
-            return f"reshape {format_shape(sh)}"
-        case FromList(elems=elems):
-            return f"fromList ({len(elems)})"
-        case Iota(size=n):
-            return f"iota {n}"
-        case FromIntegral():
-            return "fromIntegral"
-        case Floor():
-            return "floor"
-        case ArgMin():
-            return "argmin"
-        case ArgMax():
-            return "argmax"
-        case ArgSort():
-            return "argsort"
-        case Contract(spec=spec):
-            return render_contraction(spec, "·", "·").split(" ")[0]
-        case Share(id=i):
-            return f"share{i}"
-        case _:
-            assert_never(node)
+    """A term node's construct as the printer names it: its rule in :data:`LABELS`."""
+    return LABELS[type(node)](printer, node)
+
+
+@LABELS.register(Const)
+def _label_const(printer: Printer, node: Const) -> str:
+    """A named constant by its name (``k1``), a small one by its value, else ``const``."""
+    if id(node) in printer.names:
+        return printer.names[id(node)]
+    return _short(format_const(node.value)[0]) if node.value.size <= 8 else "const"
+
+
+@LABELS.register(Var)
+def _label_var(printer: Printer, node: Var) -> str:
+    return printer.names.get(node.id, node.hint)
+
+
+@LABELS.register(Op)
+def _label_op(printer: Printer, node: Op) -> str:
+    return node.op
+
+
+@LABELS.register(Let)
+def _label_let(printer: Printer, node: Let) -> str:
+    return f"let {printer.names.get(node.var.id, node.var.hint)}"
+
+
+@LABELS.register(Build1)
+def _label_build1(printer: Printer, node: Build1) -> str:
+    return f"build1 {node.size} (λ{printer.names.get(node.var.id, node.var.hint)})"
+
+
+@LABELS.register(Gather)
+def _label_gather(printer: Printer, node: Gather) -> str:
+    return f"gather {format_shape(node.outer_shape)}\n{_lambda(printer, node.vars, node.index)}"
+
+
+@LABELS.register(Scatter)
+def _label_scatter(printer: Printer, node: Scatter) -> str:
+    return f"scatter {format_shape(node.outer_shape)}\n{_lambda(printer, node.vars, node.index)}"
+
+
+@LABELS.register(Replicate)
+def _label_replicate(printer: Printer, node: Replicate) -> str:
+    return f"replicate {node.count}"
+
+
+@LABELS.register(Transpose)
+def _label_transpose(printer: Printer, node: Transpose) -> str:
+    return f"tr {format_shape(node.perm)}"
+
+
+@LABELS.register(Reshape)
+def _label_reshape(printer: Printer, node: Reshape) -> str:
+    return f"reshape {format_shape(node.new_shape)}"
+
+
+@LABELS.register(FromList)
+def _label_from_list(printer: Printer, node: FromList) -> str:
+    return f"fromList ({len(node.elems)})"
+
+
+@LABELS.register(Iota)
+def _label_iota(printer: Printer, node: Iota) -> str:
+    return f"iota {node.size}"
+
+
+@LABELS.register(Contract)
+def _label_contract(printer: Printer, node: Contract) -> str:
+    """The contraction's familiar name (``matmul2``, ``dot0``) or ``contract``."""
+    return render_contraction(node.spec, "·", "·").split(" ")[0]
+
+
+@LABELS.register(Share)
+def _label_share(printer: Printer, node: Share) -> str:
+    return f"share{node.id}"
+
+
+def _named(name: str) -> TermLabel:
+    """The rule of a construct labelled by its name alone (``cond``, ``floor``)."""
+
+    def label(printer: Printer, node: Any) -> str:
+        return name
+
+    return label
+
+
+LABELS.register(Cond)(_named("cond"))
+LABELS.register(Index)(_named("index"))
+LABELS.register(SumOuter)(_named("sumOuter"))
+LABELS.register(FromIntegral)(_named("fromIntegral"))
+LABELS.register(Floor)(_named("floor"))
+LABELS.register(ArgMin)(_named("argmin"))
+LABELS.register(ArgMax)(_named("argmax"))
+LABELS.register(ArgSort)(_named("argsort"))
 
 
 def output_labels(inputs: Sequence[Var], positions: Sequence[int]) -> list[str]:
@@ -396,54 +455,87 @@ def term_graph(
     :data:`RankDir`."""
     bound = dict(bindings)
     printer = Printer([*(t for _, t in bindings), *roots], inputs=[*inputs, *bound])
-    names = printer.names
-
-    def operands(node: Term) -> tuple[Term, ...]:
-        return (bound[node],) if isinstance(node, Var) and node in bound else children(node)
-
-    order = postorder([*(v for v, _ in bindings if every_binding), *roots], operands)
-    number = {id(n): k for k, n in enumerate(order)}
-    owner: dict[int, Var] = {}  # a bound term's node -> the variable that labels it
-    for var, term in bindings:
-        if not isinstance(term, Var) and id(term) in number and id(term) not in owner:
-            owner[id(term)] = var
-
-    def key(node: Term) -> str:
-        if isinstance(node, Var) and node in bound and owner.get(id(bound[node])) is not node:
-            return f"a{number[id(node)]}"  # an alias binding (``v2 = x``) has a node of its own
-        if isinstance(node, Var) and node in bound:
-            return f"n{number[id(bound[node])]}"
-        return f"n{number[id(node)]}"
-
+    nodes = _TermNodes.of(roots, bindings, every_binding)
     marked = {id(n) for n in highlight}
-    group_of = {id(n): k for k, (_, nodes) in enumerate(groups) for n in nodes}
+    group_of = {id(n): k for k, (_, members) in enumerate(groups) for n in members}
     sketch = _Sketch()
-    for node in order:
+    for node in nodes.order:
         if isinstance(node, Var) and node in bound:
-            term = bound[node]
-            if owner.get(id(term)) is not node:
-                text = f"{names[node.id]} = {printer.inline(term)}"
-                sketch.node(key(node), f"{_short(text)}\n{type_name(node.shape, node.dtype)}")
-                sketch.edge(key(node), key(term), style="solid")
+            if nodes.owner.get(id(bound[node])) is not node:
+                _draw_alias(sketch, printer, nodes, node)
             continue
-        head = _term_head(node, printer)
-        if id(node) in owner:
-            head = f"{names[owner[id(node)].id]} = {head}"
-        elif id(node) in printer.shared:
-            head = f"{names[id(node)]} = {head}"
         look = {"shape": "ellipse" if isinstance(node, Var) else "box"}
         if id(node) in marked:
             look |= {"style": "rounded,filled", "fillcolor": "gold"}
-        label = f"{head}\n{type_name(node.shape, node.dtype)}"
-        sketch.node(key(node), label, look, group_of.get(id(node)))
-        scoped = bound_vars(node)[1] if isinstance(node, Gather | Scatter) else ()
+        label = f"{_binding_head(node, printer, nodes)}\n{type_name(node.shape, node.dtype)}"
+        sketch.node(nodes.key(node), label, look, group_of.get(id(node)))
+        scoped = bound_vars(node)[1] if type(node) in INDEX_FUNCTION_CONSTRUCTS else ()
         for position, kid in enumerate(children(node)):
-            sketch.edge(key(node), key(kid), style="dashed" if position in scoped else "solid")
+            style = "dashed" if position in scoped else "solid"
+            sketch.edge(nodes.key(node), nodes.key(kid), style=style)
     shown = list(labels) if labels is not None else _value_labels(len(roots))
     for k, (root, label) in enumerate(zip(roots, shown, strict=True)):
         sketch.node(f"out{k}", label, {"shape": "plain"})
-        sketch.edge(f"out{k}", key(root))
+        sketch.edge(f"out{k}", nodes.key(root))
     return sketch.drawing(name, rankdir, max_width, [label for label, _ in groups])
+
+
+@dataclass
+class _TermNodes:
+    """The nodes of a term drawing: the DAG below the roots, let-bound variables followed
+    to their terms (``order``, numbered), each bound term's labelling variable
+    (``owner``), and each node's key in the drawing."""
+
+    bound: dict[Var, Term]
+    order: list[Term]
+    number: dict[int, int]
+    owner: dict[int, Var]
+
+    @staticmethod
+    def of(
+        roots: Sequence[Term], bindings: Sequence[tuple[Var, Term]], every_binding: bool
+    ) -> _TermNodes:
+        bound = dict(bindings)
+
+        def operands(node: Term) -> tuple[Term, ...]:
+            return (bound[node],) if isinstance(node, Var) and node in bound else children(node)
+
+        order = postorder([*(v for v, _ in bindings if every_binding), *roots], operands)
+        number = {id(n): k for k, n in enumerate(order)}
+        owner: dict[int, Var] = {}  # a bound term's node -> the variable that labels it
+        for var, term in bindings:
+            if not isinstance(term, Var) and id(term) in number and id(term) not in owner:
+                owner[id(term)] = var
+        return _TermNodes(bound, order, number, owner)
+
+    def key(self, node: Term) -> str:
+        """The drawing's key of ``node``; a bound variable's is its term's, unless it is
+        an alias binding (``v2 = x``), which has a node of its own."""
+        if isinstance(node, Var) and node in self.bound:
+            if self.owner.get(id(self.bound[node])) is not node:
+                return f"a{self.number[id(node)]}"
+            return f"n{self.number[id(self.bound[node])]}"
+        return f"n{self.number[id(node)]}"
+
+
+def _draw_alias(sketch: _Sketch, printer: Printer, nodes: _TermNodes, var: Var) -> None:
+    """An alias binding (``v2 = x``, or a variable bound to a term another one labels):
+    a node of its own, labelled with the binding, and an edge to its term."""
+    term = nodes.bound[var]
+    text = f"{printer.names[var.id]} = {printer.inline(term)}"
+    sketch.node(nodes.key(var), f"{_short(text)}\n{type_name(var.shape, var.dtype)}")
+    sketch.edge(nodes.key(var), nodes.key(term), style="solid")
+
+
+def _binding_head(node: Term, printer: Printer, nodes: _TermNodes) -> str:
+    """``node``'s label head (:data:`LABELS`), after ``v1 = `` where a binding labels it
+    or ``t1 = `` where the text shares it."""
+    head = _term_head(node, printer)
+    if id(node) in nodes.owner:
+        return f"{printer.names[nodes.owner[id(node)].id]} = {head}"
+    if id(node) in printer.shared:
+        return f"{printer.names[id(node)]} = {head}"
+    return head
 
 
 Stage: TypeAlias = Program | ForwardPass | ExtractedDelta | SharedGradient | LetProgram
@@ -497,40 +589,95 @@ def _index_fn(fn: IndexFn[Any], arity: int) -> str:
     return _wrapped(index_fn_text(fn, arity, lam="λ"))
 
 
+DeltaLabel: TypeAlias = Callable[[Mapping[int, str], Any], str]
+"""A Delta constructor's drawing rule, given the inputs' names: the first line of its
+node's label."""
+
+DELTA_LABELS: RuleTable[DeltaLabel] = RuleTable("Delta drawing")
+"""Each Delta constructor's label in a Delta drawing (Fig. 16): its name, ``Share`` its
+id, ``Input`` its input's name, a ``Scale`` or contraction its factor, a ``Gather`` or
+``Scatter`` its index function in full."""
+
+
 def _delta_head(d: dl.Delta, input_names: Mapping[int, str]) -> str:
-    match d:
-        case dl.Zero():
-            return "Zero"
-        case dl.Input(index=n):
-            return f"Input {n} ({input_names[n]})" if n in input_names else f"Input {n}"
-        case dl.Add():
-            return "Add"
-        case dl.Scale(factor=f):
-            return f"Scale\n{short_value(f)}"
-        case dl.Share(id=i):
-            return f"Share {i}"
-        case dl.Index(index=ix):
-            return "Index [" + ", ".join(short_value(i) for i in ix) + "]"
-        case dl.Gather(outer=outer, fn=fn):
-            return f"Gather {format_shape(outer)}\n{_index_fn(fn, len(outer))}"
-        case dl.Scatter(outer=outer, fn=fn, n_vars=arity):
-            return f"Scatter {format_shape(outer)}\n{_index_fn(fn, arity)}"
-        case dl.SumOuter():
-            return "SumOuter"
-        case dl.Replicate(count=k):
-            return f"Replicate {k}"
-        case dl.Transpose(perm=p):
-            return f"Tr {format_shape(p)}"
-        case dl.Reshape(new_shape=sh):
-            return f"Reshape {format_shape(sh)}"
-        case dl.Convert(to=to):
-            return f"Convert {to}"
-        case dl.FromList(deltas=xs):
-            return f"FromList ({len(xs)})"
-        case dl.Contract(spec=spec, factor=f):
-            return f"Contract {spec}\n{short_value(f)}"
-        case _:
-            assert_never(d)
+    """A Delta node's constructor and its arguments: its rule in :data:`DELTA_LABELS`."""
+    return DELTA_LABELS[type(d)](input_names, d)
+
+
+@DELTA_LABELS.register(dl.Zero)
+def _label_zero(input_names: Mapping[int, str], d: dl.Zero) -> str:
+    return "Zero"
+
+
+@DELTA_LABELS.register(dl.Input)
+def _label_input(input_names: Mapping[int, str], d: dl.Input) -> str:
+    n = d.index
+    return f"Input {n} ({input_names[n]})" if n in input_names else f"Input {n}"
+
+
+@DELTA_LABELS.register(dl.Add)
+def _label_add(input_names: Mapping[int, str], d: dl.Add) -> str:
+    return "Add"
+
+
+@DELTA_LABELS.register(dl.Scale)
+def _label_scale(input_names: Mapping[int, str], d: dl.Scale) -> str:
+    return f"Scale\n{short_value(d.factor)}"
+
+
+@DELTA_LABELS.register(dl.Share)
+def _label_delta_share(input_names: Mapping[int, str], d: dl.Share) -> str:
+    return f"Share {d.id}"
+
+
+@DELTA_LABELS.register(dl.Index)
+def _label_delta_index(input_names: Mapping[int, str], d: dl.Index) -> str:
+    return "Index [" + ", ".join(short_value(i) for i in d.index) + "]"
+
+
+@DELTA_LABELS.register(dl.Gather)
+def _label_delta_gather(input_names: Mapping[int, str], d: dl.Gather) -> str:
+    return f"Gather {format_shape(d.outer)}\n{_index_fn(d.fn, len(d.outer))}"
+
+
+@DELTA_LABELS.register(dl.Scatter)
+def _label_delta_scatter(input_names: Mapping[int, str], d: dl.Scatter) -> str:
+    return f"Scatter {format_shape(d.outer)}\n{_index_fn(d.fn, d.n_vars)}"
+
+
+@DELTA_LABELS.register(dl.SumOuter)
+def _label_delta_sum_outer(input_names: Mapping[int, str], d: dl.SumOuter) -> str:
+    return "SumOuter"
+
+
+@DELTA_LABELS.register(dl.Replicate)
+def _label_delta_replicate(input_names: Mapping[int, str], d: dl.Replicate) -> str:
+    return f"Replicate {d.count}"
+
+
+@DELTA_LABELS.register(dl.Transpose)
+def _label_delta_transpose(input_names: Mapping[int, str], d: dl.Transpose) -> str:
+    return f"Tr {format_shape(d.perm)}"
+
+
+@DELTA_LABELS.register(dl.Reshape)
+def _label_delta_reshape(input_names: Mapping[int, str], d: dl.Reshape) -> str:
+    return f"Reshape {format_shape(d.new_shape)}"
+
+
+@DELTA_LABELS.register(dl.Convert)
+def _label_convert(input_names: Mapping[int, str], d: dl.Convert) -> str:
+    return f"Convert {d.to}"
+
+
+@DELTA_LABELS.register(dl.FromList)
+def _label_delta_from_list(input_names: Mapping[int, str], d: dl.FromList) -> str:
+    return f"FromList ({len(d.deltas)})"
+
+
+@DELTA_LABELS.register(dl.Contract)
+def _label_delta_contract(input_names: Mapping[int, str], d: dl.Contract) -> str:
+    return f"Contract {d.spec}\n{short_value(d.factor)}"
 
 
 def _delta_sketch(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from ..ad import delta as dl
 from ..interp.algebra import IndexFn
 from ..lang.errors import format_shape
 from ..lang.names import Namer
+from ..lang.rules import RuleTable
 from ..lang.scopes import Scopes, collect_binders, nesting
 from ..lang.terms import (
     OPS,
@@ -55,7 +56,6 @@ from ..lang.terms import (
     Term,
     Transpose,
     Var,
-    assert_never,
     bound_vars,
     children,
     install_views,
@@ -327,95 +327,164 @@ class Printer:
         return self._scope(binder, body, self.indent.get(binder, 0) + 1)
 
     def _render_node(self, node: Term) -> tuple[str, int]:
-        ref = self._ref
-        match node:
-            case Const(value=value):
-                if is_named_constant(node):
-                    return self.names[id(node)], ATOM
-                return format_const(value)
-            case Var():
-                return self._var(node), ATOM
-            case Op(op=op, args=args):
-                return self._render_op(op, args)
-            case Cond(cond=c, if_true=a, if_false=b):
-                return f"cond {ref(c, ATOM)} {ref(a, ATOM)} {ref(b, ATOM)}", APP
-            case Let(var=var, bound=bound, body=body):
-                inner = self._scope(node, ref(body, LOWEST), self.indent.get(node, 0))
-                sep = "\n" + "  " * self.indent.get(node, 0)
-                if not inner.startswith("\n"):
-                    inner = sep + inner
-                return f"let {self._var(var)} = {ref(bound, LOWEST)} in{inner}", LOWEST
-            case Build1(size=size, var=var, body=body):
-                inner = self._lambda_body(node, ref(body, LOWEST))
-                sep = "" if inner.startswith("\n") else " "
-                return f"build1 {size} (\\{self._var(var)}.{sep}{inner})", APP
-            case Index(array=array, index=index):
-                ix = ", ".join(ref(i, LOWEST) for i in index)
-                return f"{ref(array, ATOM)}[{ix}]", ATOM
-            case Gather(outer_shape=sh, array=array, vars=vs, index=index):
-                return self._render_indexed("gather", node, sh, array, vs, index), APP
-            case Scatter(outer_shape=sh, array=array, vars=vs, index=index):
-                return self._render_indexed("scatter", node, sh, array, vs, index), APP
-            case SumOuter(array=a):
-                return f"sumOuter {ref(a, ATOM)}", APP
-            case Replicate(count=k, array=a):
-                return f"replicate {k} {ref(a, ATOM)}", APP
-            case Transpose(perm=perm, array=a):
-                return f"tr {format_shape(perm)} {ref(a, ATOM)}", APP
-            case Reshape(new_shape=sh, array=a):
-                return f"reshape {format_shape(sh)} {ref(a, ATOM)}", APP
-            case FromList(elems=elems):
-                return "fromList [" + ", ".join(ref(e, LOWEST) for e in elems) + "]", APP
-            case Iota(size=n):
-                return f"iota {n}", APP
-            case FromIntegral(array=a, to=to):
-                if a.dtype.is_float:  # float32 <-> float64
-                    return f"to{str(to).capitalize()} {ref(a, ATOM)}", APP
-                return f"fromIntegral {ref(a, ATOM)}", APP
-            case FloorT(array=a):
-                return f"floor {ref(a, ATOM)}", APP
-            case ArgMin(array=a):
-                return f"argmin {ref(a, ATOM)}", APP
-            case ArgMax(array=a):
-                return f"argmax {ref(a, ATOM)}", APP
-            case ArgSort(array=a):
-                return f"argsort {ref(a, ATOM)}", APP
-            case Contract(spec=spec, left=a, right=b):
-                return render_contraction(spec, ref(a, ATOM), ref(b, ATOM)), APP
-            case Share(id=i, array=a):
-                return f"share{i} {ref(a, ATOM)}", APP
-            case _:
-                assert_never(node)
+        """``node``'s text and precedence, its operands already rendered: its rule in
+        :data:`RENDERINGS`."""
+        return RENDERINGS[type(node)](self, node)
 
-    def _render_indexed(
-        self,
-        name: str,
-        node: Term,
-        sh: tuple[int, ...],
-        array: Term,
-        vs: tuple[Var, ...],
-        index: tuple[Term, ...],
-    ) -> str:
-        params = ", ".join(self._var(v) for v in vs)
-        ix = "[" + ", ".join(self._ref(i, LOWEST) for i in index) + "]"
-        inner = self._lambda_body(node, ix)
-        sep = "" if inner.startswith("\n") else " "
-        return f"{name} {format_shape(sh)} {self._ref(array, ATOM)} (\\[{params}].{sep}{inner})"
 
-    def _render_op(self, op: str, args: tuple[Term, ...]) -> tuple[str, int]:
-        spec = OPS[op]
-        ref = self._ref
-        if spec.infix is not None:
-            p = spec.precedence
-            a, b = args
-            if op == "pow":
-                return f"{ref(a, p + 1)} ** {ref(b, p)}", p
-            if p == 4:  # comparisons do not chain
-                return f"{ref(a, p + 1)} {spec.infix} {ref(b, p + 1)}", p
-            return f"{ref(a, p)} {spec.infix} {ref(b, p + 1)}", p
-        if op == "neg":
-            return f"-{ref(args[0], UNARY + 1)}", UNARY
-        return op + " " + " ".join(ref(a, ATOM) for a in args), APP
+Rendering: TypeAlias = Callable[[Printer, Any], tuple[str, int]]
+"""A construct's printing rule: the node's text and precedence, given the printer (its
+names, its operands' text through ``_ref``)."""
+
+RENDERINGS: RuleTable[Rendering] = RuleTable("printing")
+"""The paper's notation of each construct (Fig. 5, Fig. 6; ``gather``/``scatter`` with
+their index functions, §3): one rendering rule a construct, filed by its class."""
+
+
+@RENDERINGS.register(Const)
+def _render_const(printer: Printer, node: Const) -> tuple[str, int]:
+    if is_named_constant(node):
+        return printer.names[id(node)], ATOM
+    return format_const(node.value)
+
+
+@RENDERINGS.register(Var)
+def _render_var(printer: Printer, node: Var) -> tuple[str, int]:
+    return printer._var(node), ATOM
+
+
+@RENDERINGS.register(Op)
+def _render_op(printer: Printer, node: Op) -> tuple[str, int]:
+    """Infix operators by their precedence (``**`` to the right, comparisons do not
+    chain), unary minus, any other operation applied to atoms."""
+    op, args, ref = node.op, node.args, printer._ref
+    spec = OPS[op]
+    if spec.infix is not None:
+        p = spec.precedence
+        a, b = args
+        if op == "pow":
+            return f"{ref(a, p + 1)} ** {ref(b, p)}", p
+        if p == 4:  # comparisons do not chain
+            return f"{ref(a, p + 1)} {spec.infix} {ref(b, p + 1)}", p
+        return f"{ref(a, p)} {spec.infix} {ref(b, p + 1)}", p
+    if op == "neg":
+        return f"-{ref(args[0], UNARY + 1)}", UNARY
+    return op + " " + " ".join(ref(a, ATOM) for a in args), APP
+
+
+@RENDERINGS.register(Cond)
+def _render_cond(printer: Printer, node: Cond) -> tuple[str, int]:
+    ref = printer._ref
+    return f"cond {ref(node.cond, ATOM)} {ref(node.if_true, ATOM)} {ref(node.if_false, ATOM)}", APP
+
+
+@RENDERINGS.register(Let)
+def _render_let(printer: Printer, node: Let) -> tuple[str, int]:
+    """``let v = bound in`` and the body on the next line, the lets of its scope first."""
+    depth = printer.indent.get(node, 0)
+    inner = printer._scope(node, printer._ref(node.body, LOWEST), depth)
+    if not inner.startswith("\n"):
+        inner = "\n" + "  " * depth + inner
+    bound = printer._ref(node.bound, LOWEST)
+    return f"let {printer._var(node.var)} = {bound} in{inner}", LOWEST
+
+
+@RENDERINGS.register(Build1)
+def _render_build1(printer: Printer, node: Build1) -> tuple[str, int]:
+    inner = printer._lambda_body(node, printer._ref(node.body, LOWEST))
+    sep = "" if inner.startswith("\n") else " "
+    return f"build1 {node.size} (\\{printer._var(node.var)}.{sep}{inner})", APP
+
+
+@RENDERINGS.register(Index)
+def _render_index(printer: Printer, node: Index) -> tuple[str, int]:
+    ix = ", ".join(printer._ref(i, LOWEST) for i in node.index)
+    return f"{printer._ref(node.array, ATOM)}[{ix}]", ATOM
+
+
+def _indexed_text(printer: Printer, name: str, node: Gather | Scatter) -> str:
+    """``gather [2,3] x (\\[i, j]. [i + j, i])``, and ``scatter`` alike (Fig. 6)."""
+    params = ", ".join(printer._var(v) for v in node.vars)
+    ix = "[" + ", ".join(printer._ref(i, LOWEST) for i in node.index) + "]"
+    inner = printer._lambda_body(node, ix)
+    sep = "" if inner.startswith("\n") else " "
+    array = printer._ref(node.array, ATOM)
+    return f"{name} {format_shape(node.outer_shape)} {array} (\\[{params}].{sep}{inner})"
+
+
+@RENDERINGS.register(Gather)
+def _render_gather(printer: Printer, node: Gather) -> tuple[str, int]:
+    return _indexed_text(printer, "gather", node), APP
+
+
+@RENDERINGS.register(Scatter)
+def _render_scatter(printer: Printer, node: Scatter) -> tuple[str, int]:
+    return _indexed_text(printer, "scatter", node), APP
+
+
+@RENDERINGS.register(SumOuter)
+def _render_sum_outer(printer: Printer, node: SumOuter) -> tuple[str, int]:
+    return f"sumOuter {printer._ref(node.array, ATOM)}", APP
+
+
+@RENDERINGS.register(Replicate)
+def _render_replicate(printer: Printer, node: Replicate) -> tuple[str, int]:
+    return f"replicate {node.count} {printer._ref(node.array, ATOM)}", APP
+
+
+@RENDERINGS.register(Transpose)
+def _render_transpose(printer: Printer, node: Transpose) -> tuple[str, int]:
+    return f"tr {format_shape(node.perm)} {printer._ref(node.array, ATOM)}", APP
+
+
+@RENDERINGS.register(Reshape)
+def _render_reshape(printer: Printer, node: Reshape) -> tuple[str, int]:
+    return f"reshape {format_shape(node.new_shape)} {printer._ref(node.array, ATOM)}", APP
+
+
+@RENDERINGS.register(FromList)
+def _render_from_list(printer: Printer, node: FromList) -> tuple[str, int]:
+    return "fromList [" + ", ".join(printer._ref(e, LOWEST) for e in node.elems) + "]", APP
+
+
+@RENDERINGS.register(Iota)
+def _render_iota(printer: Printer, node: Iota) -> tuple[str, int]:
+    return f"iota {node.size}", APP
+
+
+@RENDERINGS.register(FromIntegral)
+def _render_from_integral(printer: Printer, node: FromIntegral) -> tuple[str, int]:
+    """``fromIntegral x``, or ``toFloat32 x`` / ``toFloat64 x`` between float types."""
+    a = printer._ref(node.array, ATOM)
+    if node.array.dtype.is_float:  # float32 <-> float64
+        return f"to{str(node.to).capitalize()} {a}", APP
+    return f"fromIntegral {a}", APP
+
+
+def _render_prefix(name: str) -> Rendering:
+    """The rule of a construct written ``name x`` (``floor x``, ``argmin x``)."""
+
+    def render(printer: Printer, node: Any) -> tuple[str, int]:
+        return f"{name} {printer._ref(node.array, ATOM)}", APP
+
+    return render
+
+
+RENDERINGS.register(FloorT)(_render_prefix("floor"))
+RENDERINGS.register(ArgMin)(_render_prefix("argmin"))
+RENDERINGS.register(ArgMax)(_render_prefix("argmax"))
+RENDERINGS.register(ArgSort)(_render_prefix("argsort"))
+
+
+@RENDERINGS.register(Contract)
+def _render_contract(printer: Printer, node: Contract) -> tuple[str, int]:
+    left, right = printer._ref(node.left, ATOM), printer._ref(node.right, ATOM)
+    return render_contraction(node.spec, left, right), APP
+
+
+@RENDERINGS.register(Share)
+def _render_share(printer: Printer, node: Share) -> tuple[str, int]:
+    return f"share{node.id} {printer._ref(node.array, ATOM)}", APP
 
 
 # --------------------------------------------------------------------------------------

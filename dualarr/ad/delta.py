@@ -558,9 +558,8 @@ def format_delta(
                 text[d] = f"Contract {spec!r} {ref(x)} {describe(f)}"
             case FromList(deltas=xs):
                 text[d] = "FromList [" + ", ".join(ref(x) for x in xs) + "]"
-            case Structural(construct=construct, params=params, delta=x):
-                shown = "".join(f" {value}" for _, value in params)
-                text[d] = f"{construct.name.capitalize()}{shown} {ref(x)}".replace(", ", ",")
+            case Structural(construct=construct, delta=x):
+                text[d] = f"{construct.heading(d.arguments).capitalize()} {ref(x)}"
             case _:
                 assert_never(d)
     lines.append(ref(root) if isinstance(root, Share) else text[root])

@@ -619,8 +619,7 @@ def _format_piece(piece: CExpr | Stmt, g: _Gamma) -> str:
         case CIndex(arg=c, position=q):
             return f"Index {c} [{q}]"
         case CStructural(construct=construct, params=params, arg=c):
-            shown = "".join(f" {value}" for _, value in params).replace(", ", ",")
-            return f"{construct.name.capitalize()}{shown} {c}"
+            return f"{construct.heading(dict(params)).capitalize()} {c}"
         case Bind(target=t, expr=e):
             return f"let {t} = {_format_piece(e, g)}"
         case Onehot(key=k, arg=c):

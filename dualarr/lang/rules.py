@@ -29,7 +29,10 @@ class RuleTable(Generic[R]):
     """The rules of one stage (``stage`` names it in messages), one per construct class.
 
     ``table.register(Transpose)`` is a decorator that files a rule; ``table[type(node)]``
-    finds it, and a construct the stage has no rule for is an
+    finds it — the rule of the construct's class, else of its nearest base class that
+    has one (a rule filed for :class:`~dualarr.lang.terms.Structural` serves every
+    construct of its own module that files none, e.g. printing it by name and
+    parameters) — and a construct the stage has no rule for is an
     :class:`~dualarr.lang.errors.UnsupportedError` naming both.  A rule may serve
     several constructs (``register(ArgMin, ArgMax)``); a construct has one rule per
     table.  A table with a ``default`` (an analysis that may say "unknown") answers it
@@ -40,6 +43,7 @@ class RuleTable(Generic[R]):
         self.stage = stage
         self.default = default
         self._rules: dict[type, R] = {}
+        self._inherited: dict[type, R | None] = {}
         TABLES.append(self)
 
     @property
@@ -55,12 +59,13 @@ class RuleTable(Generic[R]):
                 if construct in self._rules:
                     raise ValueError(f"{self.stage}: {construct.__name__} has a rule already")
                 self._rules[construct] = rule
+            self._inherited.clear()
             return rule
 
         return add
 
     def __getitem__(self, construct: type) -> R:
-        rule = self._rules.get(construct, self.default)
+        rule = self._rules.get(construct) or self._inherit(construct)
         if rule is None:
             raise UnsupportedError(
                 f"the construct {construct.__name__} has no {self.stage} rule",
@@ -69,11 +74,22 @@ class RuleTable(Generic[R]):
         return rule
 
     def get(self, construct: type) -> R | None:
-        """The rule of ``construct`` (or the default), ``None`` when it has neither."""
-        return self._rules.get(construct, self.default)
+        """The rule of ``construct`` (its own, inherited, or the default), ``None`` when
+        it has none."""
+        return self._rules.get(construct) or self._inherit(construct)
+
+    def _inherit(self, construct: type) -> R | None:
+        """The rule of ``construct``'s nearest base class that has one, else the default."""
+        if construct not in self._inherited:
+            bases = (self._rules.get(base) for base in construct.__mro__[1:])
+            self._inherited[construct] = next((r for r in bases if r is not None), self.default)
+        return self._inherited[construct]
 
     def __contains__(self, construct: object) -> bool:
-        return construct in self._rules
+        """Whether ``construct`` has a rule of its own or of a base class (not the default)."""
+        if not isinstance(construct, type):
+            return False
+        return any(cls in self._rules for cls in construct.__mro__)
 
     def __iter__(self) -> Iterator[type]:
         return iter(self._rules)

@@ -762,6 +762,16 @@ class Structural(TermBase):
         return _STRUCTURE[type(self)].statics_of(self)
 
     @classmethod
+    def heading(cls, params: Mapping[str, Any]) -> str:
+        """The construct's name and parameters as every view writes them, ``rev 0``
+        (a tuple as ``[1,0]``); a Delta capitalises it (``Rev 0``)."""
+        shown = (
+            format_shape(value) if isinstance(value, tuple) else str(value)
+            for value in params.values()
+        )
+        return " ".join([cls.name, *shown])
+
+    @classmethod
     def make(cls, args: Sequence[Term], params: Mapping[str, Any]) -> Structural:
         """The construct applied to ``args`` (its children, in field order) with
         ``params``: how the term algebra and the rules build one generically."""
@@ -815,6 +825,19 @@ Term: TypeAlias = (
 its own module."""
 
 TERM_TYPES: tuple[type, ...] = Term.__args__
+
+
+def term_constructors() -> tuple[type, ...]:
+    """Every constructor a term can have now: those of Fig. 7 (and the kit's), then each
+    :class:`Structural` construct defined so far (not the open base itself) — what a
+    complete rule table must cover."""
+    found: list[type] = [cls for cls in TERM_TYPES if cls is not Structural]
+    stack = list(Structural.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        found.append(cls)
+        stack.extend(cls.__subclasses__())
+    return tuple(found)
 
 
 def fresh_var(supply: IdSupply, hint: str, shape: Shape, dtype: DType) -> Var:

@@ -62,6 +62,7 @@ from ..lang.terms import (
     Reshape,
     Scatter,
     Share,
+    Structural,
     SumOuter,
     Term,
     Transpose,
@@ -402,6 +403,12 @@ def _named(name: str) -> TermLabel:
     return label
 
 
+@LABELS.register(Structural)
+def _label_structural(printer: Printer, node: Structural) -> str:
+    """A construct of its own module, unless it files a label: its heading, ``rev 0``."""
+    return node.heading(node.params)
+
+
 LABELS.register(Cond)(_named("cond"))
 LABELS.register(Index)(_named("index"))
 LABELS.register(SumOuter)(_named("sumOuter"))
@@ -602,6 +609,11 @@ id, ``Input`` its input's name, a ``Scale`` or contraction its factor, a ``Gathe
 def _delta_head(d: dl.Delta, input_names: Mapping[int, str]) -> str:
     """A Delta node's constructor and its arguments: its rule in :data:`DELTA_LABELS`."""
     return DELTA_LABELS[type(d)](input_names, d)
+
+
+@DELTA_LABELS.register(dl.Structural)
+def _label_delta_structural(input_names: Mapping[int, str], d: dl.Structural) -> str:
+    return d.construct.heading(d.arguments).capitalize()
 
 
 @DELTA_LABELS.register(dl.Zero)

@@ -52,6 +52,7 @@ from ..lang.terms import (
     Reshape,
     Scatter,
     Share,
+    Structural,
     SumOuter,
     Term,
     Transpose,
@@ -468,6 +469,14 @@ def _render_prefix(name: str) -> Rendering:
         return f"{name} {printer._ref(node.array, ATOM)}", APP
 
     return render
+
+
+@RENDERINGS.register(Structural)
+def _render_structural(printer: Printer, node: Structural) -> tuple[str, int]:
+    """A construct of its own module, unless it files a rendering: its heading and its
+    operands, ``rev 0 x``."""
+    operands = (printer._ref(kid, ATOM) for kid in children(node))
+    return " ".join([node.heading(node.params), *operands]), APP
 
 
 RENDERINGS.register(FloorT)(_render_prefix("floor"))

@@ -360,11 +360,12 @@ _C_RESERVED = frozenset(
 )
 
 
-def _kernel_function_names() -> set[str]:
-    """The names a kernel's syntax takes: its functions (numexpr's and C's) and words."""
-    calls = [s for s in FUSABLE.values() if isinstance(s, Call)]
-    return (
-        {s.numexpr for s in calls} | {s.c for s in calls if s.c is not None} | _SYNTAX_FUNCTIONS
+def _names_a_function(name: str) -> bool:
+    """Whether a kernel's syntax takes ``name``: one of its words, or a function a
+    record's spelling calls (numexpr's or C's)."""
+    return name in _SYNTAX_FUNCTIONS or any(
+        isinstance(spelling := record.kernel, Call) and name in (spelling.numexpr, spelling.c)
+        for record in REGISTRY.values()
     )
 
 
@@ -587,7 +588,7 @@ def kernel_parameter_name(preferred: str, index: int) -> str:
     """``preferred`` when it is a plain name no kernel syntax reserves, else ``a<index>``."""
     if (
         preferred.isidentifier()
-        and preferred not in _kernel_function_names()
+        and not _names_a_function(preferred)
         and preferred not in _C_RESERVED
         and not preferred.startswith("_")
     ):

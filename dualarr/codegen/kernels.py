@@ -11,6 +11,12 @@ arguments (:class:`Arg`), scalar literals (:class:`Literal`) and applies primiti
 - :func:`evaluate_kernel`: the registry's implementations over any array namespace
   (``array_api_strict``, and the meaning the other two must agree with).
 
+How a kernel writes a primitive and what it costs are fields of the primitive's record
+(:data:`dualarr.lang.primitives.REGISTRY`): its spelling (``kernel``), or the expansion
+of its :class:`~dualarr.lang.primitives.Formula` (:func:`kernel_spelling`), and its
+``kernel_cost`` (:func:`kernel_cost`); :data:`FUSABLE`, :data:`UNFUSED` and
+:data:`SCALAR_IN_NUMPY` are read from the records.
+
 A kernel computes the same bits as the unfused program (one array call per operation,
 its oracle): its source keeps the program's grouping (each operand of an infix operator
 is parenthesised unless the tree groups it so), code generation applies only rewrites
@@ -40,20 +46,33 @@ import importlib
 import math
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ..lang.config import config
-from ..lang.primitives import REGISTRY, NamespaceCall
+from ..lang.primitives import (
+    REGISTRY,
+    Call,
+    Formula,
+    Infix,
+    KernelCost,
+    KernelSpelling,
+    NamespaceCall,
+    OpKind,
+    Prefix,
+    Where,
+)
 from ..lang.terms import DType, Shape, assert_never
 from .buffers import SpareBuffer
 from .threads import PARALLEL_MIN_SIZE, PARALLEL_MIN_SIZE_CHEAP, run_in_chunks
 
 __all__ = [
     "FUSABLE",
+    "SCALAR_IN_NUMPY",
     "UNFUSED",
     "Apply",
     "Arg",
@@ -64,6 +83,8 @@ __all__ = [
     "combine_like_terms",
     "cupy_source",
     "evaluate_kernel",
+    "kernel_cost",
+    "kernel_spelling",
     "numexpr_text",
     "numpy_ufunc",
     "substitute_args",
@@ -97,122 +118,204 @@ KernelExpr = Arg | Literal | Apply
 
 
 # --------------------------------------------------------------------------------------
-# Spellings: one table, two syntaxes (numexpr's Python-like one and C for CuPy)
+# Spellings: the records' (numexpr's Python-like syntax and C for CuPy), and formulas
 # --------------------------------------------------------------------------------------
 
 # precedences (higher binds tighter), Python's order: numexpr parses Python expressions
 _CMP, _OR, _AND, _ADD, _MUL, _UNARY, _POW, _ATOM = 3, 4, 5, 6, 7, 8, 9, 12
 
-
-@dataclass(frozen=True)
-class Infix:
-    """``a op b`` at a precedence (numexpr and C symbols)."""
-
-    numexpr: str
-    c: str
-    precedence: int
-
-
-@dataclass(frozen=True)
-class Prefix:
-    """``op a``."""
-
-    numexpr: str
-    c: str
-
-
-@dataclass(frozen=True)
-class Call:
-    """``f(a, ...)``."""
-
-    numexpr: str
-    c: str
-
-
-@dataclass(frozen=True)
-class Where:
-    """``where(c, a, b)``; C ``(c ? a : b)``."""
+_PYTHON_PRECEDENCE = {
+    "<": _CMP, "<=": _CMP, ">": _CMP, ">=": _CMP, "==": _CMP, "!=": _CMP,
+    "|": _OR, "&": _AND, "+": _ADD, "-": _ADD, "*": _MUL, "/": _MUL, "**": _POW,
+}  # fmt: skip
+"""The precedence of each infix operator of numexpr's syntax (Python's grammar)."""
 
 
 @dataclass(frozen=True)
 class Expand:
-    """A primitive spelled as another kernel expression of its argument
-    (``recip a = 1 / a``, ``sigmoid a = 1 / (1 + exp(-a))``, ``stop_gradient a = a``)."""
+    """A primitive whose implementation is a :class:`~dualarr.lang.primitives.Formula`,
+    spelled as the formula's kernel expression of its arguments (``recip a = 1 / a``,
+    ``sigmoid a = 1 / (1 + exp(-a))``, ``stop_gradient a = a``)."""
 
     template: KernelExpr  # over Arg(0), Arg(1), ...
 
 
-Spelling = Infix | Prefix | Call | Where | Expand
+Spelling = KernelSpelling | Expand
 
 
-def _same(name: str) -> Call:
-    return Call(name, name)
+@dataclass(frozen=True)
+class _Built:
+    """A kernel expression a formula builds: Python's arithmetic applies the registry's
+    arithmetic primitives, and a number is a literal (as on traced values)."""
+
+    expr: KernelExpr
+
+    def _apply(self, op: str, other: _Built | float, *, flip: bool = False) -> _Built:
+        b = other.expr if isinstance(other, _Built) else _literal(other)
+        return _Built(Apply(op, (b, self.expr) if flip else (self.expr, b)))
+
+    def __add__(self, other: _Built | float) -> _Built:
+        return self._apply("add", other)
+
+    def __radd__(self, other: float) -> _Built:
+        return self._apply("add", other, flip=True)
+
+    def __sub__(self, other: _Built | float) -> _Built:
+        return self._apply("sub", other)
+
+    def __rsub__(self, other: float) -> _Built:
+        return self._apply("sub", other, flip=True)
+
+    def __mul__(self, other: _Built | float) -> _Built:
+        return self._apply("mul", other)
+
+    def __rmul__(self, other: float) -> _Built:
+        return self._apply("mul", other, flip=True)
+
+    def __truediv__(self, other: _Built | float) -> _Built:
+        return self._apply("div", other)
+
+    def __rtruediv__(self, other: float) -> _Built:
+        return self._apply("div", other, flip=True)
+
+    def __pow__(self, other: _Built | float) -> _Built:
+        return self._apply("pow", other)
+
+    def __rpow__(self, other: float) -> _Built:
+        return self._apply("pow", other, flip=True)
+
+    def __neg__(self) -> _Built:
+        return _Built(Apply("neg", (self.expr,)))
 
 
-FUSABLE: dict[str, Spelling] = {
-    "add": Infix("+", "+", _ADD),
-    "sub": Infix("-", "-", _ADD),
-    "mul": Infix("*", "*", _MUL),
-    "div": Infix("/", "/", _MUL),
-    "pow": Infix("**", "pow", _POW),  # C spells it as a call
-    "lt": Infix("<", "<", _CMP),
-    "le": Infix("<=", "<=", _CMP),
-    "gt": Infix(">", ">", _CMP),
-    "ge": Infix(">=", ">=", _CMP),
-    "eq": Infix("==", "==", _CMP),
-    "ne": Infix("!=", "!=", _CMP),
-    "and": Infix("&", "&&", _AND),
-    "or": Infix("|", "||", _OR),
-    "not": Prefix("~", "!"),
-    "neg": Prefix("-", "-"),
-    "select": Where(),
-    "exp": _same("exp"),
-    "log": _same("log"),
-    "log1p": _same("log1p"),
-    "expm1": _same("expm1"),
-    "sin": _same("sin"),
-    "cos": _same("cos"),
-    "tan": _same("tan"),
-    "sinh": _same("sinh"),
-    "cosh": _same("cosh"),
-    "tanh": _same("tanh"),
-    "sqrt": _same("sqrt"),
-    "asin": Call("arcsin", "asin"),
-    "acos": Call("arccos", "acos"),
-    "atan": Call("arctan", "atan"),
-    "atan2": Call("arctan2", "atan2"),
-    "abs": Call("abs", "fabs"),
-    "recip": Expand(Apply("div", (Literal(1.0), Arg(0)))),
-    "sigmoid": Expand(
-        Apply("div", (Literal(1.0), Apply("add", (Literal(1.0), Apply("exp", (
-            Apply("neg", (Arg(0),)),)))))),
-    ),
-    "stop_gradient": Expand(Arg(0)),
-}
-"""The primitives a kernel can contain, and how each back end spells them.  A primitive
-not listed here (``maximum``: NumPy's NaN rule; integer ``quot``/``rem``; a user's own)
-ends a kernel: its result is an argument of the next one."""
+def _literal(value: float) -> Literal:
+    return Literal(value if isinstance(value, bool) else float(value))
 
-UNFUSED = frozenset(
-    {"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin",
-     "acos", "atan", "atan2", "sigmoid", "pow"}
-)
+
+class _KernelNamespace:
+    """The ``m`` of a formula building a kernel expression: ``m.exp(a)`` applies the
+    registry's ``exp``."""
+
+    def __getattr__(self, name: str) -> Callable[..., _Built]:
+        if name not in REGISTRY:
+            raise AttributeError(f"no elementwise primitive {name!r}")
+        return lambda *args: _Built(Apply(name, tuple(a.expr for a in args)))
+
+
+@functools.cache
+def _expansion(formula: Formula, arity: int) -> Expand | None:
+    """``formula`` as a kernel expression of ``arity`` arguments, or None where a kernel
+    cannot hold it (it applies a primitive no kernel holds, or a function or operator
+    that is no primitive: its implementation then runs on its own)."""
+    try:
+        built = formula.expression(_KernelNamespace(), *(_Built(Arg(k)) for k in range(arity)))
+    except (AttributeError, TypeError):
+        return None
+    if not isinstance(built, _Built):
+        return None
+    if not all(kernel_spelling(op) is not None for op in _applied(built.expr)):
+        return None
+    return Expand(built.expr)
+
+
+def _applied(expr: KernelExpr) -> Iterator[str]:
+    """The primitives ``expr`` applies (each once per application)."""
+    if isinstance(expr, Apply):
+        yield expr.op
+        for arg in expr.args:
+            yield from _applied(arg)
+
+
+def kernel_spelling(op: str) -> Spelling | None:
+    """How a kernel writes the primitive ``op``: its record's spelling, the expansion of
+    its :class:`~dualarr.lang.primitives.Formula`, or None where no kernel holds it (its
+    result is an argument of the next kernel)."""
+    record = REGISTRY.get(op)
+    if record is None:
+        return None
+    if record.kernel is not None:
+        return record.kernel
+    if isinstance(record.impl, Formula):
+        return _expansion(record.impl, record.arity)
+    return None
+
+
+def kernel_cost(op: str) -> KernelCost:
+    """What ``op`` costs a kernel: its record's cost, or that of the costliest primitive
+    its formula applies (``sigmoid``: ``exp``'s)."""
+    spelling = kernel_spelling(op)
+    inner = _applied(spelling.template) if isinstance(spelling, Expand) else ()
+    return max((REGISTRY[op].kernel_cost, *map(kernel_cost, inner)), key=lambda c: c.value)
+
+
+class _Fusable(Mapping[str, Spelling]):
+    """The primitives a kernel can hold, with their spellings (:func:`kernel_spelling`),
+    read from the registry when used."""
+
+    def __getitem__(self, op: str) -> Spelling:
+        spelling = kernel_spelling(op)
+        if spelling is None:
+            raise KeyError(op)
+        return spelling
+
+    def __contains__(self, op: object) -> bool:
+        return isinstance(op, str) and kernel_spelling(op) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return (op for op in list(REGISTRY) if kernel_spelling(op) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+_Name = TypeVar("_Name")
+
+
+class _FusableWhere(AbstractSet[str]):
+    """The primitives a kernel can hold whose :func:`kernel_cost` is one of ``costs``,
+    read from the registry when used."""
+
+    def __init__(self, *costs: KernelCost) -> None:
+        self._costs = costs
+
+    def __contains__(self, op: object) -> bool:
+        return isinstance(op, str) and op in FUSABLE and kernel_cost(op) in self._costs
+
+    def __iter__(self) -> Iterator[str]:
+        return (op for op in FUSABLE if kernel_cost(op) in self._costs)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    @classmethod
+    def _from_iterable(cls, names: Iterable[_Name]) -> frozenset[_Name]:
+        return frozenset(names)  # ``UNFUSED - SCALAR_IN_NUMPY``: a plain set
+
+
+FUSABLE: Mapping[str, Spelling] = _Fusable()
+"""The primitives a kernel can contain, and how each back end spells them: those whose
+record has a kernel spelling, or a formula over such primitives.  Another one
+(``maximum``: NumPy's NaN rule; integer ``quot``/``rem``; a user's own) ends a kernel:
+its result is an argument of the next one."""
+
+UNFUSED: AbstractSet[str] = _FusableWhere(KernelCost.NUMPY_LOOP, KernelCost.SCALAR_LOOP)
 """Functions left to an array library, each a kernel of its own (its operands are
-arguments, never fused expressions): NumPy's SIMD loops compute them 2.7-4.8x faster
-than numexpr's scalar libm calls on one core of an AVX-512 x86-64
-(``benchmarks/bench_kernels.py``, ``results/kernels.txt``), more than fusing saves; on
-a large array they run on every core (:mod:`dualarr.codegen.threads`).  On NumPy such a
-kernel computes what the unfused program computes, bit for bit: NumPy's ufunc
-(``numpy.power``'s loops, say, differ from the C library's ``pow`` by 1 ulp, and use
-``x * x`` for ``x ** 2.0``), or the registry's implementation where that is no one
-ufunc (``sigmoid``).  ``sin`` and ``cos`` (:data:`SCALAR_IN_NUMPY`) are a vector math
+arguments, never fused expressions): their records' cost is ``NUMPY_LOOP``
+(:class:`~dualarr.lang.primitives.KernelCost`: NumPy's SIMD loops compute them faster
+than numexpr's scalar libm calls, more than fusing saves; on a large array they run on
+every core, :mod:`dualarr.codegen.threads`) or ``SCALAR_LOOP``.  On NumPy such a kernel
+computes what the unfused program computes, bit for bit: NumPy's ufunc (``numpy.power``'s
+loops, say, differ from the C library's ``pow`` by 1 ulp, and use ``x * x`` for
+``x ** 2.0``), or the registry's implementation where that is no one ufunc
+(``sigmoid``).  ``sin`` and ``cos`` (:data:`SCALAR_IN_NUMPY`) are a vector math
 library's loops when one is installed (:func:`vector_math_ufunc`)."""
 
-SCALAR_IN_NUMPY = frozenset({"sin", "cos"})
+SCALAR_IN_NUMPY: AbstractSet[str] = _FusableWhere(KernelCost.SCALAR_LOOP)
 """Functions whose NumPy float64 loop is scalar (libm per element, one core: 8 ns an
-element).  Alone in a kernel they are Intel's Vector Math Library's SIMD loops when the
-``vml`` extra (``mkl_umath``) is installed (5x faster, on every core, within 1 ulp), and
-otherwise run on numexpr, which spreads the libm calls over every core."""
+element; cost ``SCALAR_LOOP``).  Alone in a kernel they are Intel's Vector Math Library's
+SIMD loops when the ``vml`` extra (``mkl_umath``) is installed (5x faster, on every core,
+within 1 ulp), and otherwise run on numexpr, which spreads the libm calls over every
+core."""
 
 VECTOR_MATH_MODULE = "mkl_umath"
 """The module of :func:`vector_math_ufunc`: NumPy ufuncs computed by Intel's Vector Math
@@ -220,13 +323,14 @@ Library (``pip install 'dualarr[vml]'``)."""
 
 
 def vector_math_ufunc(op: str) -> np.ufunc | None:
-    """The vector math library's ufunc of ``op``, a function of :data:`SCALAR_IN_NUMPY`,
-    or None: another function, ``config.vector_math`` off, or the library not installed
-    (or its shared libraries missing).  Imported on first use: a program without ``sin``
-    or ``cos`` never loads it."""
+    """The vector math library's ufunc of ``op``, a function of :data:`SCALAR_IN_NUMPY`
+    (its namespace function's name), or None: another function, ``config.vector_math``
+    off, or the library not installed (or its shared libraries missing).  Imported on
+    first use: a program without ``sin`` or ``cos`` never loads it."""
     if op not in SCALAR_IN_NUMPY or not config.vector_math:
         return None
-    return _library_ufunc(op)
+    impl = REGISTRY[op].impl
+    return _library_ufunc(impl.name) if isinstance(impl, NamespaceCall) else None
 
 
 @functools.cache
@@ -244,17 +348,8 @@ def _library_ufunc(name: str) -> np.ufunc | None:
     return ufunc if isinstance(ufunc, np.ufunc) else None
 
 
-TRANSCENDENTAL = frozenset(
-    {"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "sinh", "cosh", "tanh", "sqrt",
-     "asin", "acos", "atan", "atan2", "sigmoid", "pow"}
-)
-"""Primitives too costly to compute twice: a shared expression applying one is stored
-once, not recomputed by each kernel that reads it."""
-
-_KERNEL_FUNCTIONS = frozenset(
-    {s.numexpr for s in FUSABLE.values() if isinstance(s, Call)}
-    | {s.c for s in FUSABLE.values() if isinstance(s, Call)}
-    | {"where", "sum", "prod", "pow", "True", "False", "None", "abs", "fabs"}
+_SYNTAX_FUNCTIONS = frozenset(
+    {"where", "sum", "prod", "pow", "True", "False", "None", "abs", "fabs"}
 )
 _C_RESERVED = frozenset(
     {"i", "n", "_ind", "out", "int", "float", "double", "bool", "char", "long", "short",
@@ -263,6 +358,15 @@ _C_RESERVED = frozenset(
      "sizeof", "goto", "auto", "register", "volatile", "extern", "enum", "typedef", "true",
      "false"}
 )
+
+
+def _names_a_function(name: str) -> bool:
+    """Whether a kernel's syntax takes ``name``: one of its words, or a function a
+    record's spelling calls (numexpr's or C's)."""
+    return name in _SYNTAX_FUNCTIONS or any(
+        isinstance(spelling := record.kernel, Call) and name in (spelling.numexpr, spelling.c)
+        for record in REGISTRY.values()
+    )
 
 
 def substitute_args(
@@ -284,23 +388,28 @@ def substitute_args(
 # Algebraic cleanup: only rewrites exact in IEEE arithmetic
 # --------------------------------------------------------------------------------------
 
-_BOOL_VALUED = frozenset({"lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not"})
-_KIND_PRESERVING = frozenset({"add", "sub", "mul", "neg", "abs", "stop_gradient"})
+_KIND_PRESERVING = (OpKind.NUM_UNARY, OpKind.NUM_BINARY)
+_BOOL_VALUED = (OpKind.COMPARE, OpKind.LOGIC_UNARY, OpKind.LOGIC_BINARY)
 
 
 def _float_valued(expr: KernelExpr, float_args: Sequence[bool]) -> bool:
-    """Whether ``expr`` computes floats (not booleans), its arguments' kinds given."""
+    """Whether ``expr`` computes floats (not booleans), its arguments' kinds given: by
+    its primitive's dtype rule (a formula's primitive: by its expansion)."""
     match expr:
         case Arg(index=k):
             return float_args[k]
         case Literal(value=value):
             return not isinstance(value, bool)
         case Apply(op=op, args=args):
-            if op in _BOOL_VALUED:
+            spelling = kernel_spelling(op)
+            if isinstance(spelling, Expand):
+                return _float_valued(substitute_args(spelling.template, args), float_args)
+            kind = REGISTRY[op].kind
+            if kind in _BOOL_VALUED:
                 return False
-            if op == "select":
+            if kind is OpKind.SELECT:
                 return any(_float_valued(a, float_args) for a in args[1:])
-            if op in _KIND_PRESERVING:
+            if kind in _KIND_PRESERVING:
                 return any(_float_valued(a, float_args) for a in args)
             return True
         case _:
@@ -346,10 +455,14 @@ def _render(expr: KernelExpr, names: Sequence[str], c: bool) -> tuple[str, int]:
             text = _literal_text(value, c)
             return text, _UNARY if text.startswith("-") else _ATOM
         case Apply(op=op, args=args):
-            spelling = FUSABLE[op]
-            return _render_apply(spelling, args, names, c)
+            return _render_apply(FUSABLE[op], args, names, c)
         case _:
             assert_never(expr)
+
+
+def _symbol(spelling: Infix | Prefix | Call, c: bool) -> str:
+    """The spelling's operator or function in C, or in numexpr."""
+    return spelling.c if c and spelling.c is not None else spelling.numexpr
 
 
 def _render_apply(
@@ -360,23 +473,22 @@ def _render_apply(
         return f"({text})" if precedence < need else text
 
     match spelling:
-        case Infix(numexpr=symbol_ne, c=symbol_c, precedence=p):
+        case Infix():
             a, b = args
-            if c and p == _POW:
-                return f"pow({sub(a, 0)}, {sub(b, 0)})", _ATOM
-            symbol = symbol_c if c else symbol_ne
+            symbol, p = _symbol(spelling, c), _PYTHON_PRECEDENCE[spelling.numexpr]
+            if symbol.isidentifier():  # C's ``pow(a, b)``
+                return f"{symbol}({sub(a, 0)}, {sub(b, 0)})", _ATOM
             if p in (_CMP, _AND, _OR):  # never rely on chained or mixed logical parsing
                 return f"{sub(a, _ATOM)} {symbol} {sub(b, _ATOM)}", p
             if p == _POW:
                 return f"{sub(a, p + 1)} ** {sub(b, p)}", p
             return f"{sub(a, p)} {symbol} {sub(b, p + 1)}", p
-        case Prefix(numexpr=symbol_ne, c=symbol_c):
-            symbol = symbol_c if c else symbol_ne
+        case Prefix():
+            symbol = _symbol(spelling, c)
             # ``-(-a)``, never ``--a`` (C's decrement)
             return f"{symbol}{sub(args[0], _UNARY + 1 if symbol == '-' else _ATOM)}", _UNARY
-        case Call(numexpr=name_ne, c=name_c):
-            name = name_c if c else name_ne
-            return f"{name}(" + ", ".join(sub(a, 0) for a in args) + ")", _ATOM
+        case Call():
+            return f"{_symbol(spelling, c)}(" + ", ".join(sub(a, 0) for a in args) + ")", _ATOM
         case Where():
             cond, a, b = args
             if c:
@@ -400,9 +512,8 @@ def _count(expr: KernelExpr) -> tuple[int, bool]:
             return 0, False
         case Apply(op=op, args=args):
             counts = [_count(a) for a in args]
-            return 1 + sum(n for n, _ in counts), op in TRANSCENDENTAL or any(
-                t for _, t in counts
-            )
+            costly = kernel_cost(op) is not KernelCost.CHEAP
+            return 1 + sum(n for n, _ in counts), costly or any(t for _, t in counts)
         case _:
             assert_never(expr)
 
@@ -436,7 +547,9 @@ class Kernel:
 
 
 def transcendental(expr: KernelExpr) -> bool:
-    """Whether ``expr`` applies a primitive of :data:`TRANSCENDENTAL`."""
+    """Whether ``expr`` applies a primitive too costly to compute twice (its cost is not
+    ``CHEAP``, :class:`~dualarr.lang.primitives.KernelCost`): a shared expression
+    applying one is stored once, not recomputed by each kernel that reads it."""
     return _count(expr)[1]
 
 
@@ -475,7 +588,7 @@ def kernel_parameter_name(preferred: str, index: int) -> str:
     """``preferred`` when it is a plain name no kernel syntax reserves, else ``a<index>``."""
     if (
         preferred.isidentifier()
-        and preferred not in _KERNEL_FUNCTIONS
+        and not _names_a_function(preferred)
         and preferred not in _C_RESERVED
         and not preferred.startswith("_")
     ):
@@ -584,11 +697,10 @@ def _cupy_kernel(source: tuple[str, str, str], name: str) -> Any:
 
 
 def _sealed_function(expr: KernelExpr) -> bool:
-    """Whether ``expr`` is a function of :data:`UNFUSED` (not ``sin`` or ``cos``, which
-    numexpr computes with NumPy's C library when no vector math library is installed)."""
-    return (
-        isinstance(expr, Apply) and expr.op in UNFUSED and expr.op not in SCALAR_IN_NUMPY
-    )
+    """Whether ``expr`` is a function of :data:`UNFUSED` whose NumPy loop is vectorised
+    (not ``sin`` or ``cos``, which numexpr computes with NumPy's C library when no vector
+    math library is installed)."""
+    return isinstance(expr, Apply) and kernel_cost(expr.op) is KernelCost.NUMPY_LOOP
 
 
 class CompiledKernel:

@@ -4,14 +4,18 @@ Every interpretation of an elementwise primitive reads its :class:`Primitive` re
 in :data:`REGISTRY`, and nothing else: the term constructor (arity and element types),
 tracing (``da.exp``, NumPy ufuncs on traced values), the printer and the drawing (infix
 symbol), the evaluator and the array-API algebra (``impl``), generated code (the
-namespace function, or the implementation bound into the program), dual arrays
-(``partials``, book/rules.md §3.2), the bot (``zero_preserving``) and the SymPy
+namespace function, or the implementation bound into the program), fused kernels (their
+spelling ``kernel``, or the expansion of a :class:`Formula`, and ``kernel_cost``), dual
+arrays (``partials``, book/rules.md §3.2), the bot (``zero_preserving``) and the SymPy
 interpretation (``sympy``).  Adding a primitive is one :func:`register` call (for users
 ``da.primitive``, through :func:`define`, which checks the record where it is defined and
 its implementation and partials where they run), as JAX's primitive tables.
 
 Implementations are written against an array-API namespace ``xp`` (NumPy, CuPy,
-``array_api_strict``): ``impl(xp, *args)``, total (book/rules.md §1.3).  Partial
+``array_api_strict``): ``impl(xp, *args)``, total (book/rules.md §1.3); a primitive
+that is an expression of others is a :class:`Formula`, written once over any namespace
+(``sigmoid`` is ``1 / (1 + m.exp(-a))``), from which its implementation, its SymPy
+spelling and its fused kernel's expansion all follow.  Partial
 derivatives are functions ``f(m, *args, y)`` over any algebra, written with operators
 and ``m.<primitive>`` (:class:`dualarr.ad.dual.Math`): ``sigmoid`` is ``y * (1 - y)``.
 SymPy spellings are ``f(s, *args)`` with ``s`` the SymPy interpretation's toolkit
@@ -81,6 +85,81 @@ class NamespaceCall:
 
 
 @dataclass(frozen=True)
+class Formula:
+    """An implementation that is an expression of other primitives, written once as
+    ``expression(m, *args)`` over a namespace ``m``: an array namespace (NumPy, CuPy,
+    ``array_api_strict``: the implementation), SymPy (the SymPy spelling) or a fused
+    kernel's expression builder (its expansion, :mod:`dualarr.codegen.kernels`).  It is
+    written with Python's arithmetic operators, integer literals (exact in SymPy, weak
+    scalars of the array API) and the functions SymPy and NumPy both name as the
+    registry does (``m.exp``, ``m.log``, ``m.sqrt``, ``m.sin``...)."""
+
+    expression: Callable[..., Any]
+
+    def __call__(self, xp: Any, *args: Array) -> Array:
+        return self.expression(xp, *args)
+
+    def sympy(self, s: Any, *args: Any) -> Any:
+        """The SymPy spelling: the expression over SymPy itself (``s.sp``)."""
+        return self.expression(s.sp, *args)
+
+
+@dataclass(frozen=True)
+class Infix:
+    """A fused kernel's ``a op b``: the operator in numexpr's (Python's) syntax, and in
+    C for CuPy (None: the same; a name, ``pow``, is a call)."""
+
+    numexpr: str
+    c: str | None = None
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """A fused kernel's ``op a`` (numexpr, and C: None for the same)."""
+
+    numexpr: str
+    c: str | None = None
+
+
+@dataclass(frozen=True)
+class Call:
+    """A fused kernel's ``f(a, ...)`` (numexpr's function, and C's: None for the same)."""
+
+    numexpr: str
+    c: str | None = None
+
+
+@dataclass(frozen=True)
+class Where:
+    """A fused kernel's ``where(c, a, b)``; C ``(c ? a : b)``."""
+
+
+KernelSpelling = Infix | Prefix | Call | Where
+"""How a fused kernel writes a primitive (:mod:`dualarr.codegen.kernels`)."""
+
+
+class KernelCost(Enum):
+    """What a primitive costs a fused kernel, per element (``benchmarks/bench_kernels.py``,
+    ``results/kernels.txt``), in increasing order: a :class:`Formula` costs at least what
+    the costliest primitive it applies costs."""
+
+    CHEAP = 0
+    """Arithmetic, comparisons, logic: fused, and a shared value applying it is
+    recomputed by each kernel that reads it (as XLA does)."""
+    TRANSCENDENTAL = 1
+    """A function numexpr computes as NumPy does (``sqrt``, correctly rounded): fused,
+    but a shared value applying it is stored once, not recomputed."""
+    SCALAR_LOOP = 2
+    """Transcendental, alone in its kernel, where NumPy's float64 loop is scalar (libm
+    per element, one core: ``sin``, ``cos``): a vector math library's SIMD loop when
+    one is installed, else numexpr, which calls the same C library on every core."""
+    NUMPY_LOOP = 3
+    """Transcendental, alone in its kernel: NumPy's SIMD loop computes it 2.7-4.8x
+    faster than numexpr's scalar libm call, more than fusing saves, and it is the
+    unfused program's bits (NumPy's ufunc, or the implementation calling NumPy's)."""
+
+
+@dataclass(frozen=True)
 class Primitive:
     """An elementwise primitive: everything every interpretation needs to know."""
 
@@ -93,7 +172,8 @@ class Primitive:
     partials: tuple[Partial, ...] = ()
     """One per argument for a float-valued primitive (empty for int and bool ones)."""
     sympy: Callable[..., Any] | None = None
-    """``sympy(s, *args)``: the meaning on SymPy expressions (None: not available)."""
+    """``sympy(s, *args)``: the meaning on SymPy expressions (None: the :class:`Formula`'s
+    spelling when ``impl`` is one, else not available)."""
     doc: str = ""
     function: str | None = None
     """The name of its tracing function (``da.exp``), or None (written as an operator)."""
@@ -104,6 +184,16 @@ class Primitive:
     range, where every argument reads 0 (the bot, book/rules.md §2.2)."""
     ufuncs: tuple[str, ...] = ()
     """The NumPy ufuncs that mean the same on traced values (``np.exp(t)``)."""
+    kernel: KernelSpelling | None = None
+    """How a fused kernel writes it; None: a :class:`Formula`'s expansion, or no kernel
+    holds it (its result is an argument of the next one: ``maximum``, NumPy's NaN rule;
+    integer ``quot``; a user's own)."""
+    kernel_cost: KernelCost = KernelCost.CHEAP
+    """What it costs a fused kernel (:class:`KernelCost`)."""
+
+    def __post_init__(self) -> None:
+        if self.sympy is None and isinstance(self.impl, Formula):
+            object.__setattr__(self, "sympy", self.impl.sympy)
 
     @property
     def arity(self) -> int:
@@ -358,29 +448,18 @@ def _wrap(xp: Any, j: Array, n: Array) -> Array:
     return xp.where(j < 0, j + n, j)
 
 
-def _sigmoid(xp: Any, a: Array) -> Array:
-    return 1.0 / (1.0 + xp.exp(-a))
-
-
-def _recip(xp: Any, a: Array) -> Array:
-    return 1.0 / a
-
-
-def _identity(xp: Any, a: Array) -> Array:
-    return a
-
-
 # --------------------------------------------------------------------------------------
 # The built-in primitives
 # --------------------------------------------------------------------------------------
 
 _U, _N = OpKind.FLOAT_UNARY, OpKind.NUM_UNARY
+_LOOP, _SCALAR_LOOP = KernelCost.NUMPY_LOOP, KernelCost.SCALAR_LOOP
 
 
 def _unary(
     name: str,
     partial: Partial,
-    sympy: Callable[..., Any],
+    sympy: Callable[..., Any] | None,
     doc: str,
     *,
     kind: OpKind = _U,
@@ -388,6 +467,8 @@ def _unary(
     function: str | None = None,
     zero: bool = False,
     ufunc: str | None = None,
+    kernel: KernelSpelling | None = None,
+    cost: KernelCost = KernelCost.CHEAP,
 ) -> Primitive:
     return register(
         Primitive(
@@ -400,18 +481,28 @@ def _unary(
             function=function if function is not None else name,
             zero_preserving=zero,
             ufuncs=() if ufunc == "" else (ufunc if ufunc is not None else name,),
+            kernel=kernel,
+            kernel_cost=cost,
         )
     )
 
 
-_unary("exp", lambda m, x, y: y, lambda s, x: s.sp.exp(x), "Elementwise e**x.")
-_unary("log", lambda m, x, y: 1 / x, lambda s, x: s.sp.log(x), "Elementwise natural logarithm.")
+_unary(
+    "exp", lambda m, x, y: y, lambda s, x: s.sp.exp(x), "Elementwise e**x.",
+    kernel=Call("exp"), cost=_LOOP,
+)  # fmt: skip
+_unary(
+    "log", lambda m, x, y: 1 / x, lambda s, x: s.sp.log(x), "Elementwise natural logarithm.",
+    kernel=Call("log"), cost=_LOOP,
+)  # fmt: skip
 _unary(
     "log1p",
     lambda m, x, y: 1 / (x + 1),
     lambda s, x: s.sp.log(1 + x),
     "Elementwise log(1 + x).",
     zero=True,
+    kernel=Call("log1p"),
+    cost=_LOOP,
 )
 _unary(
     "expm1",
@@ -419,12 +510,21 @@ _unary(
     lambda s, x: s.sp.exp(x) - 1,
     "Elementwise e**x - 1.",
     zero=True,
+    kernel=Call("expm1"),
+    cost=_LOOP,
 )
-_unary("sin", lambda m, x, y: m.cos(x), lambda s, x: s.sp.sin(x), "Elementwise sine.", zero=True)
-_unary("cos", lambda m, x, y: -m.sin(x), lambda s, x: s.sp.cos(x), "Elementwise cosine.")
 _unary(
-    "tan", lambda m, x, y: 1 + y * y, lambda s, x: s.sp.tan(x), "Elementwise tangent.", zero=True
-)
+    "sin", lambda m, x, y: m.cos(x), lambda s, x: s.sp.sin(x), "Elementwise sine.", zero=True,
+    kernel=Call("sin"), cost=_SCALAR_LOOP,
+)  # fmt: skip
+_unary(
+    "cos", lambda m, x, y: -m.sin(x), lambda s, x: s.sp.cos(x), "Elementwise cosine.",
+    kernel=Call("cos"), cost=_SCALAR_LOOP,
+)  # fmt: skip
+_unary(
+    "tan", lambda m, x, y: 1 + y * y, lambda s, x: s.sp.tan(x), "Elementwise tangent.", zero=True,
+    kernel=Call("tan"), cost=_LOOP,
+)  # fmt: skip
 _unary(
     "asin",
     lambda m, x, y: 1 / m.sqrt(1 - x * x),
@@ -432,6 +532,8 @@ _unary(
     "Elementwise arcsine.",
     zero=True,
     ufunc="arcsin",
+    kernel=Call("arcsin", "asin"),
+    cost=_LOOP,
 )
 _unary(
     "acos",
@@ -439,6 +541,8 @@ _unary(
     lambda s, x: s.sp.acos(x),
     "Elementwise arccosine.",
     ufunc="arccos",
+    kernel=Call("arccos", "acos"),
+    cost=_LOOP,
 )
 _unary(
     "atan",
@@ -447,6 +551,8 @@ _unary(
     "Elementwise arctangent.",
     zero=True,
     ufunc="arctan",
+    kernel=Call("arctan", "atan"),
+    cost=_LOOP,
 )
 _unary(
     "sinh",
@@ -454,16 +560,21 @@ _unary(
     lambda s, x: s.sp.sinh(x),
     "Elementwise hyperbolic sine.",
     zero=True,
+    kernel=Call("sinh"),
+    cost=_LOOP,
 )
 _unary(
-    "cosh", lambda m, x, y: m.sinh(x), lambda s, x: s.sp.cosh(x), "Elementwise hyperbolic cosine."
-)
+    "cosh", lambda m, x, y: m.sinh(x), lambda s, x: s.sp.cosh(x), "Elementwise hyperbolic cosine.",
+    kernel=Call("cosh"), cost=_LOOP,
+)  # fmt: skip
 _unary(
     "tanh",
     lambda m, x, y: 1 - y * y,
     lambda s, x: s.sp.tanh(x),
     "Elementwise hyperbolic tangent.",
     zero=True,
+    kernel=Call("tanh"),
+    cost=_LOOP,
 )
 _unary(
     "sqrt",
@@ -471,21 +582,25 @@ _unary(
     lambda s, x: s.sp.sqrt(x),
     "Elementwise square root.",
     zero=True,
+    kernel=Call("sqrt"),
+    cost=KernelCost.TRANSCENDENTAL,
 )
+# expressions of other primitives: a Formula's SymPy spelling (None here) and fused
+# kernel's expansion are the formula's, over SymPy and over a kernel's expressions
 _unary(
     "recip",
     lambda m, x, y: -(y * y),
-    lambda s, x: 1 / x,
+    None,
     "Elementwise 1/x.",
-    impl=_recip,
+    impl=Formula(lambda m, a: 1 / a),
     ufunc="reciprocal",
 )
 _unary(
     "sigmoid",
     lambda m, x, y: y * (1 - y),
-    lambda s, x: 1 / (1 + s.sp.exp(-x)),
+    None,
     "Elementwise logistic function 1/(1 + e**-x).",
-    impl=_sigmoid,
+    impl=Formula(lambda m, a: 1 / (1 + m.exp(-a))),
     ufunc="",
 )
 _unary(
@@ -494,7 +609,7 @@ _unary(
     lambda s, x: s.stop_gradient(x),
     "The identity, seen by differentiation as a constant (derivative 0), like "
     "``jax.lax.stop_gradient``.",
-    impl=_identity,
+    impl=Formula(lambda m, a: a),
     ufunc="",
 )
 _unary(
@@ -506,6 +621,7 @@ _unary(
     impl=NamespaceCall("negative"),
     function="negative",
     ufunc="negative",
+    kernel=Prefix("-"),
 )
 _unary(
     "abs",
@@ -515,6 +631,7 @@ _unary(
     kind=_N,
     zero=True,
     ufunc="absolute",
+    kernel=Call("abs", "fabs"),
 )
 _unary("sign", None, lambda s, x: s.sign(x), "Elementwise sign (-1, 0 or 1).", kind=_N, zero=True)
 register(
@@ -526,6 +643,7 @@ register(
         doc="Elementwise logical not (bool).",
         function="logical_not",
         ufuncs=("logical_not",),
+        kernel=Prefix("~", "!"),
     )
 )
 
@@ -543,27 +661,32 @@ def _binary(
     zero: bool = False,
     ufunc: str | tuple[str, ...] = (),
     doc: str = "",
+    kernel: KernelSpelling | None = None,
+    cost: KernelCost = KernelCost.CHEAP,
 ) -> Primitive:
     ufuncs = (ufunc,) if isinstance(ufunc, str) else ufunc
     return register(
-        Primitive(name, kind, impl, partials, sympy, doc, function, infix, precedence, zero, ufuncs)
-    )
+        Primitive(
+            name, kind, impl, partials, sympy, doc, function, infix, precedence, zero, ufuncs,
+            kernel, cost,
+        )
+    )  # fmt: skip
 
 
 _B, _F = OpKind.NUM_BINARY, OpKind.FLOAT_BINARY
 _binary(
     "add", _B, NamespaceCall("add"), lambda s, a, b: a + b, (IDENTITY, IDENTITY),
-    infix="+", precedence=6, zero=True, ufunc="add",
+    infix="+", precedence=6, zero=True, ufunc="add", kernel=Infix("+"),
 )  # fmt: skip
 _binary(
     "sub", _B, NamespaceCall("subtract"), lambda s, a, b: a - b,
     (IDENTITY, lambda m, a, b, y: -1),
-    infix="-", precedence=6, zero=True, ufunc="subtract",
+    infix="-", precedence=6, zero=True, ufunc="subtract", kernel=Infix("-"),
 )  # fmt: skip
 _binary(
     "mul", _B, NamespaceCall("multiply"), lambda s, a, b: a * b,
     (lambda m, a, b, y: b, lambda m, a, b, y: a),
-    infix="*", precedence=7, zero=True, ufunc="multiply",
+    infix="*", precedence=7, zero=True, ufunc="multiply", kernel=Infix("*"),
 )  # fmt: skip
 # ties go to the first argument, as horde-ad's max u v = if u >= v then u else v
 _binary(
@@ -581,7 +704,7 @@ _binary(
 _binary(
     "div", _F, NamespaceCall("divide"), lambda s, a, b: a / b,
     (lambda m, a, b, y: 1 / b, lambda m, a, b, y: -(y / b)),
-    infix="/", precedence=7, ufunc=("divide", "true_divide"),
+    infix="/", precedence=7, ufunc=("divide", "true_divide"), kernel=Infix("/"),
 )  # fmt: skip
 # d/dy x**y = x**y · log x with log x read as 0 where x == 0 (JAX's
 # ``log(_replace_zero(x))``): 0 at x = 0 for y > 0, not 0 · -inf
@@ -591,7 +714,7 @@ _binary(
         lambda m, x, e, y: e * x ** (e - 1),
         lambda m, x, e, y: y * m.log(m.where(x == 0, 1, x)),
     ),
-    infix="**", precedence=9, ufunc="power",
+    infix="**", precedence=9, ufunc="power", kernel=Infix("**", "pow"), cost=_LOOP,
 )  # fmt: skip
 _binary(
     "atan2", _F, NamespaceCall("atan2"), lambda s, a, b: s.sp.atan2(a, b),
@@ -601,6 +724,7 @@ _binary(
     ),
     function="atan2", zero=True, ufunc="arctan2",
     doc="Elementwise arctangent of y/x with the quadrant of (x, y): atan2(y, x).",
+    kernel=Call("arctan2", "atan2"), cost=_LOOP,
 )  # fmt: skip
 _binary(
     "quot", OpKind.INT_BINARY, _quot, lambda s, a, b: s.total_quot(a, b),
@@ -626,17 +750,17 @@ for _name, _ns, _symbol, _zero, _ufunc in (
     _binary(
         _name, OpKind.COMPARE, NamespaceCall(_ns),
         (lambda symbol: lambda s, a, b: s.compare(symbol, a, b))(_symbol),
-        infix=_symbol, precedence=4, zero=_zero, ufunc=_ufunc,
+        infix=_symbol, precedence=4, zero=_zero, ufunc=_ufunc, kernel=Infix(_symbol),
     )  # fmt: skip
 _binary(
     "and", OpKind.LOGIC_BINARY, NamespaceCall("logical_and"), lambda s, a, b: s.sp.And(a, b),
     infix="&&", precedence=3, zero=True, function="logical_and", ufunc="logical_and",
-    doc="Elementwise logical and (bool).",
+    doc="Elementwise logical and (bool).", kernel=Infix("&", "&&"),
 )  # fmt: skip
 _binary(
     "or", OpKind.LOGIC_BINARY, NamespaceCall("logical_or"), lambda s, a, b: s.sp.Or(a, b),
     infix="||", precedence=2, zero=True, function="logical_or", ufunc="logical_or",
-    doc="Elementwise logical or (bool).",
+    doc="Elementwise logical or (bool).", kernel=Infix("|", "||"),
 )  # fmt: skip
 register(
     Primitive(
@@ -650,6 +774,7 @@ register(
         ),
         lambda s, c, a, b: s.sp.Piecewise((a, c), (b, True)),
         zero_preserving=True,
+        kernel=Where(),
     )
 )
 

@@ -156,7 +156,7 @@ def is_own_private_module(path: Path, node: ast.ImportFrom, name: str) -> bool:
 def private_imports(path: Path) -> list[str]:
     """The underscore-private names ``path`` imports from another module (private
     modules of its own package excepted), as ``line: from module import name``."""
-    found = []
+    found: list[str] = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
             module = "." * node.level + (node.module or "")

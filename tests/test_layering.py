@@ -139,3 +139,59 @@ def test_each_subpackage_says_its_stage() -> None:
             continue
         doc = ast.get_docstring(ast.parse(init.read_text()))
         assert doc and ("§" in doc or "App." in doc), f"{package}: no stage or section"
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def is_own_private_module(path: Path, node: ast.ImportFrom, name: str) -> bool:
+    """``from . import _shape`` in a module of the package that holds ``_shape``."""
+    folder = path.parent
+    return (
+        node.level == 1
+        and node.module is None
+        and ((folder / f"{name}.py").exists() or (folder / name / "__init__.py").exists())
+    )
+
+
+def private_imports(path: Path) -> list[str]:
+    """The underscore-private names ``path`` imports from another module (private
+    modules of its own package excepted), as ``line: from module import name``."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            found.extend(
+                f"{node.lineno}: from {module} import {alias.name}"
+                for alias in node.names
+                if is_private(alias.name) and not is_own_private_module(path, node, alias.name)
+            )
+    return found
+
+
+def test_the_private_import_check_sees_names_and_spares_own_private_modules() -> None:
+    def imports(source: str, path: Path) -> list[str]:
+        node = ast.parse(source).body[0]
+        assert isinstance(node, ast.ImportFrom)
+        return [a.name for a in node.names if is_private(a.name)
+                and not is_own_private_module(path, node, a.name)]
+
+    numpy_init = PACKAGE / "numpy" / "__init__.py"
+    assert (PACKAGE / "numpy" / "_shape.py").exists()
+    assert imports("from . import _shape", numpy_init) == []
+    assert imports("from .feedback import _ok, passed", numpy_init) == ["_ok"]
+    assert imports("from .. import _shape", PACKAGE / "teach" / "check.py") == ["_shape"]
+    assert imports("from . import __version__", numpy_init) == []
+
+
+def test_no_module_imports_a_private_name_of_another_module() -> None:
+    """What one module needs of another is that module's public, documented API: an
+    underscore name stays inside its module (a private module of a package may be
+    imported by its package's own modules)."""
+    offending = [
+        f"{path.relative_to(PACKAGE.parent)}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for line in private_imports(path)
+    ]
+    assert not offending, "imports of private names:\n" + "\n".join(offending)

@@ -27,21 +27,21 @@ from ...lang.terms import assert_never
 from .feedback import (
     F64,
     Feedback,
-    _arr,
-    _describe_error,
-    _fail,
-    _mismatches,
-    _not_implemented,
-    _num,
-    _ok,
-    _pos,
-    _require_callable,
+    describe_error,
+    format_array,
+    format_number,
+    format_position,
+    mismatched_positions,
+    not_implemented,
+    not_yet,
+    passed,
+    require_callable,
 )
 from .let_conversion import (
-    _growth,
     delta_cases,
     doubling_chain,
     fibonacci_chain,
+    growth_in_words,
     random_delta,
     run_metered,
     show_delta,
@@ -338,20 +338,21 @@ def _compare(
         if n not in got:
             if not np.any(want):
                 continue
-            return f"no gradient for Input {n}; expected {_arr(want)}"
+            return f"no gradient for Input {n}; expected {format_array(want)}"
         mine = got[n]
         if mine.shape != shapes[n]:
             return (
                 f"the gradient of Input {n} has shape {format_shape(mine.shape)}, but Input "
                 f"{n} has shape {format_shape(shapes[n])}"
             )
-        bad = _mismatches(want, mine)
+        bad = mismatched_positions(want, mine)
         if bad:
             at = bad[0]
             more = f" ({len(bad)} of {mine.size} elements wrong)" if len(bad) > 1 else ""
             return (
-                f"Input {n}, element {_pos(at)}: expected {_num(want[at])}, got "
-                f"{_num(mine[at])}{more}\nexpected {_arr(want)}\nyours    {_arr(mine)}"
+                f"Input {n}, element {format_position(at)}: "
+                f"expected {format_number(want[at])}, got {format_number(mine[at])}{more}\n"
+                f"expected {format_array(want)}\nyours    {format_array(mine)}"
             )
     return None
 
@@ -414,7 +415,7 @@ def check_reverse_pass(reverse_pass: ReversePass, shared: bool = True) -> Feedba
     DAGs; then the work on two sharing chains of 8 and 16 steps must grow linearly.  A
     pass that adds into a cotangent in place (shared by several nodes) is recognised.
     """
-    _require_callable(reverse_pass, "reverse_pass", "check_reverse_pass")
+    require_callable(reverse_pass, "reverse_pass", "check_reverse_pass")
     title = "the reverse pass (Fig. 17) " + ("on Delta DAGs" if shared else "without Share")
     cases: list[tuple[str, dl.Delta, str]] = (
         [(name, d, _DAG_HINTS.get(name, "")) for name, d in _dag_cases()]
@@ -426,10 +427,10 @@ def check_reverse_pass(reverse_pass: ReversePass, shared: bool = True) -> Feedba
         expected = library_gradient(d, c)
         run = run_metered(partial(reverse_pass, d, c.copy()), 1_000_000)
         if isinstance(run.error, NotImplementedError):
-            return _not_implemented("the reverse pass", "your reverse pass")
-        where = f"on {name}:\n{show_delta(d)}\nwith the cotangent c = {_arr(c)}"
+            return not_implemented("the reverse pass", "your reverse pass")
+        where = f"on {name}:\n{show_delta(d)}\nwith the cotangent c = {format_array(c)}"
         if run.exceeded:
-            return _fail(
+            return not_yet(
                 title,
                 f"{where}\nyour reverse pass ran for more than 1000000 Python lines on a "
                 f"Delta of {dl.size([d]).nodes} nodes",
@@ -437,14 +438,14 @@ def check_reverse_pass(reverse_pass: ReversePass, shared: bool = True) -> Feedba
                 "it: at a Share, collect the cotangent instead of walking below it.",
             )
         if run.error is not None:
-            return _fail(
+            return not_yet(
                 title,
-                f"{where}\nyour reverse pass raised {_describe_error(run.error)}",
+                f"{where}\nyour reverse pass raised {describe_error(run.error)}",
                 *_error_hints(run.error, hint_key),
             )
         got = _as_gradient(run.result)
         if isinstance(got, str):
-            return _fail(
+            return not_yet(
                 title,
                 f"{where}\n{got}",
                 "Hint: return a dict from each Input's index to its gradient, an array of "
@@ -456,9 +457,9 @@ def check_reverse_pass(reverse_pass: ReversePass, shared: bool = True) -> Feedba
         hints = [_TREE_HINT[hint_key]] if hint_key else []
         if shared:
             hints += _recognise(reverse_pass, cases[k:])
-        return _fail(title, where, problem, *hints)
+        return not_yet(title, where, problem, *hints)
     if not shared:
-        return _ok(
+        return passed(
             f"{title}: agrees with dualarr on all {len(cases)} Deltas",
             "Zero, Input, Add, FromList and the one-operand nodes are right",
         )
@@ -471,8 +472,8 @@ def check_reverse_pass(reverse_pass: ReversePass, shared: bool = True) -> Feedba
             d = chain(n)
             work[n] = run_metered(partial(reverse_pass, d, np.ones(d.shape)), 400_000)
         if work[16].exceeded or work[16].lines > 3 * work[8].lines + 500:
-            grew = _growth(work[8].lines, work[16].lines, work[16].exceeded)
-            return _fail(
+            grew = growth_in_words(work[8].lines, work[16].lines, work[16].exceeded)
+            return not_yet(
                 f"{title}: right gradients, but the work is not linear",
                 f"on {name}: doubling its length from 8 to 16 steps multiplied the work of "
                 f"your reverse pass by {grew}",
@@ -480,7 +481,7 @@ def check_reverse_pass(reverse_pass: ReversePass, shared: bool = True) -> Feedba
                 "Fig. 17 evaluates the Delta below a Share once, with all of its cotangent "
                 "added up first.",
             )
-    return _ok(
+    return passed(
         f"{title}: agrees with dualarr on all {len(cases)} Deltas",
         "cotangents collected per Share id, each Share evaluated once: the work grows "
         "linearly on two sharing chains",

@@ -43,16 +43,16 @@ from ...vectorise.bot import (
 )
 from .feedback import (
     Feedback,
-    _arr,
-    _describe_error,
-    _fail,
-    _mismatches,
-    _not_implemented,
-    _num,
-    _ok,
-    _pos,
-    _require_callable,
-    _short,
+    abbreviate_term,
+    describe_error,
+    format_array,
+    format_number,
+    format_position,
+    mismatched_positions,
+    not_implemented,
+    not_yet,
+    passed,
+    require_callable,
 )
 
 # --------------------------------------------------------------------------------------
@@ -159,7 +159,7 @@ class _TeachingVectoriser:
         except Exception as err:
             if not mine:
                 raise
-            raise self._failed(before, f"your rule raised {_describe_error(err)}") from None
+            raise self._failed(before, f"your rule raised {describe_error(err)}") from None
         if not mine:
             return result
         if not isinstance(result, TERM_TYPES):
@@ -172,14 +172,14 @@ class _TeachingVectoriser:
         if any(isinstance(n, Build1) for n in postorder([result])):
             raise self._failed(
                 before,
-                f"your result still contains build1: {_short(result)}",
+                f"your result still contains build1: {abbreviate_term(result)}",
                 "Hint: the bot must eliminate build1 (Theorem 5.1, property 1), not rebuild it.",
             )
         if self.i in self.fv(result):
             name = self.i.hint
             raise self._failed(
                 before,
-                f"your result mentions the loop variable {name} free: {_short(result)}\n"
+                f"your result mentions the loop variable {name} free: {abbreviate_term(result)}\n"
                 f"The build1 that bound {name} is gone, so {name} has no value.",
                 "Hint: after the rule nothing may depend on one value of i. Fig. 11 moves the "
                 "whole index into the index function of a gather, which binds its own variable.",
@@ -189,12 +189,13 @@ class _TeachingVectoriser:
             raise self._failed(
                 before,
                 f"that build1 has type {type_name(expected_shape, before.dtype)}, but your "
-                f"result has type {type_name(result.shape, result.dtype)}: {_short(result)}",
+                f"result has type {type_name(result.shape, result.dtype)}: "
+                f"{abbreviate_term(result)}",
             )
         return result
 
     def _failed(self, before: Term, message: str, hint: str = "") -> _RuleFailed:
-        where = f"build1 {self.k} (λ{self.i.hint}. {_short(before)})"
+        where = f"build1 {self.k} (λ{self.i.hint}. {abbreviate_term(before)})"
         return _RuleFailed(where, f"vectorising {where}:\n{message}", hint)
 
 
@@ -248,7 +249,7 @@ def teaching_bot(
     :data:`~dualarr.vectorise.bot.BUILD1_RULES`).  A program gives a program."""
     for name, rule in (("index_rule", index_rule), ("sum_outer_rule", sum_outer_rule)):
         if rule is not None:
-            _require_callable(rule, name, "teaching_bot")
+            require_callable(rule, name, "teaching_bot")
     terms = _teaching_bot(
         _bot_roots(program),
         index_rule or _reference_index_rule,
@@ -340,7 +341,7 @@ def _sample(shapes: Sequence[tuple[int, ...]], seed: int) -> list[np.ndarray]:
 
 def _call_signature(program: Program, args: Sequence[np.ndarray]) -> str:
     names = [v.hint for v in program.inputs]
-    return ", ".join(f"{n} = {_arr(a)}" for n, a in zip(names, args, strict=True))
+    return ", ".join(f"{n} = {format_array(a)}" for n, a in zip(names, args, strict=True))
 
 
 def _check_bot_rule(
@@ -357,7 +358,7 @@ def _check_bot_rule(
         try:
             terms = _teaching_bot(program.outputs, index_rule, sum_rule, which)
         except _NotImplementedRule:
-            return _not_implemented(title, "your rule")
+            return not_implemented(title, "your rule")
         except _RuleFailed as err:
             failures.append(f"{case.name}: {err.message}")
             if err.hint:
@@ -381,25 +382,27 @@ def _check_bot_rule(
             got = np.asarray(vectorised(*args))
         except Exception as err:
             failures.append(
-                f"{case.name}: evaluating your vectorised program raised {_describe_error(err)}"
-                f"\nyour bot:   {_short(terms[0])}"
+                f"{case.name}: evaluating your vectorised program raised {describe_error(err)}"
+                f"\nyour bot:   {abbreviate_term(terms[0])}"
             )
             continue
         if got.shape != expected.shape:
             failures.append(
                 f"{case.name}: your vectorised program has shape {format_shape(got.shape)}, "
-                f"the source {format_shape(expected.shape)}\nyour bot:   {_short(terms[0])}"
+                f"the source {format_shape(expected.shape)}\n"
+                f"your bot:   {abbreviate_term(terms[0])}"
             )
             continue
-        bad = _mismatches(expected, got)
+        bad = mismatched_positions(expected, got)
         outside = _reads_outside(program, args) if which == "index" else set()
         if bad and all(p in outside for p in bad):  # right in range, wrong out of range
             first = bad[0]
             failures.append(
-                f"{case.name}({_call_signature(program, args)}): element {_pos(first)} reads "
-                f"outside the array: expected 0 (total indexing, §5.2), got {_num(got[first])}"
-                f"\nsource:     {_short(program.outputs[0])}\n"
-                f"your bot:   {_short(terms[0])}"
+                f"{case.name}({_call_signature(program, args)}): "
+                f"element {format_position(first)} reads outside the array: "
+                f"expected 0 (total indexing, §5.2), got {format_number(got[first])}"
+                f"\nsource:     {abbreviate_term(program.outputs[0])}\n"
+                f"your bot:   {abbreviate_term(terms[0])}"
             )
             hints.append(_OUT_OF_RANGE_HINT)
             continue
@@ -407,23 +410,25 @@ def _check_bot_rule(
             first = bad[0]
             failures.append(
                 f"{case.name}({_call_signature(program, args)}): {len(bad)} of {expected.size} "
-                f"elements differ; element {_pos(first)}: expected {_num(expected[first])}, "
-                f"got {_num(got[first])}\n"
-                f"source:     {_short(program.outputs[0])}\n"
-                f"your bot:   {_short(terms[0])}"
+                f"elements differ; element {format_position(first)}: "
+                f"expected {format_number(expected[first])}, "
+                f"got {format_number(got[first])}\n"
+                f"source:     {abbreviate_term(program.outputs[0])}\n"
+                f"your bot:   {abbreviate_term(terms[0])}"
             )
             hints.extend(_bot_value_hints(which, expected, got))
             continue
         if not example:
-            example = f"e.g. {case.name}: {_short(program.outputs[0])}  ⟶  {_short(terms[0])}"
+            example = (f"e.g. {case.name}: {abbreviate_term(program.outputs[0])}  ⟶  "
+                       f"{abbreviate_term(terms[0])}")
     if failures:
         unique_hints = list(dict.fromkeys(hints))
-        return _fail(
+        return not_yet(
             f"{title}: {len(failures)} of {len(cases)} test programs go wrong",
             *failures,
             *unique_hints,
         )
-    return _ok(
+    return passed(
         f"{title}: all {len(cases)} test programs vectorise, with equal values and no build1 "
         "left",
         example,
@@ -493,14 +498,14 @@ def check_bot_index_rule(rule: IndexRule) -> Feedback:
     """Check ``rule(k, i, e)`` for ``build1 k (λi. a[ix])`` with ``a`` not mentioning
     ``i`` (Fig. 11, the key rule): on five programs, the vectorised result must have no
     ``build1``, no free ``i``, and evaluate to the source's values."""
-    _require_callable(rule, "rule", "check_bot_index_rule")
+    require_callable(rule, "rule", "check_bot_index_rule")
     return _check_bot_rule(rule, "index", INDEX_CASES, "B[index a ix] (Fig. 11)")
 
 
 def check_bot_sum_outer_rule(rule: SumOuterRule) -> Feedback:
     """Check ``rule(k, e, vec)`` for ``build1 k (λi. sumOuter a)`` (Fig. 9) on four
     programs (a non-square and a square matrix-vector product, nested builds, rank 3)."""
-    _require_callable(rule, "rule", "check_bot_sum_outer_rule")
+    require_callable(rule, "rule", "check_bot_sum_outer_rule")
     return _check_bot_rule(rule, "sumOuter", SUM_OUTER_CASES, "B[sumOuter a] (Fig. 9)")
 
 

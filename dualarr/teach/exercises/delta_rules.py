@@ -16,18 +16,18 @@ from ...lang.errors import UnsupportedError, format_shape
 from .feedback import (
     F64,
     Feedback,
-    _arr,
-    _close,
-    _delta_arithmetic_hints,
-    _describe_error,
-    _fail,
-    _is_delta,
-    _misbuilt_delta,
-    _mismatches,
-    _not_implemented,
-    _num,
-    _ok,
-    _require_callable,
+    all_close,
+    delta_arithmetic_hints,
+    describe_error,
+    format_array,
+    format_number,
+    is_delta,
+    misbuilt_delta_hint,
+    mismatched_positions,
+    not_implemented,
+    not_yet,
+    passed,
+    require_callable,
 )
 
 # --------------------------------------------------------------------------------------
@@ -91,7 +91,7 @@ def _finite_differences(op: _DeltaOp, xs: Sequence[np.ndarray], k: int) -> np.nd
 
 def _point(op: _DeltaOp, xs: Sequence[np.ndarray], p: int) -> str:
     names = ("x",) if op.arity == 1 else ("a", "b")
-    return ", ".join(f"{n} = {_num(x[p])}" for n, x in zip(names, xs, strict=True))
+    return ", ".join(f"{n} = {format_number(x[p])}" for n, x in zip(names, xs, strict=True))
 
 
 def _delta_hints(
@@ -106,7 +106,7 @@ def _delta_hints(
     """What a wrong derivative (``got`` against finite differences) looks like."""
 
     def near(a: Any, b: Any) -> bool:
-        return _close(a, b, rtol=1e-5, atol=1e-7)
+        return all_close(a, b, rtol=1e-5, atol=1e-7)
 
     with np.errstate(all="ignore"):
         if not np.isfinite(got[list(bad)]).all():
@@ -122,7 +122,10 @@ def _delta_hints(
                 "sqrt(a ** 2 + b ** 2): your rule is given the output y = hypot(a, b), "
                 "computed without overflow.",
             }[op.name]
-            return [f"Hint: at {_point(op, xs, p)} your derivative is {_num(got[p])}: {reason}"]
+            return [
+                f"Hint: at {_point(op, xs, p)} your derivative is {format_number(got[p])}: "
+                f"{reason}"
+            ]
         huge = all(max(abs(float(x[p])) for x in xs) > 1e100 for p in bad)
         if op.name == "hypot" and huge:
             return [
@@ -153,7 +156,7 @@ def _delta_hints(
         if len(sel) >= 2:
             ratios = got[sel] / expected[sel]
             if abs(ratios[0]) > 1e-6 and near(ratios, ratios[0]):
-                return [f"Hint: your derivative is {_num(ratios[0])} times the right one."]
+                return [f"Hint: your derivative is {format_number(ratios[0])} times the right one."]
     if op.arity == 1:
         return [
             "Hint: a one-argument primitive's Delta is Scale(f'(x), dx) (Fig. 14): work out "
@@ -167,7 +170,7 @@ def _delta_hints(
 
 def _approx(value: Any) -> str:
     """A finite-difference value, with its noise below 1e-9 shown as 0."""
-    return "0" if abs(float(value)) < 1e-9 else _num(value)
+    return "0" if abs(float(value)) < 1e-9 else format_number(value)
 
 
 def check_delta_rule(op: str, rule: Callable[..., Any]) -> Feedback:
@@ -187,7 +190,7 @@ def check_delta_rule(op: str, rule: Callable[..., Any]) -> Feedback:
             op="check_delta_rule",
             location="",
         )
-    _require_callable(rule, "rule", "check_delta_rule")
+    require_callable(rule, "rule", "check_delta_rule")
     title = f"Delta rule for {spec.formula}"
     xs = [np.array(p, dtype=np.float64) for p in spec.points]
     m = xs[0].shape[0]
@@ -198,25 +201,25 @@ def check_delta_rule(op: str, rule: Callable[..., Any]) -> Feedback:
         with np.errstate(all="ignore"):
             d = rule(*[x.copy() for x in xs], y.copy(), *inputs)
     except NotImplementedError:
-        return _not_implemented(title, "your Delta rule")
+        return not_implemented(title, "your Delta rule")
     except Exception as err:
-        return _fail(
-            title, f"your rule raised {_describe_error(err)}", *_delta_arithmetic_hints(err)
+        return not_yet(
+            title, f"your rule raised {describe_error(err)}", *delta_arithmetic_hints(err)
         )
-    if not _is_delta(d):
-        return _fail(
+    if not is_delta(d):
+        return not_yet(
             title,
             f"your rule returned a {type(d).__name__}, not a Delta",
             "Hint: the rule returns the Delta of the output, built from the Deltas it is "
             "given, e.g. dl.Scale(factor, dx) (Fig. 14); the factor is a primal array.",
         )
-    misbuilt = _misbuilt_delta(d)
+    misbuilt = misbuilt_delta_hint(d)
     if misbuilt is not None:
-        return _fail(
+        return not_yet(
             title, "your Delta holds a value that is not a Delta where a Delta belongs", misbuilt
         )
     if tuple(d.shape) != (m,):
-        return _fail(
+        return not_yet(
             title,
             f"your Delta has shape {format_shape(d.shape)}, the output has shape "
             f"{format_shape((m,))}",
@@ -235,37 +238,38 @@ def check_delta_rule(op: str, rule: Callable[..., Any]) -> Feedback:
                 jvp = np.asarray(forward(alg, d, tangents), dtype=np.float64)
                 got = np.broadcast_to(jvp, (m,)) / weights
         except Exception as err:
-            return _fail(title, f"evaluating your Delta raised {_describe_error(err)}")
+            return not_yet(title, f"evaluating your Delta raised {describe_error(err)}")
         columns.append(got)
         expected = _finite_differences(spec, xs, k)
-        bad = [p[0] for p in _mismatches(expected, got, rtol=1e-5, atol=1e-7)]
+        bad = [p[0] for p in mismatched_positions(expected, got, rtol=1e-5, atol=1e-7)]
         arg = f"by {names[k]}" if spec.arity > 1 else ""
         for p in bad[:3]:
             failures.append(
                 f"derivative{' ' + arg if arg else ''} at {_point(spec, xs, p)}: expected "
-                f"{_approx(expected[p])} (finite differences), got {_num(got[p])}"
+                f"{_approx(expected[p])} (finite differences), got {format_number(got[p])}"
             )
         if len(bad) > 3:
             failures.append(f"… and {len(bad) - 3} more of the {m} test points")
         if bad:
             hints.extend(_delta_hints(spec, xs, y, expected, got, bad, arg or "d/dx"))
     if failures:
-        return _fail(title, *failures, *list(dict.fromkeys(hints)))
+        return not_yet(title, *failures, *list(dict.fromkeys(hints)))
     # the reverse pass (Fig. 5) must give the same derivative: the transpose of a diagonal
     try:
         with np.errstate(all="ignore"):
             grads = reverse(alg, dl.Share(10**9, d), weights)
     except Exception as err:
-        return _fail(title, f"the reverse pass over your Delta raised {_describe_error(err)}")
+        return not_yet(title, f"the reverse pass over your Delta raised {describe_error(err)}")
     for k in range(spec.arity):
         vjp = np.asarray(grads.get(k, 0.0), dtype=np.float64)
         got = np.broadcast_to(vjp, (m,)) / weights
-        if not _close(got, columns[k], rtol=1e-9):
-            p = _mismatches(columns[k], got)[0][0]
-            return _fail(
+        if not all_close(got, columns[k], rtol=1e-9):
+            p = mismatched_positions(columns[k], got)[0][0]
+            return not_yet(
                 title,
                 f"the reverse pass disagrees with the forward derivative by {names[k]} at "
-                f"{_point(spec, xs, p)}: {_num(got[p])} against {_num(columns[k][p])}",
+                f"{_point(spec, xs, p)}: {format_number(got[p])} against "
+                f"{format_number(columns[k][p])}",
                 "Hint: an elementwise primitive's Delta is a Scale (and Add) of its arguments' "
                 "Deltas, nothing else.",
             )
@@ -273,8 +277,8 @@ def check_delta_rule(op: str, rule: Callable[..., Any]) -> Feedback:
     if problem is not None:
         return problem
     call = "sum(op(w * x))" if spec.arity == 1 else "sum(op(w * x, x))"
-    points = ", ".join(_num(v) for v in spec.points[0])
-    return _ok(
+    points = ", ".join(format_number(v) for v in spec.points[0])
+    return passed(
         f"{title}: right at every test point",
         f"forward derivative and reverse pass match finite differences at x = {points}"
         if spec.arity == 1
@@ -309,22 +313,23 @@ def _composition_check(spec: _DeltaOp, rule: Callable[..., Any], title: str) -> 
             out = alg.sum_outer(alg.dual(y, d))
             g = np.asarray(reverse(NumpyAlgebra(), out.delta, np.ones(())).get(0, 0.0))
     except Exception as err:
-        return _fail(
+        return not_yet(
             title,
-            f"inside a program, your rule raised {_describe_error(err)}",
-            *_delta_arithmetic_hints(err),
+            f"inside a program, your rule raised {describe_error(err)}",
+            *delta_arithmetic_hints(err),
         )
     h = 1e-6
     expected = np.array(
         [(primal(x0 + h * e) - primal(x0 - h * e)) / (2 * h) for e in np.eye(4)]
     )
     call = "sum(op(w * x))" if spec.arity == 1 else "sum(op(w * x, x))"
-    if not _close(g, expected, rtol=1e-5, atol=1e-7):
-        return _fail(
+    if not all_close(g, expected, rtol=1e-5, atol=1e-7):
+        return not_yet(
             title,
             "your rule is right on its own, but not inside a program: the gradient of "
-            f"{call} at x = {_arr(np.round(x0, 4))}, w = {_arr(w)} is {_arr(np.round(g, 6))}; "
-            f"finite differences give {_arr(np.round(expected, 6))}",
+            f"{call} at x = {format_array(np.round(x0, 4))}, w = {format_array(w)} "
+            f"is {format_array(np.round(g, 6))}; "
+            f"finite differences give {format_array(np.round(expected, 6))}",
             "Hint: build the Delta from the Delta arguments you are given (they are not "
             "always Input nodes): the chain rule happens by scaling them.",
         )
@@ -360,7 +365,7 @@ def _shapes_check(spec: _DeltaOp, rule: Callable[..., Any], title: str) -> Feedb
     alg = NumpyAlgebra()
     for label, xs in _edge_inputs(spec):
         shape = xs[0].shape
-        at = ", ".join(f"{n} = {_arr(x)}" for n, x in zip(names, xs, strict=True))
+        at = ", ".join(f"{n} = {format_array(x)}" for n, x in zip(names, xs, strict=True))
         where = f"on {label}, {at}"
         with np.errstate(all="ignore"):
             y = spec.function(*xs)
@@ -369,13 +374,13 @@ def _shapes_check(spec: _DeltaOp, rule: Callable[..., Any], title: str) -> Feedb
             with np.errstate(all="ignore"):
                 d = rule(*[x.copy() for x in xs], np.asarray(y).copy(), *inputs)
         except Exception as err:
-            return _fail(title, f"{where}: your rule raised {_describe_error(err)}", _SHAPES_HINT)
-        if not _is_delta(d) or tuple(d.shape) != shape:
+            return not_yet(title, f"{where}: your rule raised {describe_error(err)}", _SHAPES_HINT)
+        if not is_delta(d) or tuple(d.shape) != shape:
             what = (
-                f"a Delta of shape {format_shape(d.shape)}" if _is_delta(d)
+                f"a Delta of shape {format_shape(d.shape)}" if is_delta(d)
                 else f"a {type(d).__name__}"
             )
-            return _fail(
+            return not_yet(
                 title,
                 f"{where}: your rule returned {what}, the output has shape {format_shape(shape)}",
                 _SHAPES_HINT,
@@ -389,18 +394,19 @@ def _shapes_check(spec: _DeltaOp, rule: Callable[..., Any], title: str) -> Feedb
                     grads = reverse(alg, dl.Share(10**9, d), np.ones(shape))
                     vjp = np.asarray(grads.get(k, np.zeros(shape)), dtype=np.float64)
             except Exception as err:
-                return _fail(
-                    title, f"{where}: evaluating your Delta raised {_describe_error(err)}",
+                return not_yet(
+                    title, f"{where}: evaluating your Delta raised {describe_error(err)}",
                     _SHAPES_HINT,
                 )
             for run, got in (("forward", jvp), ("reverse", vjp)):
-                if got.shape != shape or not _close(got, expected, rtol=1e-5, atol=1e-7):
+                if got.shape != shape or not all_close(got, expected, rtol=1e-5, atol=1e-7):
                     by = f" by {names[k]}" if spec.arity > 1 else ""
-                    return _fail(
+                    return not_yet(
                         title,
                         f"{where}: your Delta, run {run}, gives the derivative{by} "
-                        f"{_arr(got)} of shape {format_shape(got.shape)}; finite differences "
-                        f"give {_arr(expected)} of shape {format_shape(shape)}",
+                        f"{format_array(got)} of shape {format_shape(got.shape)}; "
+                        "finite differences "
+                        f"give {format_array(expected)} of shape {format_shape(shape)}",
                         _SHAPES_HINT,
                     )
     return None

@@ -1,5 +1,14 @@
 """The verdict of a check (:class:`Feedback`) and the helpers every checker uses to
-name what is wrong."""
+name what is wrong.
+
+This is the API the checkers of ``dualarr.teach.exercises`` and
+``dualarr.teach.practice`` share: verdicts (:func:`passed`, :func:`not_yet`,
+:func:`not_implemented`), the learner's errors (:func:`describe_error`,
+:func:`trace_or_error`, :func:`require_callable`), numbers, arrays and terms as a check
+shows them (:func:`format_number`, :func:`format_array`, :func:`format_position`,
+:func:`abbreviate_term`), comparisons (:func:`all_close`, :func:`mismatched_positions`)
+and hints about Deltas (Fig. 14: :func:`is_delta`, :func:`delta_arithmetic_hints`,
+:func:`misbuilt_delta_hint`)."""
 
 from __future__ import annotations
 
@@ -19,6 +28,26 @@ from ...lang.terms import (
 )
 
 F64 = DType.FLOAT64
+
+__all__ = [
+    "Feedback",
+    "abbreviate_term",
+    "all_close",
+    "delta_arithmetic_hints",
+    "describe_error",
+    "format_array",
+    "format_number",
+    "format_position",
+    "graded",
+    "is_delta",
+    "misbuilt_delta_hint",
+    "mismatched_positions",
+    "not_implemented",
+    "not_yet",
+    "passed",
+    "require_callable",
+    "trace_or_error",
+]
 
 
 
@@ -102,30 +131,37 @@ def _md_escape(text: str) -> str:
     return text
 
 
-def _ok(title: str, *details: str) -> Feedback:
+def passed(title: str, *details: str) -> Feedback:
+    """A passing verdict (``✔ PASSED``): ``title`` and the detail lines."""
     return Feedback(True, title, tuple(details))
 
 
-def _fail(title: str, *details: str) -> Feedback:
+def not_yet(title: str, *details: str) -> Feedback:
+    """A failing verdict (``✘ NOT YET``): ``title`` and the detail lines that say what is
+    wrong (a line starting with ``Hint:`` is a hint)."""
     return Feedback(False, title, tuple(details))
 
 
-def _not_implemented(name: str, what: str) -> Feedback:
-    return _fail(
+def not_implemented(name: str, what: str) -> Feedback:
+    """The verdict for a learner's ``name`` that still raises ``NotImplementedError``: it
+    says to replace the ``raise`` by ``what`` (e.g. "the rule of Fig. 14")."""
+    return not_yet(
         f"{name} is not implemented yet",
         f"It raised NotImplementedError. Replace the `raise NotImplementedError` by {what},"
         " then run this cell again.",
     )
 
 
-def _require_callable(value: object, name: str, op: str) -> None:
+def require_callable(value: object, name: str, op: str) -> None:
+    """Raise :class:`UnsupportedError` (from ``op``) unless the learner's ``name`` is a
+    function: a checker calls this before calling what it was given."""
     if not callable(value):
         raise UnsupportedError(
             f"{name} must be a function, got {type(value).__name__}", op=op, location=""
         )
 
 
-def _describe_error(err: BaseException) -> str:
+def describe_error(err: BaseException) -> str:
     """``Type: message`` for an exception raised by student code (no file locations)."""
     if isinstance(err, DualarrError):
         where = f"{err.op}: " if err.op else ""
@@ -139,15 +175,17 @@ def _describe_error(err: BaseException) -> str:
 # -- formatting numbers and arrays ----------------------------------------------------
 
 
-def _trace(f: Any, *args: np.ndarray) -> Program | str:
+def trace_or_error(f: Any, *args: np.ndarray) -> Program | str:
     """``f`` traced on ``args``, or what went wrong (a learner's function may raise)."""
     try:
         return trace(f, *args)
     except Exception as err:
-        return f"tracing it raised {_describe_error(err)}"
+        return f"tracing it raised {describe_error(err)}"
 
 
-def _num(value: Any) -> str:
+def format_number(value: Any) -> str:
+    """A number as a check shows it: 6 significant digits, or ``0``, ``nan``, ``inf``,
+    ``-inf``."""
     v = float(value)
     if math.isnan(v):
         return "nan"
@@ -158,27 +196,33 @@ def _num(value: Any) -> str:
     return f"{v:.6g}"
 
 
-def _arr(value: Any, limit: int = 12) -> str:
+def format_array(value: Any, limit: int = 12) -> str:
+    """A number or an array as a check shows it, ``[1, 2.5, …]``: nested brackets per axis,
+    each number by :func:`format_number`, at most ``limit`` entries along each axis (``…``
+    marks a cut innermost axis)."""
     a = np.asarray(value)
     if a.ndim == 0:
-        return _num(a)
+        return format_number(a)
     if a.ndim == 1:
-        items = [_num(v) for v in a[:limit]]
+        items = [format_number(v) for v in a[:limit]]
         if len(a) > limit:
             items.append("…")
         return "[" + ", ".join(items) + "]"
-    return "[" + ", ".join(_arr(row, limit) for row in a[:limit]) + "]"
+    return "[" + ", ".join(format_array(row, limit) for row in a[:limit]) + "]"
 
 
-def _pos(position: tuple[int, ...]) -> str:
+def format_position(position: tuple[int, ...]) -> str:
+    """An index into an array as a check shows it: ``(1, 2)`` -> ``[1, 2]``."""
     return "[" + ", ".join(str(p) for p in position) + "]"
 
 
-def _close(a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-9) -> bool:
+def all_close(a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-9) -> bool:
+    """Whether ``a`` and ``b`` agree elementwise to the tolerance checks use (``nan`` never
+    agrees)."""
     return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=False))
 
 
-def _mismatches(
+def mismatched_positions(
     expected: np.ndarray, got: np.ndarray, rtol: float = 1e-6, atol: float = 1e-9
 ) -> list[tuple[int, ...]]:
     """Positions where ``got`` differs from ``expected`` (non-finite ``got`` counts)."""
@@ -187,7 +231,9 @@ def _mismatches(
     return [tuple(int(i) for i in p) for p in np.argwhere(bad)]
 
 
-def _short(term: Term, limit: int = 160) -> str:
+def abbreviate_term(term: Term, limit: int = 160) -> str:
+    """A term printed on one line (runs of whitespace collapsed), cut to ``limit``
+    characters with `` …`` when longer: what a check quotes of a learner's program."""
     text = " ".join(str(term).split())
     return text if len(text) <= limit else text[:limit] + " …"
 
@@ -196,11 +242,12 @@ _DELTA_TYPES: tuple[type, ...] = dl.Delta.__args__
 _DELTA_NAMES = frozenset(t.__name__ for t in _DELTA_TYPES)
 
 
-def _is_delta(value: object) -> TypeGuard[dl.Delta]:
+def is_delta(value: object) -> TypeGuard[dl.Delta]:
+    """Whether ``value`` is a Delta node (one of the constructors of Fig. 14)."""
     return isinstance(value, _DELTA_TYPES)
 
 
-def _delta_arithmetic_hints(err: BaseException) -> list[str]:
+def delta_arithmetic_hints(err: BaseException) -> list[str]:
     """Hints for student code that computes with Delta nodes as if they were numbers
     (``2.0 * dx``, ``d1 + d2``): a Delta is a term built with the constructors of
     Fig. 14 (``dl.Scale``, ``dl.Add``), which the hints name without giving the rule."""
@@ -224,18 +271,18 @@ def _delta_arithmetic_hints(err: BaseException) -> list[str]:
     return ["Hint: build Deltas with the constructors of Fig. 14 (dl.Scale, dl.Add, …)."]
 
 
-def _misbuilt_delta(d: dl.Delta) -> str | None:
+def misbuilt_delta_hint(d: dl.Delta) -> str | None:
     """What is wrong when a Delta node holds something that is not a Delta where a
     Delta belongs (``dl.Scale(dx, factor)``, ``dl.Add(d, 0.0)``): a hint, else ``None``."""
     stack: list[object] = [d]
     seen: set[int] = set()
     while stack:
         node = stack.pop()
-        if id(node) in seen or not _is_delta(node):
+        if id(node) in seen or not is_delta(node):
             continue
         seen.add(id(node))
-        if isinstance(node, dl.Scale) and not _is_delta(node.delta):
-            if _is_delta(node.factor):
+        if isinstance(node, dl.Scale) and not is_delta(node.delta):
+            if is_delta(node.factor):
                 return (
                     "Hint: dl.Scale takes the primal factor first and the Delta second "
                     "(Scale(factor, delta), Fig. 14); yours has them the other way round."
@@ -245,7 +292,7 @@ def _misbuilt_delta(d: dl.Delta) -> str | None:
                 f"{type(node.delta).__name__}."
             )
         if isinstance(node, dl.Add):
-            wrong = [k for k in (node.left, node.right) if not _is_delta(k)]
+            wrong = [k for k in (node.left, node.right) if not is_delta(k)]
             if wrong:
                 return (
                     f"Hint: dl.Add adds two Deltas; one of yours is a "

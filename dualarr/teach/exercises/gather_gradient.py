@@ -25,17 +25,17 @@ from ...lang.terms import (
 from ...pipeline import pipeline
 from .feedback import (
     Feedback,
-    _arr,
-    _close,
-    _describe_error,
-    _fail,
-    _mismatches,
-    _not_implemented,
-    _num,
-    _ok,
-    _pos,
-    _require_callable,
-    _short,
+    abbreviate_term,
+    all_close,
+    describe_error,
+    format_array,
+    format_number,
+    format_position,
+    mismatched_positions,
+    not_implemented,
+    not_yet,
+    passed,
+    require_callable,
 )
 
 # --------------------------------------------------------------------------------------
@@ -72,7 +72,7 @@ def _vectors(seed: int = 3) -> list[np.ndarray]:
 def check_diffs(diffs: Callable[[Tensor], Tensor]) -> Feedback:
     """Check ``diffs(x)[i] = x[i + 1] - x[i]`` (length ``n - 1``), written with gathers
     (§3.3): traced for several lengths, its values compared with ``np.diff``."""
-    _require_callable(diffs, "diffs", "check_diffs")
+    require_callable(diffs, "diffs", "check_diffs")
     title = "diffs(x)[i] = x[i + 1] - x[i] with gathers"
     for x in _vectors():
         n = x.shape[0]
@@ -80,27 +80,27 @@ def check_diffs(diffs: Callable[[Tensor], Tensor]) -> Feedback:
             program = trace(diffs, x)
             got = np.asarray(program(x))
         except NotImplementedError:
-            return _not_implemented("diffs", "your program")
+            return not_implemented("diffs", "your program")
         except Exception as err:
-            return _fail(
+            return not_yet(
                 title,
-                f"for x = {_arr(x)}: your program raised {_describe_error(err)}",
+                f"for x = {format_array(x)}: your program raised {describe_error(err)}",
                 *([_EMPTY_HINT] if n == 1 else []),
             )
         expected = np.diff(x)
         if got.shape != expected.shape:
-            return _fail(
+            return not_yet(
                 title,
                 f"for x of length {n}, your program returns shape {format_shape(got.shape)}; diffs "
                 f"has n - 1 = {n - 1} elements",
                 _EMPTY_HINT if n == 1
                 else "Hint: the first argument of da.gather is the shape of the result.",
             )
-        bad = _mismatches(expected, got)
+        bad = mismatched_positions(expected, got)
         if bad:
             first = bad[0]
             hint = "Hint: out[i] = x[f(i)] for a gather with index function f (§3.3)."
-            if _close(got, -expected):
+            if all_close(got, -expected):
                 hint = (
                     "Hint: every element has the wrong sign: diffs subtracts each element "
                     "from the one after it, as np.diff does."
@@ -110,16 +110,17 @@ def check_diffs(diffs: Callable[[Tensor], Tensor]) -> Feedback:
                     "Hint: only the last element is wrong, and it is -x[n - 2]: x[i + 1] "
                     "was read out of range (which gives 0, §5.2). Check the index functions."
                 )
-            return _fail(
+            return not_yet(
                 title,
-                f"for x = {_arr(x)}: element {_pos(first)}: expected {_num(expected[first])}, "
-                f"got {_num(got[first])} (all: expected {_arr(expected)}, got {_arr(got)})",
-                f"your program: {_short(program.outputs[0])}",
+                f"for x = {format_array(x)}: element {format_position(first)}: "
+                f"expected {format_number(expected[first])}, got {format_number(got[first])} "
+                f"(all: expected {format_array(expected)}, got {format_array(got)})",
+                f"your program: {abbreviate_term(program.outputs[0])}",
                 hint,
             )
         nodes = postorder(program.outputs)
         if any(isinstance(t, Build1) for t in nodes):
-            return _fail(
+            return not_yet(
                 title,
                 f"the values are right, but your program uses build1: {program}",
                 "Hint: this assignment is about gather: write diffs with da.gather (or "
@@ -127,14 +128,14 @@ def check_diffs(diffs: Callable[[Tensor], Tensor]) -> Feedback:
                 "(see da.pipeline(...).vectorised).",
             )
         if not any(isinstance(t, Gather) for t in nodes):
-            return _fail(title, f"the values are right, but there is no gather: {program}")
-    return _ok(f"{title}: right for lengths {', '.join(map(str, _LENGTHS))}")
+            return not_yet(title, f"the values are right, but there is no gather: {program}")
+    return passed(f"{title}: right for lengths {', '.join(map(str, _LENGTHS))}")
 
 
 def check_tv_gradient(tv_grad: Callable[[np.ndarray], Any]) -> Feedback:
     """Check a NumPy function predicting the gradient of ``tv(x) = sum(diffs(x) ** 2)``
     against ``da.grad(tv)`` for several lengths (boundaries included)."""
-    _require_callable(tv_grad, "tv_grad", "check_tv_gradient")
+    require_callable(tv_grad, "tv_grad", "check_tv_gradient")
     title = "gradient of tv(x) = sum((x[i + 1] - x[i]) ** 2)"
     expected_grad = grad(_reference_tv)
     for x in _vectors():
@@ -144,30 +145,30 @@ def check_tv_gradient(tv_grad: Callable[[np.ndarray], Any]) -> Feedback:
             with np.errstate(all="ignore"):
                 got = np.asarray(tv_grad(x.copy()), dtype=np.float64)
         except NotImplementedError:
-            return _not_implemented("tv_grad", "your NumPy gradient")
+            return not_implemented("tv_grad", "your NumPy gradient")
         except Exception as err:
-            return _fail(
+            return not_yet(
                 title,
-                f"for x = {_arr(x)}: tv_grad raised {_describe_error(err)}",
+                f"for x = {format_array(x)}: tv_grad raised {describe_error(err)}",
                 *([_EMPTY_HINT] if n == 1 else []),
             )
         if got.shape != expected.shape:
-            return _fail(
+            return not_yet(
                 title,
                 f"for x of length {n}, tv_grad returns shape {format_shape(got.shape)}; the "
                 f"gradient has the shape of x, {format_shape(expected.shape)}",
                 *([_EMPTY_HINT] if n == 1 else []),
             )
-        bad = [p[0] for p in _mismatches(expected, got)]
+        bad = [p[0] for p in mismatched_positions(expected, got)]
         if not bad:
             continue
         lines = [
-            f"for x = {_arr(x)}: {len(bad)} of {n} elements differ",
-            f"expected (da.grad): {_arr(expected)}",
-            f"got (tv_grad):      {_arr(got)}",
+            f"for x = {format_array(x)}: {len(bad)} of {n} elements differ",
+            f"expected (da.grad): {format_array(expected)}",
+            f"got (tv_grad):      {format_array(got)}",
         ]
-        return _fail(title, *lines, *_tv_hints(x, expected, got, bad))
-    return _ok(
+        return not_yet(title, *lines, *_tv_hints(x, expected, got, bad))
+    return passed(
         f"{title}: matches da.grad for lengths {', '.join(map(str, _LENGTHS))}",
         "each x[j] is read by two gathers (as x[i + 1] for i = j - 1 and as x[i] for i = j), "
         "so its gradient adds two contributions, except at the ends",
@@ -180,23 +181,23 @@ def _tv_hints(x: np.ndarray, expected: np.ndarray, got: np.ndarray, bad: list[in
         return [_EMPTY_HINT]
     sel = [p for p in range(n) if expected[p] != 0]
     circular = 2 * (x - np.roll(x, 1)) - 2 * (np.roll(x, -1) - x)
-    if _close(got, 0.0):
+    if all_close(got, 0.0):
         return ["Hint: your gradient is 0 everywhere, but tv changes with x. Work out "
                 "d tv / d x[j] for one interior j first: which terms (x[i + 1] - x[i]) ** 2 "
                 "mention x[j]?"]
-    if _close(got, -expected):
+    if all_close(got, -expected):
         return ["Hint: every element has the wrong sign: d/dd (d ** 2) = 2 d, and d = x[i+1] "
                 "- x[i] depends on x[i + 1] with +1 and on x[i] with -1."]
     roll = ("np.roll wraps around: yours is the gradient of a circular sum that also has the "
             "term (x[0] - x[n - 1]) ** 2. A gather reading out of range gives 0, and the "
             "scatter in its gradient drops such writes (§5.2).")
-    if sel and all(_close(got[p], 0.5 * expected[p]) for p in sel):
+    if sel and all(all_close(got[p], 0.5 * expected[p]) for p in sel):
         return ["Hint: half the right value everywhere: the derivative of d ** 2 is 2 d."]
-    if sel and all(_close(got[p], 2.0 * expected[p]) for p in sel):
-        also = f" (Or, if you used np.roll: {roll})" if _close(got, circular) else ""
+    if sel and all(all_close(got[p], 2.0 * expected[p]) for p in sel):
+        also = f" (Or, if you used np.roll: {roll})" if all_close(got, circular) else ""
         return ["Hint: twice the right value everywhere: the derivative of d ** 2 is 2 d, "
                 "counted once per term." + also]
-    if _close(got, circular):
+    if all_close(got, circular):
         return ["Hint: " + roll]
     if n > 2 and set(bad) <= {0, n - 1}:
         return [
@@ -219,7 +220,7 @@ class _ScatterInfo:
     table: tuple[tuple[int, ...], ...]  # the index function at i = 0, 1, …
 
     def describe(self) -> str:
-        targets = ", ".join(_pos(t) if len(t) > 1 else str(t[0]) for t in self.table)
+        targets = ", ".join(format_position(t) if len(t) > 1 else str(t[0]) for t in self.table)
         last = len(self.table) - 1
         return f"scatter {format_shape(self.shape)} _ (λ[i]. …) sending i = 0..{last} to {targets}"
 
@@ -264,11 +265,11 @@ def check_scatter_prediction(
         try:
             prediction = prediction()
         except NotImplementedError:
-            return _not_implemented("the prediction", "your list")
+            return not_implemented("the prediction", "your list")
         except Exception as err:
-            return _fail(title, f"your prediction raised {_describe_error(err)}")
+            return not_yet(title, f"your prediction raised {describe_error(err)}")
         if isinstance(prediction, str) or not isinstance(prediction, Sequence):
-            return _fail(
+            return not_yet(
                 title,
                 f"your function returned {prediction!r}, not a list of (target shape, index "
                 "function) pairs such as [((7,), lambda i: (i + 2,))]",
@@ -287,18 +288,18 @@ def check_scatter_prediction(
     for k, item in enumerate(prediction):
         try:
             if not (isinstance(item, tuple) and len(item) == 2 and callable(item[1])):
-                return _fail(
+                return not_yet(
                     title,
                     f"prediction {k} is {item!r}: write (target shape, index function), e.g. "
                     "((7,), lambda i: (i + 2,))",
                 )
             predicted.append(_predicted(item, count))
         except NotImplementedError:
-            return _not_implemented("the prediction", "your list")
+            return not_implemented("the prediction", "your list")
         except Exception as err:
-            return _fail(
+            return not_yet(
                 title, f"calling the index function of prediction {k} raised "
-                f"{_describe_error(err)}"
+                f"{describe_error(err)}"
             )
     remaining = list(actual)
     unmatched: list[_ScatterInfo] = []
@@ -308,7 +309,7 @@ def check_scatter_prediction(
         else:
             unmatched.append(guess)
     if not unmatched and not remaining:
-        return _ok(
+        return passed(
             f"{title}: both predicted",
             *[s.describe() for s in actual],
             "the transpose of gather sh x f is scatter (shape of x) c f: the same index "
@@ -344,6 +345,6 @@ def check_scatter_prediction(
             "Hint: each gather of x in tv becomes one scatter in the gradient (Fig. 17: the "
             "reverse derivative of Gather is Scatter with the same index function)."
         )
-    return _fail(title, *details, *hints)
+    return not_yet(title, *details, *hints)
 
 

@@ -31,12 +31,12 @@ from ...lang.terms import IdSupply, Shape
 from .feedback import (
     F64,
     Feedback,
-    _describe_error,
-    _fail,
-    _is_delta,
-    _not_implemented,
-    _ok,
-    _require_callable,
+    describe_error,
+    is_delta,
+    not_implemented,
+    not_yet,
+    passed,
+    require_callable,
 )
 
 T = TypeVar("T")
@@ -91,7 +91,7 @@ def run_metered(call: Callable[[], T], budget: int) -> Metered[T]:
     return Metered(result, None, count, False)
 
 
-def _growth(short: int, long: int, exceeded: bool) -> str:
+def growth_in_words(short: int, long: int, exceeded: bool) -> str:
     """How much the work grew, in words that do not depend on small differences of the
     line counts (a stored notebook output shows it)."""
     if exceeded or long > 30 * short:
@@ -334,10 +334,10 @@ def _unpack(answer: object) -> tuple[list[tuple[int, dl.Delta]], dl.Delta] | str
             )
         if not isinstance(key, int | np.integer):
             return f"binding {k} has the id {key!r}, not an int"
-        if not _is_delta(fragment):
+        if not is_delta(fragment):
             return f"binding {k} (s{key}) binds a {type(fragment).__name__}, not a Delta"
         out.append((int(key), fragment))
-    if not _is_delta(body):
+    if not is_delta(body):
         return f"the body is a {type(body).__name__}, not a Delta"
     return out, body
 
@@ -466,7 +466,7 @@ def _deep_chain_problem(let_form: Callable[[dl.Delta], Any]) -> list[str] | None
     if run.exceeded:
         return [where + "your conversion ran for more than 2000000 Python lines"]
     if run.error is not None:
-        problem = [where + f"your conversion raised {_describe_error(run.error)}"]
+        problem = [where + f"your conversion raised {describe_error(run.error)}"]
         if isinstance(run.error, RecursionError):
             problem.append(
                 f"Hint: a walk that makes a nested call per node goes {_DEEP} calls deep on "
@@ -495,16 +495,16 @@ def check_let_conversion(let_form: Callable[[dl.Delta], Any]) -> Feedback:
     doubling chains of 8 and 16 steps must grow linearly, and a chain deeper than Python's
     recursion limit must convert.
     """
-    _require_callable(let_form, "let_form", "check_let_conversion")
+    require_callable(let_form, "let_form", "check_let_conversion")
     cases = delta_cases() + let_edge_cases()
     in_id_order = True
     for name, delta in cases:
         run = run_metered(partial(let_form, delta), 400_000)
         if isinstance(run.error, NotImplementedError):
-            return _not_implemented("share → let", "your conversion")
+            return not_implemented("share → let", "your conversion")
         where = f"on {name}:\n{show_delta(delta)}"
         if run.exceeded:
-            return _fail(
+            return not_yet(
                 _TITLE,
                 f"{where}\nyour conversion ran for more than 400000 Python lines on a Delta "
                 f"of {dl.size([delta]).nodes} nodes",
@@ -512,10 +512,10 @@ def check_let_conversion(let_form: Callable[[dl.Delta], Any]) -> Feedback:
                 "exponentially many in a chain: visit each node once.",
             )
         if run.error is not None:
-            return _fail(_TITLE, f"{where}\nyour conversion raised {_describe_error(run.error)}")
+            return not_yet(_TITLE, f"{where}\nyour conversion raised {describe_error(run.error)}")
         unpacked = _unpack(run.result)
         if isinstance(unpacked, str):
-            return _fail(
+            return not_yet(
                 _TITLE,
                 f"{where}\n{unpacked}",
                 "Hint: return a pair (bindings, body): bindings a list of (id, Delta) pairs, "
@@ -524,13 +524,13 @@ def check_let_conversion(let_form: Callable[[dl.Delta], Any]) -> Feedback:
         bindings, body = unpacked
         problems, hints = _let_form_problems(delta, bindings, body)
         if problems:
-            return _fail(_TITLE, where, *problems, *list(dict.fromkeys(hints)))
+            return not_yet(_TITLE, where, *problems, *list(dict.fromkeys(hints)))
         expected = [k for k, _ in to_let_form(delta).bindings]
         in_id_order &= [k for k, _ in bindings] == expected
     work = {n: run_metered(partial(let_form, doubling_chain(n)), 200_000) for n in (8, 16)}
     if work[16].exceeded or work[16].lines > 3 * work[8].lines + 300:
-        grew = _growth(work[8].lines, work[16].lines, work[16].exceeded)
-        return _fail(
+        grew = growth_in_words(work[8].lines, work[16].lines, work[16].exceeded)
+        return not_yet(
             f"{_TITLE}: right let forms, but the work is not linear",
             "on the doubling chain y = y + y: 17 Share nodes for 16 steps, 9 for 8 steps, "
             f"but doubling the length multiplied your conversion's work by {grew}",
@@ -539,13 +539,13 @@ def check_let_conversion(let_form: Callable[[dl.Delta], Any]) -> Feedback:
         )
     deep_problem = _deep_chain_problem(let_form)
     if deep_problem is not None:
-        return _fail(f"{_TITLE}: right on short Deltas, but not on a long chain", *deep_problem)
+        return not_yet(f"{_TITLE}: right on short Deltas, but not on a long chain", *deep_problem)
     order = (
         "lowest id first, as dualarr's to_let_form"
         if in_id_order
         else "in an order where each is bound before it is used"
     )
-    return _ok(
+    return passed(
         f"{_TITLE}: right on all {len(cases)} Deltas",
         f"every Share bound once, {order}; the body is the root",
         f"the work grows linearly on a sharing chain, and a chain of {_DEEP} steps converts",

@@ -59,12 +59,12 @@ from ...vectorise.bot import INDEX_NORMAL_FORMS, NotBotNormal, check_bot_normal,
 from ...vectorise.simplify import simplify
 from .feedback import (
     Feedback,
-    _describe_error,
-    _fail,
-    _not_implemented,
-    _ok,
-    _require_callable,
-    _short,
+    abbreviate_term,
+    describe_error,
+    not_implemented,
+    not_yet,
+    passed,
+    require_callable,
 )
 
 F64 = DType.FLOAT64
@@ -401,7 +401,7 @@ def _run_student(check: NormalFormCheck, term: Term) -> bool | str:
     except RecursionError:
         return "RecursionError: maximum recursion depth exceeded"
     except Exception as err:
-        return _describe_error(err)
+        return describe_error(err)
     if isinstance(verdict, bool | np.bool_):
         return bool(verdict)
     return f"returned {verdict!r} (a {type(verdict).__name__}), not True or False"
@@ -502,13 +502,13 @@ def _check(check: NormalFormCheck, property_one: bool, title: str) -> Feedback:
         try:
             got = _run_student(check, case.term)
         except NotImplementedError:
-            return _not_implemented(title, "your function")
+            return not_implemented(title, "your function")
         if got == expected and isinstance(got, bool):
             continue
         wrong += 1
         if len(failures) >= 4:
             continue
-        shown = f"{case.name}:\n  {_short(case.term, 200)}"
+        shown = f"{case.name}:\n  {abbreviate_term(case.term, 200)}"
         if isinstance(got, str):
             failures.append(f"{shown}\nyour function: {got}")
             if "RecursionError" in got:
@@ -523,7 +523,7 @@ def _check(check: NormalFormCheck, property_one: bool, title: str) -> Feedback:
         if offender is not None:
             places = _where(case.term, offender)
             failures.append(
-                f"{shown}\nexpected False ({verdict}: {_short(offender, 80)} "
+                f"{shown}\nexpected False ({verdict}: {abbreviate_term(offender, 80)} "
                 f"{_place_text(places)}), your function says True"
             )
             hints.append(_missed_hint(offender, places))
@@ -532,14 +532,14 @@ def _check(check: NormalFormCheck, property_one: bool, title: str) -> Feedback:
             hints.extend(_rejected_hints(case.term, property_one))
     if wrong:
         more = [f"… and {wrong - len(failures)} more"] if wrong > len(failures) else []
-        return _fail(
+        return not_yet(
             f"{title}: wrong on {wrong} of {len(cases)} terms",
             *failures,
             *more,
             *list(dict.fromkeys(hints))[:2],
         )
     randoms = sum(1 for c in cases if not c.hand_made)
-    return _ok(
+    return passed(
         f"{title}: agrees with dualarr on all {len(cases)} terms ({randoms // 3} random "
         f"programs before and after the bot, {len(cases) - randoms} hand-made terms)"
     )
@@ -548,7 +548,7 @@ def _check(check: NormalFormCheck, property_one: bool, title: str) -> Feedback:
 def check_no_build1(check: NormalFormCheck) -> Feedback:
     """Check ``check(term)``, property (1) of Theorem 5.1 (no ``build1`` occurs in
     ``term``), against dualarr on random programs and hand-made terms."""
-    _require_callable(check, "check", "check_no_build1")
+    require_callable(check, "check", "check_no_build1")
     return _check(check, True, "property (1): no build1")
 
 
@@ -556,5 +556,5 @@ def check_normal_form(check: NormalFormCheck) -> Feedback:
     """Check ``check(term)``, the whole of Theorem 5.1 as dualarr states it
     (:func:`dualarr.vectorise.bot.check_bot_normal`), on random programs before and after
     the bot and on hand-made terms."""
-    _require_callable(check, "check", "check_normal_form")
+    require_callable(check, "check", "check_normal_form")
     return _check(check, False, "Theorem 5.1: the normal form")

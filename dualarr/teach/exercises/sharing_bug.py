@@ -16,14 +16,14 @@ from ...lang.errors import DualarrError
 from .feedback import (
     F64,
     Feedback,
-    _delta_arithmetic_hints,
-    _describe_error,
-    _fail,
-    _is_delta,
-    _not_implemented,
-    _num,
-    _ok,
-    _require_callable,
+    delta_arithmetic_hints,
+    describe_error,
+    format_number,
+    is_delta,
+    not_implemented,
+    not_yet,
+    passed,
+    require_callable,
 )
 
 # --------------------------------------------------------------------------------------
@@ -60,7 +60,7 @@ def _doubling(num: Callable[[float, dl.Delta], Any], x: float, n: int) -> Any:
 def check_visit_formula(visits: Callable[[int], int]) -> Feedback:
     """Check a closed formula for the number of Delta nodes the reverse pass visits
     for ``n`` doublings ``y = y + y`` without Share (§2.5), against the count."""
-    _require_callable(visits, "visits", "check_visit_formula")
+    require_callable(visits, "visits", "check_visit_formula")
     title = "nodes visited by the reverse pass for n doublings, without Share"
     rows = []
     for n in range(11):
@@ -68,23 +68,23 @@ def check_visit_formula(visits: Callable[[int], int]) -> Feedback:
         try:
             guess = visits(n)
         except NotImplementedError:
-            return _not_implemented("visits", "your formula")
+            return not_implemented("visits", "your formula")
         except Exception as err:
-            return _fail(title, f"visits({n}) raised {_describe_error(err)}")
+            return not_yet(title, f"visits({n}) raised {describe_error(err)}")
         rows.append((n, measured, guess))
     wrong = [(n, m, g) for n, m, g in rows if g != m]
     table = "n:        " + " ".join(f"{n:>5}" for n, _, _ in rows) + "\n"
     table += "measured: " + " ".join(f"{m:>5}" for _, m, _ in rows) + "\n"
     table += "yours:    " + " ".join(f"{g!s:>5}" for _, _, g in rows)
     if not wrong:
-        return _ok(f"{title}: your formula matches for n = 0..10", table)
+        return passed(f"{title}: your formula matches for n = 0..10", table)
     hints = [
         "Hint: the Delta of y_n is Add d d with d the Delta of y_(n-1): the node is one "
         "object, but a tree walk goes down both arguments. Write v(n) in terms of v(n - 1), "
         "with v(0) = 1 (the Input), and solve the recurrence."
     ]
     n, m, g = wrong[0]
-    return _fail(f"{title}: wrong for n = {n} (measured {m}, yours {g})", table, *hints)
+    return not_yet(f"{title}: wrong for n = {n} (measured {m}, yours {g})", table, *hints)
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def check_sharing(num: Callable[[float, dl.Delta], Any]) -> Feedback:
     """Check a scalar dual-number class ``num(primal, delta)`` with ``+`` and ``*``
     (§2.5): on three chains of ``n`` steps the gradients must be right, the Delta must
     satisfy Invariants 1 and 2, and the reverse pass must visit O(n) nodes, not 2^n."""
-    _require_callable(num, "num", "check_sharing")
+    require_callable(num, "num", "check_sharing")
     title = "sharing in scalar dual numbers (§2.5)"
     failures: list[str] = []
     hints: list[str] = []
@@ -140,12 +140,12 @@ def check_sharing(num: Callable[[float, dl.Delta], Any]) -> Feedback:
                 delta = y.delta
                 primal = float(y.primal)
             except NotImplementedError:
-                return _not_implemented("the dual-number class", "your code")
+                return not_implemented("the dual-number class", "your code")
             except Exception as err:
-                problem = f"{case.name}: running it raised {_describe_error(err)}"
-                hints.extend(_delta_arithmetic_hints(err))
+                problem = f"{case.name}: running it raised {describe_error(err)}"
+                hints.extend(delta_arithmetic_hints(err))
                 break
-            if not _is_delta(delta):
+            if not is_delta(delta):
                 problem = (
                     f"{case.name}: .delta is a {type(delta).__name__}, not a Delta"
                 )
@@ -166,14 +166,18 @@ def check_sharing(num: Callable[[float, dl.Delta], Any]) -> Feedback:
             got = float(np.asarray(grads.get(0, 0.0)))
             if not math.isclose(got, expected, rel_tol=1e-9):
                 problem = (
-                    f"{case.name}, n = {n}: gradient expected {_num(expected)}, got {_num(got)}"
+                    f"{case.name}, n = {n}: gradient expected {format_number(expected)}, "
+                    f"got {format_number(got)}"
                 )
                 break
             value = case.x
             for _ in range(n):
                 value = case.step(value, case.x)
             if not math.isclose(primal, value, rel_tol=1e-12):
-                problem = f"{case.name}, n = {n}: value expected {_num(value)}, got {_num(primal)}"
+                problem = (
+                    f"{case.name}, n = {n}: value expected {format_number(value)}, "
+                    f"got {format_number(primal)}"
+                )
                 break
         if problem:
             failures.append(problem)
@@ -195,12 +199,12 @@ def check_sharing(num: Callable[[float, dl.Delta], Any]) -> Feedback:
             linear_counts.append(f"{case.name}: {counts[6]} visits for n = 6, {counts[12]} "
                                  f"for n = 12")
     if failures:
-        return _fail(
+        return not_yet(
             f"{title}: {len(failures)} of {len(_CHAINS)} chains go wrong",
             *failures,
             *list(dict.fromkeys(hints)),
         )
-    return _ok(
+    return passed(
         f"{title}: right gradients, Invariants 1 and 2 hold, linear reverse passes",
         *linear_counts,
     )

@@ -23,14 +23,14 @@ from ...lang.errors import UnsupportedError, format_shape
 from .feedback import (
     F64,
     Feedback,
-    _arr,
-    _describe_error,
-    _fail,
-    _mismatches,
-    _num,
-    _ok,
-    _pos,
-    _require_callable,
+    describe_error,
+    format_array,
+    format_number,
+    format_position,
+    mismatched_positions,
+    not_yet,
+    passed,
+    require_callable,
 )
 
 SHAPE_OPS = ("SumOuter", "Replicate", "Transpose", "Reshape")
@@ -133,15 +133,16 @@ def transposition_cases(constructor: str) -> list[TranspositionCase]:
             wild = np.array([2, -1, 5, 0, 2])
             return [
                 case(
-                    f"Gather [5] u (λi. {_arr(reads)}[i]), u : [3] (elements read twice)",
+                    f"Gather [5] u (λi. {format_array(reads)}[i]), u : [3] (elements read twice)",
                     dl.Gather((5,), u(3), _fn(reads), (5,)),
                 ),
                 case(
-                    f"Gather [2,2] u (λi j. {_arr(rows)}[i,j]), u : [4,{m}]",
+                    f"Gather [2,2] u (λi j. {format_array(rows)}[i,j]), u : [4,{m}]",
                     dl.Gather((2, 2), u(4, m), _fn(rows), (2, 2, m)),
                 ),
                 case(
-                    f"Gather [5] u (λi. {_arr(wild)}[i]), u : [4] (reads out of range give 0)",
+                    f"Gather [5] u (λi. {format_array(wild)}[i]), u : [4] "
+                    "(reads out of range give 0)",
                     dl.Gather((5,), u(4), _fn(wild), (5,)),
                     True,
                 ),
@@ -174,16 +175,17 @@ def transposition_cases(constructor: str) -> list[TranspositionCase]:
             wild = np.array([1, 4, -1, 0, 1, 3])
             return [
                 case(
-                    f"Scatter [3] u (λi. {_arr(writes)}[i]), u : [6] (writes that meet add up)",
+                    f"Scatter [3] u (λi. {format_array(writes)}[i]), u : [6] "
+                    "(writes that meet add up)",
                     dl.Scatter((3,), u(6), _fn(writes), 1),
                 ),
                 case(
-                    f"Scatter [4] u (λi. {_arr(rows)}[i]), u : [3,{m}]",
+                    f"Scatter [4] u (λi. {format_array(rows)}[i]), u : [3,{m}]",
                     dl.Scatter((4,), u(3, m), _fn(rows), 1),
                 ),
                 case(
-                    f"Scatter [4] u (λi. {_arr(wild)}[i]), u : [6] (writes out of range are "
-                    "dropped)",
+                    f"Scatter [4] u (λi. {format_array(wild)}[i]), u : [6] "
+                    "(writes out of range are dropped)",
                     dl.Scatter((4,), u(6), _fn(wild), 1),
                     True,
                 ),
@@ -338,7 +340,7 @@ def _check_case(
     except NotImplementedError:
         return "not implemented", []
     except Exception as err:
-        problem = f"{case.description}: your rule raised {_describe_error(err)}"
+        problem = f"{case.description}: your rule raised {describe_error(err)}"
         return problem, _hints(case, c, np.full(d.delta.shape, np.nan), d.delta.shape)
     try:
         got = np.asarray(raw, dtype=np.float64)
@@ -359,21 +361,23 @@ def _check_case(
             ],
         )
     lhs, rhs = float(np.sum(got * x)), float(np.sum(c * fx))
-    bad = _mismatches(expected, got)
+    bad = mismatched_positions(expected, got)
     if not bad and np.isclose(lhs, rhs, rtol=1e-6, atol=1e-9):
         return None
     at = bad[0] if bad else tuple(0 for _ in got.shape)
     lines = [
         f"{case.description}, with x and c random:",
-        f"⟨T(c), x⟩ = {_num(lhs)}, but ⟨c, {case.constructor} … x⟩ = {_num(rhs)}",
+        f"⟨T(c), x⟩ = {format_number(lhs)}, but ⟨c, {case.constructor} … x⟩ = {format_number(rhs)}",
     ]
     if bad:
         lines.append(
-            f"element {_pos(at)} of T(c): expected {_num(expected[at])}, yours {_num(got[at])}"
+            f"element {format_position(at)} of T(c): expected {format_number(expected[at])}, "
+            f"yours {format_number(got[at])}"
             + (f" ({len(bad)} of {got.size} elements wrong)" if len(bad) > 1 else "")
         )
     if got.size <= 12:
-        lines.append(f"c = {_arr(c)}\nexpected T(c) = {_arr(expected)}\nyours = {_arr(got)}")
+        lines.append(f"c = {format_array(c)}\nexpected T(c) = {format_array(expected)}\n"
+                     f"yours = {format_array(got)}")
     return "\n".join(lines), _hints(case, c, got, tuple(d.delta.shape))
 
 
@@ -386,7 +390,7 @@ def check_transposition_rules(
     shapes and values: the adjoint identity ``⟨T(c), x⟩ = ⟨c, d(x)⟩`` and agreement with
     dualarr's rule, element by element.
     """
-    _require_callable(rule, "rule", "check_transposition_rules")
+    require_callable(rule, "rule", "check_transposition_rules")
     names = list(constructors)
     cases = {name: transposition_cases(name) for name in names}
     title = "transposition rules T[·]"
@@ -408,7 +412,7 @@ def check_transposition_rules(
             failures.append(outcome[0])
             hints.extend(outcome[1])
     if not todo and not failures:
-        return _ok(
+        return passed(
             f"{title}: right for {', '.join(names)}",
             "⟨T(c), x⟩ = ⟨c, d(x)⟩ on random values, and T(c) agrees with dualarr's rule "
             "element by element, on " + ", ".join(right),
@@ -422,7 +426,7 @@ def check_transposition_rules(
         )
     details += failures
     wrong = len(todo) + len(failures)
-    return _fail(
+    return not_yet(
         f"{title}: {wrong} of {len(names)} constructor{'s' if len(names) > 1 else ''} "
         "not right yet",
         *details,

@@ -51,16 +51,16 @@ from ...vectorise.bot import (
 )
 from .feedback import (
     Feedback,
-    _arr,
-    _describe_error,
-    _fail,
-    _mismatches,
-    _not_implemented,
-    _num,
-    _ok,
-    _pos,
-    _require_callable,
-    _short,
+    abbreviate_term,
+    describe_error,
+    format_array,
+    format_number,
+    format_position,
+    mismatched_positions,
+    not_implemented,
+    not_yet,
+    passed,
+    require_callable,
 )
 
 TransposeRule = Callable[[int, Transpose, Term], Term]
@@ -142,7 +142,7 @@ class _BatchingVectoriser(Vectoriser):
             if not mine:
                 raise
             raise self._failed(
-                e, batched, f"your rule raised {_describe_error(err)}",
+                e, batched, f"your rule raised {describe_error(err)}",
                 _error_hint(which, str(err)),
             ) from None
         if not mine:
@@ -156,14 +156,14 @@ class _BatchingVectoriser(Vectoriser):
             )
         if any(isinstance(n, Build1) for n in postorder([result])):
             raise self._failed(
-                e, batched, f"your result still contains build1: {_short(result)}",
+                e, batched, f"your result still contains build1: {abbreviate_term(result)}",
                 "Hint: a batching rule removes the loop (Theorem 5.1, property 1); it may not "
                 "rebuild it.",
             )
         if self.depends(result):
             raise self._failed(
                 e, batched,
-                f"your result mentions the loop variable {self.i.hint}: {_short(result)}\n"
+                f"your result mentions the loop variable {self.i.hint}: {abbreviate_term(result)}\n"
                 f"The build1 that bound {self.i.hint} is gone, so {self.i.hint} has no value.",
                 "Hint: e.array is the argument for *one* value of the loop variable. The "
                 "argument for all of them at once is `batched`.",
@@ -173,13 +173,13 @@ class _BatchingVectoriser(Vectoriser):
             raise self._failed(
                 e, batched,
                 f"that build1 has type {type_name(expected, e.dtype)}, but your result has "
-                f"type {type_name(result.shape, result.dtype)}: {_short(result)}",
+                f"type {type_name(result.shape, result.dtype)}: {abbreviate_term(result)}",
                 _shape_hint(which, expected, result.shape),
             )
         return result
 
     def _failed(self, e: Term, batched: Term, message: str, hint: str) -> _RuleFailed:
-        where = f"build1 {self.k} (λ{self.i.hint}. {_short(e)})"
+        where = f"build1 {self.k} (λ{self.i.hint}. {abbreviate_term(e)})"
         return _RuleFailed(
             f"batching {where}\n  with batched : {type_name(batched.shape, batched.dtype)}:\n"
             f"{message}",
@@ -262,10 +262,10 @@ def teaching_vmap(
     """``vmap(f)`` on ``args`` as a program: ``build1 n (λi. f(xs[i]))`` (``da.vmap`` traced)
     vectorised by dualarr's bot (§5), with the batching rules of ``tr`` and ``replicate``
     (Fig. 9) given here (without them, dualarr's own).  No simplification runs."""
-    _require_callable(f, "f", "teaching_vmap")
+    require_callable(f, "f", "teaching_vmap")
     for name, rule in (("transpose_rule", transpose_rule), ("replicate_rule", replicate_rule)):
         if rule is not None:
-            _require_callable(rule, name, "teaching_vmap")
+            require_callable(rule, name, "teaching_vmap")
     arrays = [np.asarray(a, dtype=np.float64) for a in args]
     source = _mapped_source(f, in_axes, arrays)
     rules = _Rules(transpose_rule, replicate_rule, None)
@@ -426,7 +426,7 @@ def _check_batching_rule(
             try:
                 terms = _vectorise(source.outputs, source.supply, rules)
             except _NotImplementedRule:
-                return _not_implemented(title, "your rule")
+                return not_implemented(title, "your rule")
             except _RuleFailed as err:
                 failures.append(f"{where}: {err.message}")
                 if err.hint:
@@ -434,7 +434,7 @@ def _check_batching_rule(
                 break
             except Exception as err:  # the bot stumbled on a term the rule returned
                 failures.append(
-                    f"{where}: vectorising with your rule raised {_describe_error(err)}"
+                    f"{where}: vectorising with your rule raised {describe_error(err)}"
                 )
                 break
             try:
@@ -450,13 +450,14 @@ def _check_batching_rule(
             except Exception as err:
                 failures.append(
                     f"{where}: evaluating your vectorised program raised "
-                    f"{_describe_error(err)}\nyour bot:   {_short(terms[0])}"
+                    f"{describe_error(err)}\nyour bot:   {abbreviate_term(terms[0])}"
                 )
                 break
-            bad = _mismatches(expected, got)
+            bad = mismatched_positions(expected, got)
             if got.shape == expected.shape and not bad:
                 if not example:
-                    example = f"e.g. {_short(source.outputs[0])}  ⟶  {_short(terms[0])}"
+                    example = (f"e.g. {abbreviate_term(source.outputs[0])}  ⟶  "
+                               f"{abbreviate_term(terms[0])}")
                 continue
             if got.shape != expected.shape:
                 detail = (
@@ -466,24 +467,25 @@ def _check_batching_rule(
             else:
                 first = bad[0]
                 detail = (
-                    f"{len(bad)} of {expected.size} elements differ; element {_pos(first)}: "
-                    f"the loop gives {_num(expected[first])} (so does da.vmap: "
-                    f"{_num(library[first])}), yours {_num(got[first])}"
+                    f"{len(bad)} of {expected.size} elements differ; "
+                    f"element {format_position(first)}: "
+                    f"the loop gives {format_number(expected[first])} (so does da.vmap: "
+                    f"{format_number(library[first])}), yours {format_number(got[first])}"
                 )
                 hints.append(_value_hint(which))
             failures.append(
-                f"{where}, x = {_arr(args[0], 4)}:\n{detail}\n"
-                f"source:     {_short(source.outputs[0])}\n"
-                f"your bot:   {_short(terms[0])}"
+                f"{where}, x = {format_array(args[0], 4)}:\n{detail}\n"
+                f"source:     {abbreviate_term(source.outputs[0])}\n"
+                f"your bot:   {abbreviate_term(terms[0])}"
             )
             break
     if failures:
-        return _fail(
+        return not_yet(
             f"{title}: {len(failures)} of {len(cases)} test cases go wrong",
             *failures,
             *dict.fromkeys(hints),
         )
-    return _ok(
+    return passed(
         f"{title}: {runs} vmaps on random shapes and values agree with a Python loop over the "
         "batch and with da.vmap, with no build1 left",
         example,
@@ -509,14 +511,14 @@ def check_transpose_batching_rule(rule: TransposeRule) -> Feedback:
     """Check ``rule(k, e, batched)``, the batching rule of ``tr p`` (Fig. 9): ``da.vmap``
     through it, on random shapes and values with the batch axis first, in the middle and
     last, must agree with a Python loop over the batch and with ``da.vmap``."""
-    _require_callable(rule, "rule", "check_transpose_batching_rule")
+    require_callable(rule, "rule", "check_transpose_batching_rule")
     return _check_batching_rule(rule, "tr", TRANSPOSE_CASES, 3, "batching rule of tr (Fig. 9)")
 
 
 def check_replicate_batching_rule(rule: ReplicateRule) -> Feedback:
     """Check ``rule(k, e, batched)``, the batching rule of ``replicate n`` (Fig. 9), as
     :func:`check_transpose_batching_rule` does (the rule of ``tr`` is dualarr's)."""
-    _require_callable(rule, "rule", "check_replicate_batching_rule")
+    require_callable(rule, "rule", "check_replicate_batching_rule")
     return _check_batching_rule(
         rule, "replicate", REPLICATE_CASES, 3, "batching rule of replicate (Fig. 9)"
     )

@@ -19,15 +19,15 @@ from ...pipeline import vectorise_program
 from ...vectorise.bot import NotBotNormal, check_bot_normal
 from ..exercises.feedback import (
     Feedback,
-    _arr,
-    _describe_error,
-    _fail,
-    _mismatches,
-    _num,
-    _ok,
-    _pos,
-    _require_callable,
-    _trace,
+    describe_error,
+    format_array,
+    format_number,
+    format_position,
+    mismatched_positions,
+    not_yet,
+    passed,
+    require_callable,
+    trace_or_error,
 )
 
 
@@ -49,42 +49,43 @@ def check_softmax_rows(f: Callable[[Any], Any]) -> Feedback:
     """Check ``f(a)``, the softmax of each row of a matrix written with ``build1``,
     against NumPy on two matrices; on success lists the bot's rules and the simplified
     program."""
-    _require_callable(f, "f", "check_softmax_rows")
+    require_callable(f, "f", "check_softmax_rows")
     title = "softmax of each row"
     shown: tuple[str, ...] = ()
     for shape in ((3, 4), (2, 5)):
         a = np.linspace(-2.0, 2.0, shape[0] * shape[1]).reshape(shape)
-        source = _trace(f, a)
+        source = trace_or_error(f, a)
         if isinstance(source, str):
-            return _fail(f"{title}: a of shape {list(shape)}", source)
+            return not_yet(f"{title}: a of shape {list(shape)}", source)
         try:
             got = np.asarray(source(a))
             vectorised, steps = vectorise_program(source, record=True)
             check_bot_normal(list(vectorised.outputs))
         except NotBotNormal as err:
-            return _fail(f"{title}: the vectorised program is not in normal form", str(err))
+            return not_yet(f"{title}: the vectorised program is not in normal form", str(err))
         except Exception as err:
-            return _fail(f"{title}: a of shape {list(shape)}",
-                         f"running it raised {_describe_error(err)}")
+            return not_yet(f"{title}: a of shape {list(shape)}",
+                           f"running it raised {describe_error(err)}")
         expected = _softmax_rows(a)
-        if got.shape != expected.shape or _mismatches(expected, got):
-            where = _mismatches(expected, got) if got.shape == expected.shape else []
-            detail = (f"at {_pos(where[0])} expected {_num(expected[where[0]])}, got "
-                      f"{_num(got[where[0]])}" if where else
+        if got.shape != expected.shape or mismatched_positions(expected, got):
+            where = mismatched_positions(expected, got) if got.shape == expected.shape else []
+            detail = (f"at {format_position(where[0])} "
+                      f"expected {format_number(expected[where[0]])}, got "
+                      f"{format_number(got[where[0]])}" if where else
                       f"shape expected {list(expected.shape)}, got {list(got.shape)}")
-            return _fail(
+            return not_yet(
                 f"{title}: a of shape {list(shape)}", detail,
                 "Hint: row i of the result is exp(a[i]) divided by the sum of exp(a[i]).",
             )
         if not any(isinstance(t, Build1) for t in _terms(source.outputs)):
-            return _fail(f"{title}: the values are right, but the program has no build1",
-                         "Hint: write the loop over the rows with da.build1.")
+            return not_yet(f"{title}: the values are right, but the program has no build1",
+                           "Hint: write the loop over the rows with da.build1.")
         rules = Counter(f"{s.figure} {s.rule}" for s in steps)
         shown = (
             "rules applied: " + ", ".join(f"{r} x{n}" for r, n in sorted(rules.items())),
             f"vectorised and simplified: {vectorised}",
         )
-    return _ok(f"{title}: right on two matrices, and the bot removes every build1", *shown)
+    return passed(f"{title}: right on two matrices, and the bot removes every build1", *shown)
 
 
 # --------------------------------------------------------------------------------------
@@ -112,25 +113,25 @@ _WHY_NOT = {
 def check_python_if(f: Callable[[Any], Any], answer: str) -> Feedback:
     """Check that tracing ``f`` (``twice`` with a Python ``if``) fails, and ``answer``,
     one of the keys of :data:`PYTHON_IF_CHOICES`: why it cannot be vectorised (§5.2)."""
-    _require_callable(f, "f", "check_python_if")
+    require_callable(f, "f", "check_python_if")
     title = "a Python if inside build1"
     try:
         trace(f, np.arange(1.0, 5.0))
     except TracingError as err:
         message = str(err).split("\n")[0]
     except Exception as err:
-        return _fail(f"{title}: tracing raised {_describe_error(err)}, not a TracingError",
-                     "Hint: use Python's `if` on the loop variable, inside the build1 body.")
+        return not_yet(f"{title}: tracing raised {describe_error(err)}, not a TracingError",
+                       "Hint: use Python's `if` on the loop variable, inside the build1 body.")
     else:
-        return _fail(f"{title}: your function traces without error",
-                     "Hint: use Python's `if` on the loop variable, inside the build1 body.")
+        return not_yet(f"{title}: your function traces without error",
+                       "Hint: use Python's `if` on the loop variable, inside the build1 body.")
     if answer not in PYTHON_IF_CHOICES:
-        return _fail(f"{title}: answer should be one of "
-                     + ", ".join(repr(k) for k in PYTHON_IF_CHOICES), f"the error: {message}")
+        return not_yet(f"{title}: answer should be one of "
+                       + ", ".join(repr(k) for k in PYTHON_IF_CHOICES), f"the error: {message}")
     if answer in _WHY_NOT:
-        return _fail(f"{title}: not {answer!r}", f"the error: {message}",
-                     "Hint: " + _WHY_NOT[answer])
-    return _ok(f"{title}: {answer!r}", f"the error: {message}")
+        return not_yet(f"{title}: not {answer!r}", f"the error: {message}",
+                       "Hint: " + _WHY_NOT[answer])
+    return passed(f"{title}: {answer!r}", f"the error: {message}")
 
 
 # --------------------------------------------------------------------------------------
@@ -151,25 +152,25 @@ def check_diagonal_of_scatter(f: Callable[..., Any], *args: np.ndarray) -> Feedb
     """Check ``f(*args)``: a program in which the bot takes the diagonal of a ``scatter``
     (``build1-index-diagonal``, the 4th rule of Fig. 11) and still computes the same
     value; on success compares the memory of the loop and of the vectorised program."""
-    _require_callable(f, "f", "check_diagonal_of_scatter")
+    require_callable(f, "f", "check_diagonal_of_scatter")
     title = "the diagonal of a scatter (Fig. 11)"
-    source = _trace(f, *args)
+    source = trace_or_error(f, *args)
     if isinstance(source, str):
-        return _fail(title, source)
+        return not_yet(title, source)
     try:
         vectorised, steps = vectorise_program(source, record=True)
         expected = np.asarray(source(*args))
         got = np.asarray(vectorised(*args))
     except Exception as err:
-        return _fail(title, f"running it raised {_describe_error(err)}")
-    if expected.shape != got.shape or _mismatches(expected, got):
-        return _fail(f"{title}: the vectorised program computes something else",
-                     f"source: {_arr(expected)}", f"vectorised: {_arr(got)}")
+        return not_yet(title, f"running it raised {describe_error(err)}")
+    if expected.shape != got.shape or mismatched_positions(expected, got):
+        return not_yet(f"{title}: the vectorised program computes something else",
+                       f"source: {format_array(expected)}", f"vectorised: {format_array(got)}")
     hits = [(s, found) for s in steps if s.rule == "build1-index-diagonal"
             and (found := _scatter_indexed_in(s.before)) is not None]
     if not hits:
         applied = ", ".join(dict.fromkeys(s.rule for s in steps)) or "none"
-        return _fail(
+        return not_yet(
             f"{title}: no build1-index-diagonal on a scatter",
             f"rules applied: {applied}",
             "Hint: the rule applies to build1 k (\\i. b[i]) where b is a scatter that itself "
@@ -184,7 +185,7 @@ def check_diagonal_of_scatter(f: Callable[..., Any], *args: np.ndarray) -> Feedb
         f"({int(np.prod(biggest.shape))} elements) at once"
         if biggest is not None else "the vectorised program has no scatter left"
     )
-    return _ok(
+    return passed(
         f"{title}: step {step.number} takes the diagonal of a scatter",
         f"the loop builds {k} scatters of shape {list(inner.shape)}, one per index "
         f"({int(np.prod(inner.shape))} elements each, one at a time); " + memory
@@ -203,14 +204,14 @@ def check_bot_preserves(
     """Check the bot (§5.1) on ``program_for(seed)`` for each seed, traced on ``args``:
     every intermediate program, the bot's result and the simplified result compute the
     value of the source, and the result is in the normal form of Theorem 5.1."""
-    _require_callable(program_for, "program_for", "check_bot_preserves")
+    require_callable(program_for, "program_for", "check_bot_preserves")
     title = "the bot preserves meaning and reaches normal form"
     rules: Counter[str] = Counter()
     checked = 0
     for seed in seeds:
-        source = _trace(program_for(seed), *args)
+        source = trace_or_error(program_for(seed), *args)
         if isinstance(source, str):
-            return _fail(f"{title}: seed {seed}", source)
+            return not_yet(f"{title}: seed {seed}", source)
         env = source.bind(*args)
         expected = np.asarray(source(*args))
         try:
@@ -219,15 +220,16 @@ def check_bot_preserves(
             values = [evaluate_many(list(s.whole), env)[0] for s in steps]
             values.append(np.asarray(vectorised(*args)))
         except Exception as err:
-            return _fail(f"{title}: seed {seed}", f"the bot raised {_describe_error(err)}")
+            return not_yet(f"{title}: seed {seed}", f"the bot raised {describe_error(err)}")
         for number, value in enumerate(values, start=1):
             if not np.allclose(value, expected, rtol=1e-10, atol=1e-10):
                 stage = f"after step {number}" if number <= len(steps) else "after simplifying"
-                return _fail(f"{title}: seed {seed}, the value changes {stage}",
-                             f"source: {_arr(expected)}", f"then:   {_arr(value)}")
+                return not_yet(f"{title}: seed {seed}, the value changes {stage}",
+                               f"source: {format_array(expected)}",
+                               f"then:   {format_array(value)}")
         rules.update(f"{s.figure} {s.rule}" for s in steps)
         checked += 1
-    return _ok(
+    return passed(
         f"{title}: {checked} programs, {sum(rules.values())} rule applications checked",
         "rules: " + ", ".join(f"{r} x{n}" for r, n in sorted(rules.items())),
     )

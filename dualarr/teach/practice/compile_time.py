@@ -26,11 +26,11 @@ from ...show.printer import print_term
 from ..examples import fig18
 from ..exercises.feedback import (
     Feedback,
-    _arr,
-    _describe_error,
-    _fail,
-    _ok,
-    _require_callable,
+    describe_error,
+    format_array,
+    not_yet,
+    passed,
+    require_callable,
 )
 
 # --------------------------------------------------------------------------------------
@@ -73,7 +73,7 @@ def check_tanh_factor(answer: object) -> Feedback:
     bindings = {var.hint: term for var, term in p.delta.bindings}
     names = ", ".join(bindings)
     if not isinstance(answer, str) or answer not in bindings:
-        return _fail(
+        return not_yet(
             title,
             f"obtained: {answer!r}, which is not the name of a binding",
             f"expected: one of the names bound by p.delta: {names}",
@@ -82,7 +82,7 @@ def check_tanh_factor(answer: object) -> Feedback:
         )
     expected = _tanh_factor(p)
     if answer == expected:
-        return _ok(
+        return passed(
             title,
             f"{answer} = {print_term(bindings[answer])}: the factor 1 - tanh² of the "
             "Scale above the matmul's Delta, computed once with the primal bindings",
@@ -96,7 +96,7 @@ def check_tanh_factor(answer: object) -> Feedback:
         "Delta (the Add of two Contracts); tanh's derivative is the factor of the Scale "
         "applied to it first. Which variable does that Scale multiply by?"
     )
-    return _fail(
+    return not_yet(
         title,
         f"obtained: {answer} = {term}",
         "expected: the binding of tanh's derivative factor",
@@ -117,21 +117,21 @@ def check_two_shares(f: Callable[[Tensor], Tensor]) -> Feedback:
     """Check a function of one vector whose ``shared`` stage holds exactly two share
     ids, whose ``gradient`` stage is a valid let-program (Fig. 20) binding both, and
     whose compiled and interpreted gradients agree."""
-    _require_callable(f, "f", "check_two_shares")
+    require_callable(f, "f", "check_two_shares")
     title = "a program whose gradient needs two shares (§7.3)"
     x = np.linspace(0.1, 1.0, 4)
     try:
         p = pipeline(f, x)
         ids = _share_ids(p)
     except Exception as err:
-        return _fail(
+        return not_yet(
             title,
             f"input: x = {x}",
-            f"it raised {_describe_error(err)}",
+            f"it raised {describe_error(err)}",
             "Hint: f takes one float vector and returns a scalar (e.g. ends with da.sum).",
         )
     if len(ids) != 2:
-        return _fail(
+        return not_yet(
             title,
             f"input: x = {x}",
             "expected: 2 share ids in p.shared",
@@ -144,10 +144,10 @@ def check_two_shares(f: Callable[[Tensor], Tensor]) -> Feedback:
     compiled = np.asarray(grad(f)(x))
     interpreted = np.asarray(grad(f, mode="interpret")(x))
     if not np.allclose(compiled, interpreted, rtol=1e-12, atol=1e-12):
-        return _fail(title, "the compiled and the interpreted gradient differ")
+        return not_yet(title, "the compiled and the interpreted gradient differ")
     converted = [var.hint for var, _ in share_to_let(p.shared).bindings if var.hint[0] == "c"]
     kept = [var.hint for var, _ in p.gradient.bindings if var.hint[0] == "c"]
-    return _ok(
+    return passed(
         title,
         f"share ids {sorted(ids)}; let conversion binds {', '.join(converted)}, lowest id "
         f"outermost (Fig. 20); after simplification p.gradient keeps "
@@ -176,7 +176,7 @@ def sum_chain(k: int) -> Callable[[Tensor], Tensor]:
 def check_sum_chain_shares(predict: Callable[[int], int]) -> Feedback:
     """Check ``predict(k)``, the number of share ids in the ``shared`` stage of
     ``sum_chain(k)``, for ``k = 1 … 6``."""
-    _require_callable(predict, "predict", "check_sum_chain_shares")
+    require_callable(predict, "predict", "check_sum_chain_shares")
     title = "shares needed by the chain x = sin(x) + x"
     xs = np.linspace(0.1, 1.0, 4)
     for k in range(1, 7):
@@ -184,9 +184,9 @@ def check_sum_chain_shares(predict: Callable[[int], int]) -> Feedback:
         try:
             got = predict(k)
         except Exception as err:
-            return _fail(title, f"input: k = {k}", f"it raised {_describe_error(err)}")
+            return not_yet(title, f"input: k = {k}", f"it raised {describe_error(err)}")
         if got != expected:
-            return _fail(
+            return not_yet(
                 title,
                 f"input: k = {k}",
                 f"expected: {expected}",
@@ -196,7 +196,7 @@ def check_sum_chain_shares(predict: Callable[[int], int]) -> Feedback:
                 "print(da.pipeline(sum_chain(1), xs).shared) shows the first one. Compare "
                 "with the product chain, whose last Add is reached by a plain variable.",
             )
-    return _ok(title, "right for k = 1 … 6")
+    return passed(title, "right for k = 1 … 6")
 
 
 # --------------------------------------------------------------------------------------
@@ -235,7 +235,7 @@ def check_specialise(specialise: Callable[[str], str]) -> Feedback:
     """Check ``specialise(source)``: the generated gradient source (``p.python``) with
     the cotangent fixed to ``dt = 1`` (Fig. 21's wrapper, ``unit_cotangent=True``): run
     with ``dt = nan`` it must give the gradient at ``dt = 1``, so it reads ``dt`` nowhere."""
-    _require_callable(specialise, "specialise", "check_specialise")
+    require_callable(specialise, "specialise", "check_specialise")
     title = "specialising the gradient program to dt = 1"
     xs = np.linspace(0.1, 1.0, 4)
     programs = {"chain(1)": chain(1), "chain(2)": chain(2), "sum_chain(2)": sum_chain(2),
@@ -247,14 +247,14 @@ def check_specialise(specialise: Callable[[str], str]) -> Feedback:
             special = specialise(p.python)
             value, *grads = _run_source(special, p, xs, float("nan"))
         except Exception as err:
-            return _fail(title, where, f"it raised {_describe_error(err)}",
-                         "Hint: return the whole source, still a valid Python function.")
+            return not_yet(title, where, f"it raised {describe_error(err)}",
+                           "Hint: return the whole source, still a valid Python function.")
         want_value, *want_grads = _run_source(p.python, p, xs, 1.0)
         if _still_reads_dt(special) or not all(
             np.all(np.isfinite(np.asarray(g))) for g in (value, *grads)
         ):
             line = _still_reads_dt(special)
-            return _fail(
+            return not_yet(
                 title,
                 where,
                 "expected: a body that never reads dt (run with dt = nan, it gives numbers)",
@@ -264,16 +264,16 @@ def check_specialise(specialise: Callable[[str], str]) -> Feedback:
         if not np.allclose(value, want_value) or not all(
             np.allclose(g, w) for g, w in zip(grads, want_grads, strict=True)
         ):
-            return _fail(
+            return not_yet(
                 title,
                 where,
-                f"expected: the gradient {_arr(want_grads[0])} (the original at dt = 1)",
-                f"obtained: {_arr(grads[0]) if grads else 'no gradient'}",
+                f"expected: the gradient {format_array(want_grads[0])} (the original at dt = 1)",
+                f"obtained: {format_array(grads[0]) if grads else 'no gradient'}",
                 "Hint: remove dt only where the result does not change at dt = 1.",
             )
     p18 = pipeline(fig18, xs)
     unit = compiled_gradient(fig18, (xs,), unit_cotangent=True).source
-    return _ok(
+    return passed(
         title,
         f"right on {len(programs)} programs. dualarr's own specialisation goes further: for "
         f"fig18 it has {len(unit.splitlines())} lines instead of "
@@ -293,26 +293,26 @@ def check_mode_timing(
     """Check ``time_modes(f, x)``: seconds per gradient of ``f`` at ``x`` for the modes
     ``"compiled"`` and ``"interpret"`` (positive finite numbers); the times themselves
     are the learner's to explain."""
-    _require_callable(time_modes, "time_modes", "check_mode_timing")
+    require_callable(time_modes, "time_modes", "check_mode_timing")
     title = "timing both modes on 10⁴ elements"
     x = np.linspace(0.1, 1.0, 10**4)
     try:
         times = time_modes(chain(8), x)
     except Exception as err:
-        return _fail(title, "input: chain(8), 10⁴ elements", f"it raised {_describe_error(err)}")
+        return not_yet(title, "input: chain(8), 10⁴ elements", f"it raised {describe_error(err)}")
     hint = (
         "Hint: return a dict {'compiled': seconds, 'interpret': seconds}, each the time "
         "of one gradient (timeit.repeat: the best of several runs, divided by number)."
     )
     if not isinstance(times, Mapping) or set(times) != {"compiled", "interpret"}:
         keys = sorted(times) if isinstance(times, Mapping) else type(times).__name__
-        return _fail(title, "expected: the keys 'compiled' and 'interpret'",
-                     f"obtained: {keys}", hint)
+        return not_yet(title, "expected: the keys 'compiled' and 'interpret'",
+                       f"obtained: {keys}", hint)
     for mode, seconds in times.items():
         if not isinstance(seconds, int | float) or not math.isfinite(seconds) or seconds <= 0:
-            return _fail(title, f"expected: a positive number of seconds for {mode!r}",
-                         f"obtained: {seconds!r}", hint)
-    return _ok(
+            return not_yet(title, f"expected: a positive number of seconds for {mode!r}",
+                           f"obtained: {seconds!r}", hint)
+    return passed(
         title,
         "both modes timed: now explain their ratio (which work grows with the data, "
         "which is paid once per call?)",

@@ -18,15 +18,15 @@ from ...lang.terms import Build1, Gather, Term, Transpose, postorder
 from ...pipeline import vectorise_program
 from ..exercises.feedback import (
     Feedback,
-    _arr,
-    _describe_error,
-    _fail,
-    _mismatches,
-    _num,
-    _ok,
-    _pos,
-    _require_callable,
-    _trace,
+    describe_error,
+    format_array,
+    format_number,
+    format_position,
+    mismatched_positions,
+    not_yet,
+    passed,
+    require_callable,
+    trace_or_error,
 )
 
 
@@ -34,7 +34,7 @@ def _run(program: Program, *args: np.ndarray) -> np.ndarray | str:
     try:
         return np.asarray(program(*args))
     except Exception as err:
-        return f"running it raised {_describe_error(err)}"
+        return f"running it raised {describe_error(err)}"
 
 
 def _terms(program: Program) -> list[Term]:
@@ -46,20 +46,20 @@ def _compare(
 ) -> Feedback | None:
     """A failure naming the first wrong element, or ``None`` when ``got`` is right."""
     if got.shape != expected.shape:
-        return _fail(
+        return not_yet(
             f"{title}: {what}",
             f"shape expected {list(expected.shape)}, got {list(got.shape)}",
             hint,
         )
-    wrong = _mismatches(expected, got)
+    wrong = mismatched_positions(expected, got)
     if not wrong:
         return None
     first = wrong[0]
-    return _fail(
+    return not_yet(
         f"{title}: {what}",
-        f"{len(wrong)} of {expected.size} elements wrong; at {_pos(first)} expected "
-        f"{_num(expected[first])}, got {_num(got[first])}",
-        f"expected: {_arr(expected)}\ngot:      {_arr(got)}",
+        f"{len(wrong)} of {expected.size} elements wrong; at {format_position(first)} expected "
+        f"{format_number(expected[first])}, got {format_number(got[first])}",
+        f"expected: {format_array(expected)}\ngot:      {format_array(got)}",
         hint,
     )
 
@@ -72,7 +72,7 @@ def _compare(
 def check_self_convolution(f: Callable[[Any], Any]) -> Feedback:
     """Check ``f(x)``, written with ``da.build``/``da.build1``, against
     ``np.convolve(x, x)`` on vectors of several lengths."""
-    _require_callable(f, "f", "check_self_convolution")
+    require_callable(f, "f", "check_self_convolution")
     title = "the self-convolution np.convolve(x, x)"
     hint = (
         "Hint: element k of np.convolve(x, x) adds up the products of two elements of x "
@@ -81,22 +81,22 @@ def check_self_convolution(f: Callable[[Any], Any]) -> Feedback:
     )
     for n in (3, 5, 6):
         x = np.linspace(0.5, 2.0, n) ** 2
-        program = _trace(f, x)
+        program = trace_or_error(f, x)
         if isinstance(program, str):
-            return _fail(f"{title}: x of length {n}", program)
+            return not_yet(f"{title}: x of length {n}", program)
         got = _run(program, x)
         if isinstance(got, str):
-            return _fail(f"{title}: x of length {n}", got)
-        failure = _compare(title, f"x = {_arr(x)}", np.convolve(x, x), got, hint)
+            return not_yet(f"{title}: x of length {n}", got)
+        failure = _compare(title, f"x = {format_array(x)}", np.convolve(x, x), got, hint)
         if failure:
             return failure
         if not any(isinstance(t, Build1) for t in _terms(program)):
-            return _fail(
+            return not_yet(
                 f"{title}: the values are right, but the program has no build1",
                 "Hint: the exercise is to write it in the core language: use da.build or "
                 "da.build1, as fig18 does.",
             )
-    return _ok(f"{title}: right for lengths 3, 5 and 6")
+    return passed(f"{title}: right for lengths 3, 5 and 6")
 
 
 # --------------------------------------------------------------------------------------
@@ -107,7 +107,7 @@ def check_self_convolution(f: Callable[[Any], Any]) -> Feedback:
 def check_weighted_histogram(f: Callable[[Any], Any]) -> Feedback:
     """Check ``f(d)``, 10 bins over [0, 1) weighted by the data values, against
     ``np.histogram(d, bins=10, range=(0, 1), weights=d)``, also on data out of range."""
-    _require_callable(f, "f", "check_weighted_histogram")
+    require_callable(f, "f", "check_weighted_histogram")
     title = "the weighted histogram"
     hint = (
         "Hint: the index function says which bin a point goes to; the array being "
@@ -119,17 +119,17 @@ def check_weighted_histogram(f: Callable[[Any], Any]) -> Feedback:
         "300 normal points, some out of range": np.random.default_rng(4).normal(0.5, 0.4, 300),
     }
     for name, d in datasets.items():
-        program = _trace(f, d)
+        program = trace_or_error(f, d)
         if isinstance(program, str):
-            return _fail(f"{title}: {name}", program)
+            return not_yet(f"{title}: {name}", program)
         got = _run(program, d)
         if isinstance(got, str):
-            return _fail(f"{title}: {name}", got)
+            return not_yet(f"{title}: {name}", got)
         expected = np.histogram(d, bins=10, range=(0.0, 1.0), weights=d)[0]
         failure = _compare(title, name, expected, got, hint)
         if failure:
             return failure
-    return _ok(f"{title}: agrees with np.histogram(..., weights=d) on {len(datasets)} data sets")
+    return passed(f"{title}: agrees with np.histogram(..., weights=d) on {len(datasets)} data sets")
 
 
 # --------------------------------------------------------------------------------------
@@ -140,7 +140,7 @@ def check_weighted_histogram(f: Callable[[Any], Any]) -> Feedback:
 def check_transpose_gather(f: Callable[[Any], Any]) -> Feedback:
     """Check ``f(t)``, a ``da.gather`` with an index function over three variables,
     against ``np.transpose(t, (2, 0, 1))`` on arrays of two shapes."""
-    _require_callable(f, "f", "check_transpose_gather")
+    require_callable(f, "f", "check_transpose_gather")
     title = "np.transpose(t, (2, 0, 1)) as a gather"
     hint = (
         "Hint: result dimension q is dimension p[q] of t (p = (2, 0, 1)). Work out one "
@@ -149,14 +149,14 @@ def check_transpose_gather(f: Callable[[Any], Any]) -> Feedback:
     )
     for shape in ((2, 3, 4), (3, 1, 2)):
         t = np.arange(float(np.prod(shape))).reshape(shape)
-        program = _trace(f, t)
+        program = trace_or_error(f, t)
         if isinstance(program, str):
-            return _fail(f"{title}: t of shape {list(shape)}", program)
+            return not_yet(f"{title}: t of shape {list(shape)}", program)
         terms = _terms(program)
         if not any(isinstance(term, Gather) for term in terms) or any(
             isinstance(term, Transpose) for term in terms
         ):
-            return _fail(
+            return not_yet(
                 f"{title}: the program should be one gather, without tr",
                 f"your program: {program}",
                 "Hint: call da.gather(shape, t, lambda i, j, k: (...)) with the result's "
@@ -164,13 +164,13 @@ def check_transpose_gather(f: Callable[[Any], Any]) -> Feedback:
             )
         got = _run(program, t)
         if isinstance(got, str):
-            return _fail(f"{title}: t of shape {list(shape)}", got)
+            return not_yet(f"{title}: t of shape {list(shape)}", got)
         failure = _compare(
             title, f"t of shape {list(shape)}", np.transpose(t, (2, 0, 1)), got, hint
         )
         if failure:
             return failure
-    return _ok(f"{title}: right on shapes [2, 3, 4] and [3, 1, 2]")
+    return passed(f"{title}: right on shapes [2, 3, 4] and [3, 1, 2]")
 
 
 # --------------------------------------------------------------------------------------
@@ -189,7 +189,7 @@ def check_concatenate_twice(f: Callable[[Any], Any]) -> Feedback:
     """Check ``f(x)``, ``x`` twice in a row written with ``da.concatenate``, on vectors of
     two lengths; on success shows its vectorised program beside the one of ``twice``
     written with a conditional in ``build1`` (§5.2)."""
-    _require_callable(f, "f", "check_concatenate_twice")
+    require_callable(f, "f", "check_concatenate_twice")
     title = "twice with da.concatenate"
     hint = (
         "Hint: da.concatenate takes a list of the arrays to put one after the other; "
@@ -198,20 +198,20 @@ def check_concatenate_twice(f: Callable[[Any], Any]) -> Feedback:
     vectorised = ""
     for n in (4, 10):
         x = np.linspace(-1.0, 1.0, n) + 2.0
-        program = _trace(f, x)
+        program = trace_or_error(f, x)
         if isinstance(program, str):
-            return _fail(f"{title}: x of length {n}", program)
+            return not_yet(f"{title}: x of length {n}", program)
         got = _run(program, x)
         if isinstance(got, str):
-            return _fail(f"{title}: x of length {n}", got)
-        failure = _compare(title, f"x = {_arr(x)}", np.concatenate([x, x]), got, hint)
+            return not_yet(f"{title}: x of length {n}", got)
+        failure = _compare(title, f"x = {format_array(x)}", np.concatenate([x, x]), got, hint)
         if failure:
             return failure
         if n == 10:
             vectorised = str(vectorise_program(program)[0])
     x10 = np.arange(10.0)
     with_where = str(vectorise_program(trace(_twice_where, x10))[0])
-    return _ok(
+    return passed(
         f"{title}: right for lengths 4 and 10; the vectorised programs for length 10:",
         f"with da.concatenate:  {vectorised}",
         f"with where in build1: {with_where}",
@@ -226,7 +226,7 @@ def check_concatenate_twice(f: Callable[[Any], Any]) -> Feedback:
 def check_error_line(f: Callable[[Any], Any], answer: str) -> Feedback:
     """Check ``answer``, the source line (as text) that the error raised by tracing
     ``f`` on a vector names."""
-    _require_callable(f, "f", "check_error_line")
+    require_callable(f, "f", "check_error_line")
     title = "the line the error names"
     try:
         trace(f, np.arange(1.0, 6.0))
@@ -234,20 +234,20 @@ def check_error_line(f: Callable[[Any], Any], answer: str) -> Feedback:
         location = err.location or ""
         message = str(err)
     else:
-        return _fail(f"{title}: tracing your function raised no error",
-                     "Hint: pass the function whose tracing fails (sign_flip).")
+        return not_yet(f"{title}: tracing your function raised no error",
+                       "Hint: pass the function whose tracing fails (sign_flip).")
     where = re.match(r"(?P<file>.*?):(?P<line>\d+)(?::\s*(?P<text>.*))?$", location)
     named = ""
     if where:
         named = (where["text"] or linecache.getline(where["file"], int(where["line"]))).strip()
     if not named:
-        return _fail(f"{title}: the error names {location!r}, a line that cannot be read")
+        return not_yet(f"{title}: the error names {location!r}, a line that cannot be read")
     if not isinstance(answer, str):
-        return _fail(f"{title}: answer should be a str, the text of the line, got "
-                     f"{type(answer).__name__}")
+        return not_yet(f"{title}: answer should be a str, the text of the line, got "
+                       f"{type(answer).__name__}")
     if answer.strip() == named:
-        return _ok(f"{title}: {named!r}", f"the whole message:\n{message}")
-    return _fail(
+        return passed(f"{title}: {named!r}", f"the whole message:\n{message}")
+    return not_yet(
         f"{title}: {answer.strip()!r} is not the line the error names",
         "Hint: print(err) shows the whole message; its last line, after `at`, names where "
         "in your code tracing stopped: a file, a line number and that line.",
@@ -265,15 +265,15 @@ def check_same_program(
     """Check that ``yours`` traces, on ``args``, to the same program as ``reference``
     (the same ``numpy_source()``), e.g. NumPy's own function against its
     ``dualarr.numpy`` twin."""
-    _require_callable(yours, "yours", "check_same_program")
+    require_callable(yours, "yours", "check_same_program")
     title = "the same program"
-    program, expected = _trace(yours, *args), trace(reference, *args)
+    program, expected = trace_or_error(yours, *args), trace(reference, *args)
     if isinstance(program, str):
-        return _fail(f"{title}: your function", program)
+        return not_yet(f"{title}: your function", program)
     if program.numpy_source() == expected.numpy_source():
-        return _ok(f"{title}: numpy_source() is identical",
-                   "NumPy's own function, called on a traced value, lands in dualarr.numpy")
-    return _fail(
+        return passed(f"{title}: numpy_source() is identical",
+                      "NumPy's own function, called on a traced value, lands in dualarr.numpy")
+    return not_yet(
         f"{title}: the programs differ",
         f"yours:\n{program.numpy_source()}",
         f"reference:\n{expected.numpy_source()}",
@@ -283,31 +283,31 @@ def check_same_program(
 def check_norm(f: Callable[[Any], Any]) -> Feedback:
     """Check ``f(x)``, the Euclidean norm of a vector written so that dualarr traces it,
     against ``np.linalg.norm`` and its gradient against ``x / |x|``."""
-    _require_callable(f, "f", "check_norm")
+    require_callable(f, "f", "check_norm")
     title = "the norm of a vector, traced"
     from ...api import grad
 
     for x in (np.array([3.0, 4.0]), np.linspace(-1.0, 2.0, 7)):
-        program = _trace(f, x)
+        program = trace_or_error(f, x)
         if isinstance(program, str):
-            return _fail(
-                f"{title}: x = {_arr(x)}",
+            return not_yet(
+                f"{title}: x = {format_array(x)}",
                 program,
                 "Hint: read the end of the message: it names what to use instead of "
                 "np.linalg.norm on traced values.",
             )
         got = _run(program, x)
         if isinstance(got, str):
-            return _fail(f"{title}: x = {_arr(x)}", got)
+            return not_yet(f"{title}: x = {format_array(x)}", got)
         failure = _compare(
-            title, f"x = {_arr(x)}", np.asarray(np.linalg.norm(x)), got,
+            title, f"x = {format_array(x)}", np.asarray(np.linalg.norm(x)), got,
             "Hint: the norm is the square root of the sum of the squares.",
         )
         if failure:
             return failure
         gradient = np.asarray(grad(f)(x))
-        failure = _compare(title, f"the gradient at x = {_arr(x)}", x / np.linalg.norm(x),
+        failure = _compare(title, f"the gradient at x = {format_array(x)}", x / np.linalg.norm(x),
                            gradient, "Hint: the value is right, check the operations used.")
         if failure:
             return failure
-    return _ok(f"{title}: value and gradient right on two vectors")
+    return passed(f"{title}: value and gradient right on two vectors")

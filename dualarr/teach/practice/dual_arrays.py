@@ -20,12 +20,12 @@ from ...lang.functions import sum as sum_all
 from ..exercises.feedback import (
     F64,
     Feedback,
-    _arr,
-    _describe_error,
-    _fail,
-    _mismatches,
-    _ok,
-    _require_callable,
+    describe_error,
+    format_array,
+    mismatched_positions,
+    not_yet,
+    passed,
+    require_callable,
 )
 
 _X = np.array([0.5, 1.0, 2.0])
@@ -33,7 +33,7 @@ _X = np.array([0.5, 1.0, 2.0])
 
 def _same(expected: np.ndarray, got: object) -> bool:
     value = np.asarray(got, dtype=float)
-    return value.shape == expected.shape and not _mismatches(expected, value)
+    return value.shape == expected.shape and not mismatched_positions(expected, value)
 
 
 # --------------------------------------------------------------------------------------
@@ -59,14 +59,14 @@ def check_div_factors(
     """Check ``factors(x)``, the two ``Scale`` factors that the rule for ``/`` puts in the
     Delta of ``x / x`` (the numerator's first), and ``gradient(x)``, what the reverse pass
     gives for ``x / x`` from cotangent 1, against ``DualAlgebra``."""
-    _require_callable(factors, "factors", "check_div_factors")
-    _require_callable(gradient, "gradient", "check_div_factors")
+    require_callable(factors, "factors", "check_div_factors")
+    require_callable(gradient, "gradient", "check_div_factors")
     title = "the rule for / on x / x"
     f1, f2, delta = _division_delta(_X)
     try:
         yours = tuple(factors(_X))
     except Exception as err:
-        return _fail(f"{title}: factors(x) raised {_describe_error(err)}")
+        return not_yet(f"{title}: factors(x) raised {describe_error(err)}")
     hint = (
         "Hint: the rule for a / b is the quotient rule: the numerator's tangent is scaled "
         "by the derivative of a / b in a, the denominator's by the derivative in b. "
@@ -74,25 +74,26 @@ def check_div_factors(
     )
     for k, (name, expected) in enumerate((("numerator", f1), ("denominator", f2))):
         if len(yours) != 2 or not _same(expected, yours[k]):
-            got = _arr(yours[k]) if len(yours) == 2 else f"{len(yours)} factors"
-            return _fail(
-                f"{title}: the {name}'s factor at x = {_arr(_X)}",
-                f"expected {_arr(expected)}, got {got}",
+            got = format_array(yours[k]) if len(yours) == 2 else f"{len(yours)} factors"
+            return not_yet(
+                f"{title}: the {name}'s factor at x = {format_array(_X)}",
+                f"expected {format_array(expected)}, got {got}",
                 hint,
             )
     expected_gradient = np.asarray(reverse(NumpyAlgebra(), delta, np.ones(3))[0])
     try:
         got_gradient = gradient(_X)
     except Exception as err:
-        return _fail(f"{title}: gradient(x) raised {_describe_error(err)}")
+        return not_yet(f"{title}: gradient(x) raised {describe_error(err)}")
     if not _same(expected_gradient, got_gradient):
-        return _fail(
-            f"{title}: the gradient of x / x at x = {_arr(_X)}",
-            f"expected {_arr(expected_gradient)}, got {_arr(np.asarray(got_gradient))}",
+        return not_yet(
+            f"{title}: the gradient of x / x at x = {format_array(_X)}",
+            f"expected {format_array(expected_gradient)}, "
+            f"got {format_array(np.asarray(got_gradient))}",
             "Hint: the reverse pass sends the cotangent through both Scale nodes to the same "
             "Input and adds what arrives. What is the derivative of a constant function?",
         )
-    return _ok(f"{title}: both factors and the gradient right")
+    return passed(f"{title}: both factors and the gradient right")
 
 
 # --------------------------------------------------------------------------------------
@@ -104,7 +105,7 @@ def check_one_hot_reads(f: Callable[[Any], Any], predicted: int) -> Feedback:
     """Check ``f(x)``, a program that reads elements of ``x`` with a static index outside
     any ``build1``, and ``predicted``, the number of one-hot cotangents the reverse pass
     materialises for it (``ReverseStats.one_hots``, §4.4)."""
-    _require_callable(f, "f", "check_one_hot_reads")
+    require_callable(f, "f", "check_one_hot_reads")
     title = "one-hot cotangents of reads outside build1"
     x = np.arange(1.0, 6.0)
     try:
@@ -112,19 +113,19 @@ def check_one_hot_reads(f: Callable[[Any], Any], predicted: int) -> Feedback:
         stats = ReverseStats()
         reverse(NumpyAlgebra(), run.deltas[0], np.ones(()), stats)
     except Exception as err:
-        return _fail(f"{title}: differentiating your function raised {_describe_error(err)}")
+        return not_yet(f"{title}: differentiating your function raised {describe_error(err)}")
     indexes = [d for d in dl.delta_postorder(run.deltas) if isinstance(d, dl.Index)]
     if not indexes:
-        return _fail(
+        return not_yet(
             f"{title}: the Delta of your program has no Index node",
             f"its Delta: {run.deltas[0]}",
             "Hint: read single elements of x with a Python int, like x[2], outside any "
             "build1, and combine them into a scalar.",
         )
     if predicted == stats.one_hots:
-        return _ok(f"{title}: {stats.one_hots}, one per Index node of the Delta "
-                   f"({len(indexes)})")
-    return _fail(
+        return passed(f"{title}: {stats.one_hots}, one per Index node of the Delta "
+                      f"({len(indexes)})")
+    return not_yet(
         f"{title}: you predicted {predicted}, the reverse pass made a different number",
         f"the Delta of your program:\n{run.deltas[0]}",
         "Hint: each Index node transposes to one one-hot array, made when its Share is "
@@ -143,8 +144,8 @@ def check_accum_prediction(
     """Check ``thrice(x)``, ``twice`` of the chapter with ``z`` used three times
     (``sum(z + z + z)`` with ``z = y * y``, ``y = sin x``), and ``predicted(x)``: the
     cotangent accumulated at ``s1`` (the Delta of ``y``) before it is evaluated."""
-    _require_callable(thrice, "thrice", "check_accum_prediction")
-    _require_callable(predicted, "predicted", "check_accum_prediction")
+    require_callable(thrice, "thrice", "check_accum_prediction")
+    require_callable(predicted, "predicted", "check_accum_prediction")
     title = "the cotangent accumulated at s1"
     x = np.arange(1.0, 6.0)
     try:
@@ -153,27 +154,27 @@ def check_accum_prediction(
         run = dual_run(program, (x,), (0,))
         steps = list(reverse_steps(NumpyAlgebra(), run.deltas[0], np.ones(())))
     except Exception as err:
-        return _fail(f"{title}: running thrice raised {_describe_error(err)}")
+        return not_yet(f"{title}: running thrice raised {describe_error(err)}")
     expected_value = float(3 * np.sum(np.sin(x) ** 2))
     if not np.isclose(value, expected_value, rtol=1e-9):
-        return _fail(
+        return not_yet(
             f"{title}: thrice(x) is {value:.6g}, but sum(z + z + z) is {expected_value:.6g}",
             "Hint: keep y = sin(x) and z = y * y from twice, and use z three times in the sum.",
         )
     before = next((s for s in steps if 1 in s.accum), None)
     if before is None:
-        return _fail(f"{title}: no Share 1 in the Delta of thrice",
-                     "Hint: compute y = da.sin(x) first, as twice does, so that it gets id 1.")
+        return not_yet(f"{title}: no Share 1 in the Delta of thrice",
+                       "Hint: compute y = da.sin(x) first, as twice does, so that it gets id 1.")
     expected = np.asarray(before.accum[1])
     try:
         yours = predicted(x)
     except Exception as err:
-        return _fail(f"{title}: predicted(x) raised {_describe_error(err)}")
+        return not_yet(f"{title}: predicted(x) raised {describe_error(err)}")
     if _same(expected, yours):
-        return _ok(f"{title}: your prediction is right", f"accum[1] = {_arr(expected)}")
-    return _fail(
-        f"{title}: at x = {_arr(x)}",
-        f"expected {_arr(expected)}, got {_arr(np.asarray(yours, dtype=float))}",
+        return passed(f"{title}: your prediction is right", f"accum[1] = {format_array(expected)}")
+    return not_yet(
+        f"{title}: at x = {format_array(x)}",
+        f"expected {format_array(expected)}, got {format_array(np.asarray(yours, dtype=float))}",
         "Hint: accum[1] is the derivative of f in y, all uses added. f adds up z once per "
         "use, and z = y * y: apply the chain rule by hand, as the chapter did for twice.",
     )
@@ -206,8 +207,8 @@ def check_chain_sizes(
     """Check closed formulas for the Delta of ``sum`` of the chain ``x = sin(x) + x``
     run ``k`` times (dual arrays): its distinct nodes (the DAG) and its nodes seen as a
     tree."""
-    _require_callable(dag_nodes, "dag_nodes", "check_chain_sizes")
-    _require_callable(tree_nodes, "tree_nodes", "check_chain_sizes")
+    require_callable(dag_nodes, "dag_nodes", "check_chain_sizes")
+    require_callable(tree_nodes, "tree_nodes", "check_chain_sizes")
     title = "the chain x = sin(x) + x"
     xs = np.linspace(0.1, 1.0, 4)
     deltas = {
@@ -228,15 +229,15 @@ def check_chain_sizes(
             try:
                 yours = formula(k)
             except Exception as err:
-                return _fail(f"{title}: {name}({k}) raised {_describe_error(err)}")
+                return not_yet(f"{title}: {name}({k}) raised {describe_error(err)}")
             if yours != measured:
                 table = ", ".join(f"k={j}: {measure(d)}" for j, d in list(deltas.items())[:5])
-                return _fail(
+                return not_yet(
                     f"{title}: {name}({k}) should be {measured}, yours gives {yours}",
                     f"measured: {table}",
                     hint,
                 )
-    return _ok(
+    return passed(
         f"{title}: DAG and tree formulas right for k = 1..8",
         "each step still uses the previous x twice (in sin(x) and in + x), so the tree "
         "still doubles; the DAG grows by fewer nodes per step because + has no product "
@@ -272,18 +273,18 @@ def check_contract_share(delta: object, answer: object) -> Feedback:
     in ``delta`` (the Delta a ``BackpropStepper`` shows)."""
     title = "the Share of the Contract nodes"
     if not isinstance(delta, dl.Share):
-        return _fail(f"{title}: pass the stepper's Delta (stepper.delta), not a "
-                     f"{type(delta).__name__}")
+        return not_yet(f"{title}: pass the stepper's Delta (stepper.delta), not a "
+                       f"{type(delta).__name__}")
     ids = _shares_with_contract(delta)
     if not ids:
-        return _fail(f"{title}: this Delta has no Contract node")
+        return not_yet(f"{title}: this Delta has no Contract node")
     if answer in ids:
-        return _ok(f"{title}: s{answer}",
-                   "a matrix-vector product is bilinear: one Contract per argument, each "
-                   "with the other argument's primal fixed")
+        return passed(f"{title}: s{answer}",
+                      "a matrix-vector product is bilinear: one Contract per argument, each "
+                      "with the other argument's primal fixed")
     known = sorted({d.id for d in dl.delta_postorder([delta]) if isinstance(d, dl.Share)})
     where = f"there is no Share {answer}" if answer not in known else f"s{answer} holds none"
-    return _fail(
+    return not_yet(
         f"{title}: {where}",
         f"the Share ids are {known}",
         "Hint: print the stepper's Delta (its .delta): one line per Share; or call next() and "

@@ -18,13 +18,13 @@ from ...lang.errors import DualarrError
 from ..exercises.feedback import (
     F64,
     Feedback,
-    _delta_arithmetic_hints,
-    _describe_error,
-    _fail,
-    _is_delta,
-    _num,
-    _ok,
-    _require_callable,
+    delta_arithmetic_hints,
+    describe_error,
+    format_number,
+    is_delta,
+    not_yet,
+    passed,
+    require_callable,
 )
 
 # --------------------------------------------------------------------------------------
@@ -95,7 +95,7 @@ def _factor(r: object) -> float:
 
 def _scalar_delta_problem(value: object, name: str) -> str | None:
     """Why ``value`` is not a Delta of the scalar language, else ``None``."""
-    if not _is_delta(value):
+    if not is_delta(value):
         return f"{name} is a {type(value).__name__}, not a Delta"
     allowed = (dl.Zero, dl.Input, dl.Add, dl.Scale, dl.Share)
     for node in dl.delta_postorder([value]):
@@ -161,8 +161,8 @@ def check_sub_exp(dual: Callable[[float, dl.Delta], Any], exp: Callable[[Any], A
     """Check a scalar dual-number class ``dual(primal, delta)`` with ``-`` (and ``*``)
     and a function ``exp`` on it (Fig. 2): the primal values, and the gradients that
     the reverse pass computes from their Deltas, on three small programs."""
-    _require_callable(dual, "dual", "check_sub_exp")
-    _require_callable(exp, "exp", "check_sub_exp")
+    require_callable(dual, "dual", "check_sub_exp")
+    require_callable(exp, "exp", "check_sub_exp")
     title = "subtraction and exp on dual numbers (Fig. 2)"
     for case in _SUB_EXP_CASES:
         try:
@@ -170,18 +170,18 @@ def check_sub_exp(dual: Callable[[float, dl.Delta], Any], exp: Callable[[Any], A
             out = case.run(exp, inputs)
             primal, delta = float(out.primal), out.delta
         except Exception as err:
-            hints = _delta_arithmetic_hints(err)
+            hints = delta_arithmetic_hints(err)
             if isinstance(err, TypeError) and "for -" in str(err):
                 hints = ["Hint: give the class a __sub__ method, next to __add__ and __mul__."]
-            return _fail(f"{title}: {case.name}", f"it raised {_describe_error(err)}", *hints)
+            return not_yet(f"{title}: {case.name}", f"it raised {describe_error(err)}", *hints)
         problem = _scalar_delta_problem(delta, "the result's .delta")
         if problem:
-            return _fail(f"{title}: {case.name}", problem)
+            return not_yet(f"{title}: {case.name}", problem)
         expected_value = case.value(case.inputs)
         if not math.isclose(primal, expected_value, rel_tol=1e-9):
-            return _fail(
+            return not_yet(
                 f"{title}: {case.name}",
-                f"value expected {_num(expected_value)}, got {_num(primal)}",
+                f"value expected {format_number(expected_value)}, got {format_number(primal)}",
                 "Hint: the primal part is the ordinary value: compute it as for plain floats.",
             )
         grad = _evaluate(delta).grad
@@ -190,17 +190,17 @@ def check_sub_exp(dual: Callable[[float, dl.Delta], Any], exp: Callable[[Any], A
         if not all(math.isclose(g, e, rel_tol=1e-9, abs_tol=1e-12)
                    for g, e in zip(got, expected, strict=True)):
             hint = {"sub": _SUB_HINT, "exp": _EXP_HINT}.get(case.uses, _SUB_HINT + " " + _EXP_HINT)
-            return _fail(
+            return not_yet(
                 f"{title}: {case.name}",
                 "gradient expected " + _tuple(expected) + ", got " + _tuple(got)
                 + " (the reverse pass of §2.4 on your Delta)",
                 hint,
             )
-    return _ok(f"{title}: values and gradients right on {len(_SUB_EXP_CASES)} programs")
+    return passed(f"{title}: values and gradients right on {len(_SUB_EXP_CASES)} programs")
 
 
 def _tuple(values: tuple[float, ...]) -> str:
-    return "(" + ", ".join(_num(v) for v in values) + ")"
+    return "(" + ", ".join(format_number(v) for v in values) + ")"
 
 
 # --------------------------------------------------------------------------------------
@@ -245,7 +245,7 @@ def check_square_chain(
     (what a tree-walking reverse pass visits, §2.5), and the gradient at ``x``."""
     for value, name in ((dag_nodes, "dag_nodes"), (tree_nodes, "tree_nodes"),
                         (gradient, "gradient")):
-        _require_callable(value, name, "check_square_chain")
+        require_callable(value, name, "check_square_chain")
     title = "the chain x = x * x"
     counts: list[tuple[str, Callable[[int], int], Callable[[dl.Delta], int], str]] = [
         ("dag_nodes", dag_nodes, lambda d: dl.size([d]).nodes,
@@ -262,9 +262,9 @@ def check_square_chain(
             try:
                 yours = formula(n)
             except Exception as err:
-                return _fail(f"{title}: {name}({n}) raised {_describe_error(err)}")
+                return not_yet(f"{title}: {name}({n}) raised {describe_error(err)}")
             if yours != measured:
-                return _fail(
+                return not_yet(
                     f"{title}: {name}({n}) should be {measured}, yours gives {yours}",
                     "measured: " + ", ".join(
                         f"n={k}: {measure(_squaring(1.5, k).delta)}" for k in range(6)
@@ -277,17 +277,18 @@ def check_square_chain(
             try:
                 yours_g = float(gradient(x, n))
             except Exception as err:
-                return _fail(f"{title}: gradient({x}, {n}) raised {_describe_error(err)}")
+                return not_yet(f"{title}: gradient({x}, {n}) raised {describe_error(err)}")
             if not math.isclose(yours_g, expected, rel_tol=1e-9):
-                return _fail(
-                    f"{title}: gradient({x}, {n}) should be {_num(expected)}, yours gives "
-                    f"{_num(yours_g)}",
+                return not_yet(
+                    f"{title}: gradient({x}, {n}) should be {format_number(expected)}, yours gives "
+                    f"{format_number(yours_g)}",
                     "Hint: after n steps x has become a power of the input: which power? "
                     "Differentiate that power.",
                 )
-    return _ok(
+    return passed(
         f"{title}: DAG, tree and gradient formulas right for n = 0..8",
-        f"at x = 1.5, n = 4 the gradient is {_num(_evaluate(_squaring(1.5, 4).delta).grad[0])}",
+        "at x = 1.5, n = 4 the gradient is "
+        f"{format_number(_evaluate(_squaring(1.5, 4).delta).grad[0])}",
     )
 
 
@@ -301,18 +302,18 @@ def check_broken_invariant(delta: object) -> Feedback:
     smaller or equal id) and on which the evaluator of Fig. 5, largest id first, has to
     evaluate one Share more than once."""
     title = "a Delta that breaks Invariant 1"
-    if not _is_delta(delta):
-        return _fail(title, f"your Delta is a {type(delta).__name__}, not a Delta")
+    if not is_delta(delta):
+        return not_yet(title, f"your Delta is a {type(delta).__name__}, not a Delta")
     problem = _scalar_delta_problem(delta, "your Delta")
     if problem:
-        return _fail(title, problem)
+        return not_yet(title, problem)
     try:
         dl.check_invariants([delta])
         broken = ""
     except DualarrError as err:
         broken = err.detail
     if not broken.startswith("Invariant 1"):
-        return _fail(
+        return not_yet(
             f"{title}: check_invariants accepts it" if not broken else f"{title}: {broken}",
             "Hint: Invariant 1 says every Share id inside Share i is smaller than i; put a "
             "Share with a larger id inside one with a smaller id.",
@@ -320,7 +321,7 @@ def check_broken_invariant(delta: object) -> Feedback:
     result = _evaluate(delta)
     repeated = sorted({i for i in result.order if result.order.count(i) > 1})
     if not repeated:
-        return _fail(
+        return not_yet(
             f"{title}: check_invariants rejects it ({broken}), but every Share is still "
             "evaluated once",
             f"Share ids in evaluation order: {list(result.order)}",
@@ -329,11 +330,11 @@ def check_broken_invariant(delta: object) -> Feedback:
             "directly from the root, and once below the Share with the smaller id.",
         )
     truth = _tree_gradient(delta)
-    return _ok(
+    return passed(
         f"{title}: Share {repeated[0]} is evaluated more than once",
         f"Share ids in evaluation order: {list(result.order)}",
-        f"the gradient is still {_num(result.grad.get(0, 0.0))} (a tree walk gives "
-        f"{_num(truth)}): what breaks is the work, each Share is no longer walked once",
+        f"the gradient is still {format_number(result.grad.get(0, 0.0))} (a tree walk gives "
+        f"{format_number(truth)}): what breaks is the work, each Share is no longer walked once",
     )
 
 
@@ -366,15 +367,15 @@ def check_order_matters(delta: object) -> Feedback:
     """Check a scalar Delta that satisfies Invariants 1 and 2 and on which Fig. 5 with a
     stack (last in, first out) instead of the max-heap evaluates some Share twice."""
     title = "a Delta on which the order of the reverse pass matters"
-    if not _is_delta(delta):
-        return _fail(title, f"your Delta is a {type(delta).__name__}, not a Delta")
+    if not is_delta(delta):
+        return not_yet(title, f"your Delta is a {type(delta).__name__}, not a Delta")
     problem = _scalar_delta_problem(delta, "your Delta")
     if problem:
-        return _fail(title, problem)
+        return not_yet(title, problem)
     try:
         dl.check_invariants([delta])
     except DualarrError as err:
-        return _fail(
+        return not_yet(
             f"{title}: {err.detail}",
             "Hint: keep both invariants (make the Deltas with IdSupply, ids growing as you "
             "build upwards): the point is that even a well-formed Delta needs the order.",
@@ -385,12 +386,12 @@ def check_order_matters(delta: object) -> Feedback:
         f"stack:    Share order {list(stack.order)}, {stack.visits} nodes visited",
     )
     if len(stack.order) > len(heap.order):
-        return _ok(
+        return passed(
             f"{title}: with a stack a Share is evaluated more than once",
             *details,
-            f"the gradient stays {_num(stack.grad.get(0, 0.0))}: only the work grows",
+            f"the gradient stays {format_number(stack.grad.get(0, 0.0))}: only the work grows",
         )
-    return _fail(
+    return not_yet(
         f"{title}: the stack evaluates every Share once, as the heap does",
         *details,
         "Hint: a stack takes the Share found last first. Build a Share that is used twice, "

@@ -25,11 +25,11 @@ from ..baselines import (
 )
 from ..exercises.feedback import (
     Feedback,
-    _describe_error,
-    _fail,
-    _num,
-    _ok,
-    _require_callable,
+    describe_error,
+    format_number,
+    not_yet,
+    passed,
+    require_callable,
 )
 
 METHODS: dict[str, Callable[..., BaselineReport]] = {
@@ -73,7 +73,7 @@ def _nodes(method: str, f: Callable[..., Any], n: int) -> int | str:
     try:
         return METHODS[method](f, *_arguments(n)).delta_nodes
     except Exception as err:
-        return f"{method} on your function raised {_describe_error(err)}"
+        return f"{method} on your function raised {describe_error(err)}"
 
 
 # --------------------------------------------------------------------------------------
@@ -85,33 +85,33 @@ def check_dot_variant(f: Callable[[Any, Any], Any], changes: Mapping[str, bool])
     """Check ``f(x, y)``, a dot product written another way, and ``changes``: for each
     method of :data:`METHODS`, whether its Delta size at ``n = 16`` differs from the
     one of the ``build1`` dot product of the chapter."""
-    _require_callable(f, "f", "check_dot_variant")
+    require_callable(f, "f", "check_dot_variant")
     title = "Delta sizes of your dot product"
     problem = _prediction_problem(changes, bool)
     if problem:
-        return _fail(title, problem)
+        return not_yet(title, problem)
     x, y = _arguments(5)
     try:
         value = float(trace(f, x, y)(x, y))
     except Exception as err:
-        return _fail(f"{title}: running it raised {_describe_error(err)}")
+        return not_yet(f"{title}: running it raised {describe_error(err)}")
     if not math.isclose(value, float(x @ y), rel_tol=1e-9, abs_tol=1e-12):
-        return _fail(f"{title}: at n = 5 your function gives {_num(value)}, the dot product "
-                     f"is {_num(float(x @ y))}")
+        return not_yet(f"{title}: at n = 5 your function gives {format_number(value)}, "
+                       f"the dot product is {format_number(float(x @ y))}")
     rows, wrong = [], []
     for method in METHODS:
         ours, yours = _nodes(method, _dot, 16), _nodes(method, f, 16)
         if isinstance(yours, str):
-            return _fail(title, yours)
+            return not_yet(title, yours)
         changed = ours != yours
         rows.append(f"{method:22} build1 dot: {ours:4} nodes, yours: {yours:4} nodes")
         if changes[method] != changed:
             wrong.append(method)
     if not wrong:
-        return _ok(f"{title}: all three predictions right (n = 16)", *rows)
+        return passed(f"{title}: all three predictions right (n = 16)", *rows)
     method = wrong[0]
     said = "changes" if changes[method] else "stays the same"
-    return _fail(
+    return not_yet(
         f"{title}: you predicted that the size for {method} {said}; it does not",
         f"Hint: {method} records {_HOW[method]}. Compare what it sees in the two programs, "
         "then run it on both (the `delta_nodes` of its report).",
@@ -130,25 +130,25 @@ def check_slope_prediction(
 ) -> Feedback:
     """Check ``slopes``: for each method of :data:`METHODS`, the predicted number of Delta
     nodes per element of ``f(x, y)`` (the slope of the line ``fit_line`` prints)."""
-    _require_callable(f, "f", "check_slope_prediction")
+    require_callable(f, "f", "check_slope_prediction")
     title = "the slopes of the Delta sizes"
     problem = _prediction_problem(slopes, int)
     if problem:
-        return _fail(title, problem)
+        return not_yet(title, problem)
     measured: dict[str, int] = {}
     for method in METHODS:
         counts = [_nodes(method, f, n) for n in _SLOPE_SIZES]
         numbers = [c for c in counts if isinstance(c, int)]
         if len(numbers) < len(counts):
-            return _fail(title, next(c for c in counts if isinstance(c, str)))
+            return not_yet(title, next(c for c in counts if isinstance(c, str)))
         slope = (numbers[1] - numbers[0]) // (_SLOPE_SIZES[1] - _SLOPE_SIZES[0])
         intercept = numbers[0] - slope * _SLOPE_SIZES[0]
         if any(c != slope * n + intercept for c, n in zip(numbers, _SLOPE_SIZES, strict=True)):
-            return _fail(f"{title}: the Delta size of {method} is not a line in n: {numbers}")
+            return not_yet(f"{title}: the Delta size of {method} is not a line in n: {numbers}")
         measured[method] = slope
     wrong = [m for m in METHODS if slopes[m] != measured[m]]
     if not wrong:
-        return _ok(
+        return passed(
             f"{title}: all three right",
             *(f"{m:22} {measured[m]} nodes per element" for m in METHODS),
         )
@@ -164,7 +164,7 @@ def check_slope_prediction(
         "dual_arrays_gradient": "Hint: after the bot there is no build1 and no read per "
         "element left: how does a program of bulk operations grow with n?",
     }
-    return _fail(
+    return not_yet(
         f"{title}: your slope for {method} is {slopes[method]}, the measured one differs",
         f"at n = {_SLOPE_SIZES[0]} its Delta has {_nodes(method, f, _SLOPE_SIZES[0])} nodes; "
         "yours predicts a line through the counts at every size",
@@ -207,7 +207,7 @@ def matvec_one_hot_elements(n: int, m: int) -> int:
 
 def check_matvec_one_hots(formula: Callable[[int, int], int]) -> Feedback:
     """Check a closed formula for :func:`matvec_one_hot_elements` in ``n`` and ``m``."""
-    _require_callable(formula, "formula", "check_matvec_one_hots")
+    require_callable(formula, "formula", "check_matvec_one_hots")
     title = "one-hot elements of the matrix-vector product, without the bot"
     shapes = ((2, 3), (3, 2), (3, 4), (1, 5), (4, 1))
     rows = []
@@ -216,14 +216,14 @@ def check_matvec_one_hots(formula: Callable[[int, int], int]) -> Feedback:
         try:
             yours = formula(n, m)
         except Exception as err:
-            return _fail(f"{title}: formula({n}, {m}) raised {_describe_error(err)}")
+            return not_yet(f"{title}: formula({n}, {m}) raised {describe_error(err)}")
         rows.append(f"n = {n}, m = {m}: measured {measured}, yours {yours}")
         if yours != measured:
-            return _fail(
+            return not_yet(
                 f"{title}: wrong for n = {n}, m = {m} (measured {measured}, yours {yours})",
                 *rows,
                 "Hint: count the runs of the inner body, and the reads in it. Each read "
                 "transposes to a one-hot cotangent as large as the whole array it reads "
                 "from, not just the row or the element.",
             )
-    return _ok(f"{title}: your formula matches on {len(shapes)} shapes", *rows)
+    return passed(f"{title}: your formula matches on {len(shapes)} shapes", *rows)

@@ -16,14 +16,14 @@ from ...lang.tensor import Tensor
 from ...pipeline import pipeline
 from ..exercises.feedback import (
     Feedback,
-    _arr,
-    _close,
-    _describe_error,
-    _fail,
-    _mismatches,
-    _ok,
-    _pos,
-    _require_callable,
+    all_close,
+    describe_error,
+    format_array,
+    format_position,
+    mismatched_positions,
+    not_yet,
+    passed,
+    require_callable,
 )
 
 # --------------------------------------------------------------------------------------
@@ -46,7 +46,7 @@ def w4(m: int, n: int, p: int) -> Callable[[Tensor, Tensor], Tensor]:
 def check_w4_gradient(w4_gradient: Callable[[Any, Any], tuple[Any, Any]]) -> Feedback:
     """Check ``w4_gradient(a, b)``: the gradient of ``sum(a @ b)`` with respect to ``a``
     and ``b``, against dualarr's gradient of W4 (written with ``build``)."""
-    _require_callable(w4_gradient, "w4_gradient", "check_w4_gradient")
+    require_callable(w4_gradient, "w4_gradient", "check_w4_gradient")
     title = "W4's gradient with NumPy's @"
     rng = np.random.default_rng(4)
     hint = ("Hint: element a[i, k] meets b[k, j] once for every column j of the result, "
@@ -59,16 +59,16 @@ def check_w4_gradient(w4_gradient: Callable[[Any, Any], tuple[Any, Any]]) -> Fee
         try:
             got = tuple(np.asarray(g, dtype=float) for g in w4_gradient(a, b))
         except Exception as err:
-            return _fail(title, where, f"it raised {_describe_error(err)}", hint)
+            return not_yet(title, where, f"it raised {describe_error(err)}", hint)
         if len(got) != 2:
-            return _fail(title, where, "expected: a pair (gradient of a, gradient of b)",
-                         f"obtained: {len(got)} arrays", hint)
+            return not_yet(title, where, "expected: a pair (gradient of a, gradient of b)",
+                           f"obtained: {len(got)} arrays", hint)
         for name, g, w in zip("ab", got, want, strict=True):
-            if g.shape != np.shape(w) or not _close(g, w):
-                return _fail(title, where, f"expected: d/d{name} = {_arr(w)}",
-                             f"obtained: {_arr(g)}", hint)
-    return _ok(title, "equals dualarr's gradient of W4: the bot turned the builds into the "
-               "same products, so the remaining difference is the cost of a call")
+            if g.shape != np.shape(w) or not all_close(g, w):
+                return not_yet(title, where, f"expected: d/d{name} = {format_array(w)}",
+                               f"obtained: {format_array(g)}", hint)
+    return passed(title, "equals dualarr's gradient of W4: the bot turned the builds into the "
+                  "same products, so the remaining difference is the cost of a call")
 
 
 # --------------------------------------------------------------------------------------
@@ -84,7 +84,7 @@ def w5(x: Tensor) -> Tensor:
 def check_w5_with_lets(w5_with_lets: Callable[[Tensor], Tensor]) -> Feedback:
     """Check ``w5_with_lets(x)``: W5 with its intermediates bound by ``da.let`` (a
     ``let`` in the traced source), with the same value and gradient as W5."""
-    _require_callable(w5_with_lets, "w5_with_lets", "check_w5_with_lets")
+    require_callable(w5_with_lets, "w5_with_lets", "check_w5_with_lets")
     title = "W5 with one da.let per intermediate"
     x = np.linspace(-1.0, 2.0, 7)
     where = "input: x = linspace(-1, 2, 7)"
@@ -92,27 +92,27 @@ def check_w5_with_lets(w5_with_lets: Callable[[Tensor], Tensor]) -> Feedback:
         p = pipeline(w5_with_lets, x)
         value, gradient = p.vectorised(x), grad(w5_with_lets)(x)
     except Exception as err:
-        return _fail(title, where, f"it raised {_describe_error(err)}",
-                     "Hint: da.let(value, lambda v: body) binds value to v in body.")
+        return not_yet(title, where, f"it raised {describe_error(err)}",
+                       "Hint: da.let(value, lambda v: body) binds value to v in body.")
     reference = pipeline(w5, x)
     want_value, want_gradient = reference.vectorised(x), grad(w5)(x)
-    if not _close(value, want_value):
-        return _fail(title, where, f"expected: the value {_arr(want_value)}",
-                     f"obtained: {_arr(value)}", "Hint: the lets must not change what is "
-                     "computed: bind x * x once and use it in both places.")
-    if not _close(gradient, want_gradient):
-        return _fail(title, where, f"expected: the gradient {_arr(want_gradient)}",
-                     f"obtained: {_arr(gradient)}")
+    if not all_close(value, want_value):
+        return not_yet(title, where, f"expected: the value {format_array(want_value)}",
+                       f"obtained: {format_array(value)}", "Hint: the lets must not change what is "
+                       "computed: bind x * x once and use it in both places.")
+    if not all_close(gradient, want_gradient):
+        return not_yet(title, where, f"expected: the gradient {format_array(want_gradient)}",
+                       f"obtained: {format_array(gradient)}")
     if "let " not in str(p.source):
-        return _fail(title, where, "expected: a let in the traced source (print(p.source))",
-                     "obtained: none", "Hint: bind an intermediate such as x * x with "
-                     "da.let(x * x, lambda xx: …) and write the rest of W5 inside the "
-                     "lambda, using xx.")
+        return not_yet(title, where, "expected: a let in the traced source (print(p.source))",
+                       "obtained: none", "Hint: bind an intermediate such as x * x with "
+                       "da.let(x * x, lambda xx: …) and write the rest of W5 inside the "
+                       "lambda, using xx.")
     same = p.python.split("\n", 1)[1] == reference.python.split("\n", 1)[1]
-    return _ok(title, "same value and gradient as W5; the generated programs are "
-               + ("identical: the simplifier had already found the sharing" if same else
-                  "different: compare print(p.python) with W5's to see what the let "
-                  "changed"))
+    return passed(title, "same value and gradient as W5; the generated programs are "
+                  + ("identical: the simplifier had already found the sharing" if same else
+                     "different: compare print(p.python) with W5's to see what the let "
+                     "changed"))
 
 
 # --------------------------------------------------------------------------------------
@@ -124,26 +124,26 @@ def check_w6_gradient(w6_gradient_x: Callable[[Any, Any, Any], Any]) -> Feedback
     """Check ``w6_gradient_x(x, idx, w)``: the gradient of ``sum(x[idx] * w)`` with
     respect to ``x`` (the transposed gather: a scatter-add), repeated indices and
     elements never read included."""
-    _require_callable(w6_gradient_x, "w6_gradient_x", "check_w6_gradient")
+    require_callable(w6_gradient_x, "w6_gradient_x", "check_w6_gradient")
     title = "W6's gradient with respect to x"
     cases = (
         (np.arange(4.0), np.array([0, 2, 3]), np.array([1.0, 2.0, 3.0])),
         (np.arange(5.0), np.array([1, 1, 4, 1]), np.array([1.0, 10.0, 100.0, 1000.0])),
     )
     for x, idx, w in cases:
-        where = f"input: x = {_arr(x)}, idx = {idx.tolist()}, w = {_arr(w)}"
+        where = f"input: x = {format_array(x)}, idx = {idx.tolist()}, w = {format_array(w)}"
         want = np.bincount(idx, weights=w, minlength=len(x))
         try:
             got = np.asarray(w6_gradient_x(x.copy(), idx.copy(), w.copy()), dtype=float)
         except Exception as err:
-            return _fail(title, where, f"it raised {_describe_error(err)}",
-                         "Hint: the gradient has the shape of x.")
+            return not_yet(title, where, f"it raised {describe_error(err)}",
+                           "Hint: the gradient has the shape of x.")
         if got.shape != want.shape:
-            return _fail(title, where, f"expected: shape [{len(x)}] (the shape of x)",
-                         f"obtained: shape {list(got.shape)}",
-                         "Hint: the gradient has one element per element of x, not per "
-                         "read: that is why it is a scatter, not a gather.")
-        bad = _mismatches(want, got)
+            return not_yet(title, where, f"expected: shape [{len(x)}] (the shape of x)",
+                           f"obtained: shape {list(got.shape)}",
+                           "Hint: the gradient has one element per element of x, not per "
+                           "read: that is why it is a scatter, not a gather.")
+        bad = mismatched_positions(want, got)
         if bad:
             assigned = np.zeros(len(x))
             assigned[idx] = w
@@ -152,16 +152,17 @@ def check_w6_gradient(w6_gradient_x: Callable[[Any, Any, Any], Any]) -> Feedback
                 "a plain assignment keeps only the last one. That is also why the "
                 "transposed gather cannot be a gather: an element of x may receive any "
                 "number of contributions."
-                if _close(got, assigned) else
+                if all_close(got, assigned) else
                 "Hint: which terms x[idx[q]] * w[q] of the sum read x[k]? Each contributes to "
                 "d/dx[k]."
             )
             first = bad[0]
-            return _fail(title, where,
-                         f"element {_pos(first)}: expected {_arr(want[first])}, "
-                         f"obtained {_arr(got[first])}", hint)
-    return _ok(title, "a scatter-add: what the generated program does with "
-               "helpers.scatter (np.bincount on NumPy)")
+            return not_yet(title, where,
+                           f"element {format_position(first)}: "
+                           f"expected {format_array(want[first])}, "
+                           f"obtained {format_array(got[first])}", hint)
+    return passed(title, "a scatter-add: what the generated program does with "
+                  "helpers.scatter (np.bincount on NumPy)")
 
 
 # --------------------------------------------------------------------------------------
@@ -190,10 +191,10 @@ def check_table_differences(answer: Iterable[str] | None) -> Feedback:
     choices = ", ".join(repr(k) for k in TABLE_DIFFERENCES)
     chosen = set(answer) if answer is not None and not isinstance(answer, str) else None
     if chosen is None or not chosen <= set(TABLE_DIFFERENCES):
-        return _fail(title, f"obtained: {answer!r}",
-                     f"expected: a set of some of {choices}",
-                     "Hint: read the script's --help and its QUICK cases, and the cell of "
-                     "the notebook that times the libraries.")
+        return not_yet(title, f"obtained: {answer!r}",
+                       f"expected: a set of some of {choices}",
+                       "Hint: read the script's --help and its QUICK cases, and the cell of "
+                       "the notebook that times the libraries.")
     wrong = sorted(chosen - _TRUE_DIFFERENCES)
     missing = len(_TRUE_DIFFERENCES - chosen)
     if wrong or missing:
@@ -202,8 +203,8 @@ def check_table_differences(answer: Iterable[str] | None) -> Feedback:
             details.append(f"not a difference: {', '.join(repr(w) for w in wrong)}")
         if missing:
             details.append(f"expected: {missing} more difference(s)")
-        return _fail(title, *details,
-                     "Hint: `python benchmarks/bench_gradients.py --help` lists the "
-                     "script's defaults with --quick; compare them with the arguments of "
-                     "median_time in the notebook's timing cell, and its CASES with QUICK.")
-    return _ok(title, "; ".join(TABLE_DIFFERENCES[k] for k in sorted(_TRUE_DIFFERENCES)))
+        return not_yet(title, *details,
+                       "Hint: `python benchmarks/bench_gradients.py --help` lists the "
+                       "script's defaults with --quick; compare them with the arguments of "
+                       "median_time in the notebook's timing cell, and its CASES with QUICK.")
+    return passed(title, "; ".join(TABLE_DIFFERENCES[k] for k in sorted(_TRUE_DIFFERENCES)))

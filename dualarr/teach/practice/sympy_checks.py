@@ -17,10 +17,10 @@ from ...lang.tensor import Tensor
 from ..check import ADJOINT, FINITE_DIFFERENCES, INTERPRETED, SYMPY, GradCheckReport, check_grad
 from ..exercises.feedback import (
     Feedback,
-    _describe_error,
-    _fail,
-    _ok,
-    _require_callable,
+    describe_error,
+    not_yet,
+    passed,
+    require_callable,
 )
 from ..sympy_gradient import sympy_gradient
 
@@ -46,7 +46,7 @@ def check_broken_exp(
     """Check ``check_with_broken_exp(f, *arrays)``: ``da.check_grad(f, *arrays)`` run with
     a wrong derivative rule for ``exp`` installed, which must fail naming the input that
     ``exp`` touches, and leave the real rule (and correct gradients) behind."""
-    _require_callable(check_with_broken_exp, "check_with_broken_exp", "check_broken_exp")
+    require_callable(check_with_broken_exp, "check_with_broken_exp", "check_broken_exp")
     title = "a broken exp rule caught by check_grad"
     arrays = (np.array([0.5, -1.0, 2.0]), np.array([0.3, 1.0, 1.5]))
     where = "input: weights_and_growth(weights, rates), exp applied to rates only"
@@ -54,32 +54,32 @@ def check_broken_exp(
     try:
         report = check_with_broken_exp(weights_and_growth, *arrays)
     except Exception as err:
-        return _fail(title, where, f"it raised {_describe_error(err)}")
+        return not_yet(title, where, f"it raised {describe_error(err)}")
     finally:
         left_broken = REGISTRY["exp"] is not real_rule
         REGISTRY["exp"] = real_rule
         clear_caches()
     if left_broken:
-        return _fail(title, where, "expected: the real exp rule back in REGISTRY afterwards",
-                     "obtained: your rule was still installed (the checker put it back)",
-                     "Hint: restore the rule in a finally: block, so that it comes back "
-                     "even when check_grad raises.")
+        return not_yet(title, where, "expected: the real exp rule back in REGISTRY afterwards",
+                       "obtained: your rule was still installed (the checker put it back)",
+                       "Hint: restore the rule in a finally: block, so that it comes back "
+                       "even when check_grad raises.")
     if not isinstance(report, GradCheckReport):
-        return _fail(title, where, "expected: the report of da.check_grad",
-                     f"obtained: a {type(report).__name__}")
+        return not_yet(title, where, "expected: the report of da.check_grad",
+                       f"obtained: a {type(report).__name__}")
     if report.passed:
-        return _fail(title, where, "expected: a FAILED report", "obtained: PASSED",
-                     "Hint: was your rule installed while check_grad ran? Replace "
-                     "REGISTRY['exp'] by a copy with other partials (dataclasses.replace), "
-                     "clear the caches, then call da.check_grad.")
+        return not_yet(title, where, "expected: a FAILED report", "obtained: PASSED",
+                       "Hint: was your rule installed while check_grad ran? Replace "
+                       "REGISTRY['exp'] by a copy with other partials (dataclasses.replace), "
+                       "clear the caches, then call da.check_grad.")
     failing = [c for c in report.checks if c.status == "FAIL"]
     if not any("input 1 (rates)" in c.detail for c in failing) or any(
         "input 0" in c.detail for c in failing
     ):
-        return _fail(title, where, "expected: failures that name input 1 (rates) only",
-                     "obtained: " + "; ".join(f"{c.name}: {c.detail}" for c in failing))
-    return _ok(title, "the report names input 1 (rates), the only input exp touches; "
-               f"failed: {', '.join(c.name for c in failing)}")
+        return not_yet(title, where, "expected: failures that name input 1 (rates) only",
+                       "obtained: " + "; ".join(f"{c.name}: {c.detail}" for c in failing))
+    return passed(title, "the report names input 1 (rates), the only input exp touches; "
+                  f"failed: {', '.join(c.name for c in failing)}")
 
 
 # --------------------------------------------------------------------------------------
@@ -99,19 +99,19 @@ def _check_prediction(
         set(predicted) if predicted is not None and not isinstance(predicted, str) else None
     )
     if chosen is None or not chosen <= set(CHECK_NAMES):
-        return _fail(title, where, f"obtained: {predicted!r}",
-                     f"expected: a set of some of {names} (SYMPY, FINITE_DIFFERENCES, "
-                     "INTERPRETED, ADJOINT)", hint)
+        return not_yet(title, where, f"obtained: {predicted!r}",
+                       f"expected: a set of some of {names} (SYMPY, FINITE_DIFFERENCES, "
+                       "INTERPRETED, ADJOINT)", hint)
     if chosen == actual:
-        return _ok(title, "failing: " + (", ".join(sorted(actual)) or "none")
-                   + "; the others pass")
+        return passed(title, "failing: " + (", ".join(sorted(actual)) or "none")
+                      + "; the others pass")
     passing = sorted(chosen - actual)
     details = [where, f"obtained: {sorted(chosen)}"]
     if passing:
         details.append(f"these pass: {', '.join(passing)}")
     if actual - chosen:
         details.append(f"expected: {len(actual - chosen)} more failing check(s)")
-    return _fail(title, *details, hint)
+    return not_yet(title, *details, hint)
 
 
 def maximum_second_at_ties(f: Callable[..., Tensor], *arrays: Any) -> GradCheckReport:
@@ -201,23 +201,23 @@ def check_simplified_dy(simplified: object) -> Feedback:
     exact = exact_foo_dy()
     symbols = sorted(exact.free_symbols, key=str)
     if not isinstance(simplified, sp.Expr):
-        return _fail(title, f"obtained: a {type(simplified).__name__}",
-                     "expected: a SymPy expression in x, y, z",
-                     "Hint: start from da.sympy_gradient(foo, …).gradient('y') (its .item() "
-                     "is the expression) and call sp.simplify on it.")
+        return not_yet(title, f"obtained: a {type(simplified).__name__}",
+                       "expected: a SymPy expression in x, y, z",
+                       "Hint: start from da.sympy_gradient(foo, …).gradient('y') (its .item() "
+                       "is the expression) and call sp.simplify on it.")
     extra = sorted(str(s) for s in simplified.free_symbols - set(symbols))
     if extra:
-        return _fail(title, f"obtained: an expression in {extra}",
-                     "expected: an expression in x, y, z only")
+        return not_yet(title, f"obtained: an expression in {extra}",
+                       "expected: an expression in x, y, z only")
     given = sp.lambdify(symbols, simplified, "numpy")
     reference = sp.lambdify(symbols, exact, "numpy")
     rng = np.random.default_rng(5)
     for point in rng.uniform(0.3, 2.0, size=(6, 3)):
         want, got = float(reference(*point)), float(given(*point))
         if not np.isclose(got, want, rtol=1e-9, atol=1e-12):
-            return _fail(title, f"input: (x, y, z) = {tuple(round(float(p), 4) for p in point)}",
-                         f"expected: {want:.6g}", f"obtained: {got:.6g}",
-                         "Hint: simplifying must not change the value anywhere.")
+            return not_yet(title, f"input: (x, y, z) = {tuple(round(float(p), 4) for p in point)}",
+                           f"expected: {want:.6g}", f"obtained: {got:.6g}",
+                           "Hint: simplifying must not change the value anywhere.")
     before, after = sp.count_ops(exact), sp.count_ops(simplified)
-    return _ok(title, f"equal to SymPy's ∂foo/∂y at 6 points; {after} operations against "
-               f"the {before} of SymPy's unsimplified expression (sp.count_ops)")
+    return passed(title, f"equal to SymPy's ∂foo/∂y at 6 points; {after} operations against "
+                  f"the {before} of SymPy's unsimplified expression (sp.count_ops)")

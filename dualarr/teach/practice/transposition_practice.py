@@ -30,13 +30,13 @@ from ...pipeline import pipeline
 from ..examples import fig18
 from ..exercises.feedback import (
     Feedback,
-    _arr,
-    _close,
-    _describe_error,
-    _fail,
-    _num,
-    _ok,
-    _require_callable,
+    all_close,
+    describe_error,
+    format_array,
+    format_number,
+    not_yet,
+    passed,
+    require_callable,
 )
 
 ALG = NumpyAlgebra()
@@ -68,25 +68,25 @@ def check_scatter_cotangent(scatter_cotangent: Callable[[Any, Any, int], Any]) -
     """Check ``scatter_cotangent(c, index, n)``: the gradient of a length-``n`` vector
     read by ``Gather`` at ``index``, for the cotangent ``c``: what ``T[Gather]``'s
     ``Scatter`` computes, repeated and out-of-range reads included."""
-    _require_callable(scatter_cotangent, "scatter_cotangent", "check_scatter_cotangent")
+    require_callable(scatter_cotangent, "scatter_cotangent", "check_scatter_cotangent")
     title = "the transpose of a gather (T[Gather] = Scatter)"
     for index, n, c in _GATHER_CASES:
         want = _gradient(transpose_delta(to_let_form(gather_delta(index, n))), c, (n,))
-        where = f"input: c = {_arr(c)}, index = {index.tolist()}, n = {n}"
+        where = f"input: c = {format_array(c)}, index = {index.tolist()}, n = {n}"
         try:
             got = np.asarray(scatter_cotangent(c.copy(), index.copy(), n), dtype=float)
         except IndexError as err:
-            return _fail(title, where, f"it raised {_describe_error(err)}",
-                         "Hint: a read outside the array (forward, a gather gives 0 there) "
-                         "has no element of the input to send its cotangent to.")
+            return not_yet(title, where, f"it raised {describe_error(err)}",
+                           "Hint: a read outside the array (forward, a gather gives 0 there) "
+                           "has no element of the input to send its cotangent to.")
         except Exception as err:
-            return _fail(title, where, f"it raised {_describe_error(err)}")
-        if got.shape == want.shape and _close(got, want):
+            return not_yet(title, where, f"it raised {describe_error(err)}")
+        if got.shape == want.shape and all_close(got, want):
             continue
         overwritten = np.zeros(n)
         inside = (index >= 0) & (index < n)
         overwritten[index[inside]] = c[inside]
-        if len(set(index[inside])) < int(inside.sum()) and _close(got, overwritten):
+        if len(set(index[inside])) < int(inside.sum()) and all_close(got, overwritten):
             hint = ("Hint: two reads of the same element both contributed to the output: "
                     "their cotangents must both reach it (an assignment keeps only one).")
         elif np.any(~inside):
@@ -95,9 +95,10 @@ def check_scatter_cotangent(scatter_cotangent: Callable[[Any, Any, int], Any]) -
                     "the transposed read must not.")
         else:
             hint = "Hint: each cotangent c[q] goes back to the element that read number q read."
-        return _fail(title, where, f"expected: {_arr(want)}", f"obtained: {_arr(got)}", hint)
-    return _ok(title, "right on repeated, out-of-range and negative indices: a cotangent "
-               "whose read fell outside the array is dropped")
+        return not_yet(title, where, f"expected: {format_array(want)}",
+                       f"obtained: {format_array(got)}", hint)
+    return passed(title, "right on repeated, out-of-range and negative indices: a cotangent "
+                  "whose read fell outside the array is dropped")
 
 
 # --------------------------------------------------------------------------------------
@@ -146,7 +147,7 @@ def check_onehot_counts(onehot_counts: Callable[[dl.Delta], Mapping[int, int]]) 
     """Check ``onehot_counts(delta)``, predicted from the Delta alone: for each share id
     ``k``, how many ``Onehot s<k>`` statements ``transpose_delta(to_let_form(delta))``
     has (``T[Var k]``, once per use)."""
-    _require_callable(onehot_counts, "onehot_counts", "check_onehot_counts")
+    require_callable(onehot_counts, "onehot_counts", "check_onehot_counts")
     title = "Onehot statements of shared Deltas (T[Var])"
     cases = (
         ("Share 2 (Add (Scale y s1) s1)", item_delta()),
@@ -158,9 +159,9 @@ def check_onehot_counts(onehot_counts: Callable[[dl.Delta], Mapping[int, int]]) 
         try:
             got = dict(onehot_counts(delta))
         except Exception as err:
-            return _fail(title, f"input: {name}", f"it raised {_describe_error(err)}")
+            return not_yet(title, f"input: {name}", f"it raised {describe_error(err)}")
         if got != want:
-            return _fail(
+            return not_yet(
                 title,
                 f"input: {name}",
                 f"expected: {dict(sorted(want.items()))}",
@@ -169,8 +170,8 @@ def check_onehot_counts(onehot_counts: Callable[[dl.Delta], Mapping[int, int]]) 
                 "each Share node is a child of another node (dl.delta_children), walking "
                 "the body of each Share only once; the root is used once, by the output.",
             )
-    return _ok(title, f"right on {len(cases)} Deltas; the Lookups then come from the "
-               "highest id down, as in the reverse pass")
+    return passed(title, f"right on {len(cases)} Deltas; the Lookups then come from the "
+                  "highest id down, as in the reverse pass")
 
 
 # --------------------------------------------------------------------------------------
@@ -188,7 +189,7 @@ def check_transposed_spec(transposed_spec: Callable[[str], str]) -> Feedback:
     """Check ``transposed_spec(spec)``: the contraction of ``T[Contract spec u y]``
     (linear in the first operand ``u``, ``y`` fixed), and that transposing twice gives
     the spec back."""
-    _require_callable(transposed_spec, "transposed_spec", "check_transposed_spec")
+    require_callable(transposed_spec, "transposed_spec", "check_transposed_spec")
     title = "the transposed contraction (T[Contract])"
     hint = ("Hint: the transposed map takes the cotangent, which has the indices of the "
             "output, together with the fixed operand y, and must give an array with the "
@@ -199,15 +200,15 @@ def check_transposed_spec(transposed_spec: Callable[[str], str]) -> Feedback:
             got = transposed_spec(spec)
             twice = transposed_spec(got)
         except Exception as err:
-            return _fail(title, f"input: {spec!r}", f"it raised {_describe_error(err)}", hint)
+            return not_yet(title, f"input: {spec!r}", f"it raised {describe_error(err)}", hint)
         if got != want:
-            return _fail(title, f"input: {spec!r}", f"expected: {want!r}",
-                         f"obtained: {got!r}", hint)
+            return not_yet(title, f"input: {spec!r}", f"expected: {want!r}",
+                           f"obtained: {got!r}", hint)
         if twice != spec:
-            return _fail(title, f"input: {spec!r}, transposed twice",
-                         f"expected: {spec!r}", f"obtained: {twice!r}", hint)
-    return _ok(title, "right on 5 specs; transposing twice gives the spec back: "
-               "(Jᵀ)ᵀ = J, the identity")
+            return not_yet(title, f"input: {spec!r}, transposed twice",
+                           f"expected: {spec!r}", f"obtained: {twice!r}", hint)
+    return passed(title, "right on 5 specs; transposing twice gives the spec back: "
+                  "(Jᵀ)ᵀ = J, the identity")
 
 
 # --------------------------------------------------------------------------------------
@@ -251,7 +252,7 @@ def check_adjoint_sides(sides: AdjointSides) -> Feedback:
     """Check ``sides(delta, program, v, u)`` against :func:`adjoint_sides` on the Deltas
     of ``softmax`` and ``logsumexp`` with their transposes (the sides agree), and on
     ``softmax``'s Delta with the transpose of ``2 * softmax`` (they must not)."""
-    _require_callable(sides, "sides", "check_adjoint_sides")
+    require_callable(sides, "sides", "check_adjoint_sides")
     title = "the two sides of the adjoint identity"
     rng = np.random.default_rng(3)
     x = rng.normal(size=5)
@@ -269,20 +270,20 @@ def check_adjoint_sides(sides: AdjointSides) -> Feedback:
         try:
             left, right = sides(delta, program, v, u)
         except Exception as err:
-            return _fail(title, f"input: {name}", f"it raised {_describe_error(err)}")
-        if not (_close(left, want[0]) and _close(right, want[1])):
-            return _fail(
+            return not_yet(title, f"input: {name}", f"it raised {describe_error(err)}")
+        if not (all_close(left, want[0]) and all_close(right, want[1])):
+            return not_yet(
                 title,
                 f"input: {name}, a random tangent v and cotangent u",
-                f"expected: ({_num(want[0])}, {_num(want[1])})",
-                f"obtained: ({_num(left)}, {_num(right)})",
+                f"expected: ({format_number(want[0])}, {format_number(want[1])})",
+                f"obtained: ({format_number(left)}, {format_number(right)})",
                 "Hint: the left side runs the Delta forwards on v (forward(ALG, delta, v)) "
                 "and pairs the result with u; the right side runs the linear program on u "
                 "(run_linear) and pairs each input's cotangent with its tangent. ⟨a, b⟩ is "
                 "the sum of the elementwise product.",
             )
-    return _ok(title, "right on 3 pairs: the sides agree for softmax and logsumexp, "
-               "and differ when the program is not the Delta's transpose")
+    return passed(title, "right on 3 pairs: the sides agree for softmax and logsumexp, "
+                  "and differ when the program is not the Delta's transpose")
 
 
 # --------------------------------------------------------------------------------------
@@ -316,13 +317,13 @@ def check_scatter_fate(answer: object) -> Feedback:
     expected = _scatter_fate()
     choices = ", ".join(repr(k) for k in SCATTER_FATES)
     if answer == expected:
-        return _ok(title, SCATTER_FATES[expected] + ": for a permutation, scattering by it "
-                   "and gathering by its inverse compute the same array")
+        return passed(title, SCATTER_FATES[expected] + ": for a permutation, scattering by it "
+                      "and gathering by its inverse compute the same array")
     if answer not in SCATTER_FATES:
-        return _fail(title, f"obtained: {answer!r}", f"expected: one of {choices}",
-                     "Hint: print(da.pipeline(fig18, x).gradient) and look for the index "
-                     "map 3 - j.")
-    return _fail(
+        return not_yet(title, f"obtained: {answer!r}", f"expected: one of {choices}",
+                       "Hint: print(da.pipeline(fig18, x).gradient) and look for the index "
+                       "map 3 - j.")
+    return not_yet(
         title,
         f"obtained: {answer!r} ({SCATTER_FATES[str(answer)]})",
         "expected: what p.gradient shows where the linear program has `Scatter [4] c4 f1`",

@@ -21,12 +21,12 @@ from ...lang.tensor import Tensor
 from ...pipeline import pipeline
 from ..exercises.feedback import (
     Feedback,
-    _arr,
-    _close,
-    _describe_error,
-    _fail,
-    _ok,
-    _require_callable,
+    all_close,
+    describe_error,
+    format_array,
+    not_yet,
+    passed,
+    require_callable,
 )
 
 
@@ -39,10 +39,11 @@ def _compare(
 ) -> Feedback | None:
     """A failure when ``got`` is not ``want`` (shape first, then values), else ``None``."""
     if np.shape(got) != want.shape:
-        return _fail(title, where, f"expected: shape {_shape(want)}",
-                     f"obtained: shape {_shape(got)}", hint)
-    if not _close(got, want):
-        return _fail(title, where, f"expected: {_arr(want)}", f"obtained: {_arr(got)}", hint)
+        return not_yet(title, where, f"expected: shape {_shape(want)}",
+                       f"obtained: shape {_shape(got)}", hint)
+    if not all_close(got, want):
+        return not_yet(title, where, f"expected: {format_array(want)}",
+                       f"obtained: {format_array(got)}", hint)
     return None
 
 
@@ -55,7 +56,7 @@ def check_batched_matmul(batched_matmul: Callable[[Any, Any], Any]) -> Feedback:
     """Check ``batched_matmul(A, B)``: ``A[b] @ B[b]`` for every ``b``, written with
     ``da.vmap`` (the traced source has a ``build1``) and vectorised by the bot (none
     left)."""
-    _require_callable(batched_matmul, "batched_matmul", "check_batched_matmul")
+    require_callable(batched_matmul, "batched_matmul", "check_batched_matmul")
     title = "a batched matrix product with vmap"
     rng = np.random.default_rng(1)
     hint = ("Hint: map da.matmul over the leading (batch) axis of both arguments: one "
@@ -67,17 +68,17 @@ def check_batched_matmul(batched_matmul: Callable[[Any, Any], Any]) -> Feedback:
             p = pipeline(batched_matmul, a, b)
             got = np.asarray(p.vectorised(a, b))
         except Exception as err:
-            return _fail(title, where, f"it raised {_describe_error(err)}", hint)
+            return not_yet(title, where, f"it raised {describe_error(err)}", hint)
         failure = _compare(title, where, got, np.matmul(a, b), hint)
         if failure:
             return failure
         if "build1" not in str(p.source):
-            return _fail(title, where, "expected: a vmap (a build1 in the traced source)",
-                         "obtained: no build1", "Hint: use da.vmap rather than a batched "
-                         "operation, so that the bot has a loop to remove.")
+            return not_yet(title, where, "expected: a vmap (a build1 in the traced source)",
+                           "obtained: no build1", "Hint: use da.vmap rather than a batched "
+                           "operation, so that the bot has a loop to remove.")
     rules = ", ".join(dict.fromkeys(step.rule for step in p.bot_steps))
-    return _ok(title, f"right on 2 batches; the bot's rules: {rules}",
-               f"after simplification: {p.vectorised}")
+    return passed(title, f"right on 2 batches; the bot's rules: {rules}",
+                  f"after simplification: {p.vectorised}")
 
 
 # --------------------------------------------------------------------------------------
@@ -115,7 +116,7 @@ def bot_steps_by_depth(depths: tuple[int, ...] = (1, 2, 3, 4)) -> dict[int, int]
 def check_three_way_sum(three_way_sum: Callable[[Any, Any, Any], Any]) -> Feedback:
     """Check ``three_way_sum(a, b, c)``: the table ``a[i] + b[j] + c[k]`` with three
     nested vmaps (three ``build1``s in the traced source)."""
-    _require_callable(three_way_sum, "three_way_sum", "check_three_way_sum")
+    require_callable(three_way_sum, "three_way_sum", "check_three_way_sum")
     title = "three nested vmaps"
     hint = ("Hint: one vmap zips its arguments (one shared axis); nesting a vmap inside "
             "another gives each argument its own axis. Nest three, one per vector.")
@@ -127,18 +128,18 @@ def check_three_way_sum(three_way_sum: Callable[[Any, Any, Any], Any]) -> Feedba
             p = pipeline(three_way_sum, a, b, c)
             got = np.asarray(p.vectorised(a, b, c))
         except Exception as err:
-            return _fail(title, where, f"it raised {_describe_error(err)}", hint)
+            return not_yet(title, where, f"it raised {describe_error(err)}", hint)
         failure = _compare(title, where, got, want, hint)
         if failure:
             return failure
         loops = str(p.source).count("build1")
         if loops != 3:
-            return _fail(title, where, "expected: three build1s in the traced source",
-                         f"obtained: {loops}", hint)
+            return not_yet(title, where, "expected: three build1s in the traced source",
+                           f"obtained: {loops}", hint)
     steps = bot_steps_by_depth()
-    return _ok(title, "right; bot steps by depth of nesting: "
-               + ", ".join(f"{d} → {n}" for d, n in steps.items())
-               + ": each level pushes its build1 through everything the inner ones made")
+    return passed(title, "right; bot steps by depth of nesting: "
+                  + ", ".join(f"{d} → {n}" for d, n in steps.items())
+                  + ": each level pushes its build1 through everything the inner ones made")
 
 
 # --------------------------------------------------------------------------------------
@@ -160,13 +161,13 @@ def check_gather_rule(answer: object) -> Feedback:
     rules = list(dict.fromkeys(step.rule for step in p.bot_steps))
     expected = next(step for step in p.bot_steps if "gather" in str(step.after))
     if answer == expected.rule:
-        return _ok(title, f"{expected.rule}: {expected.before}  ⟶  {expected.after}")
+        return passed(title, f"{expected.rule}: {expected.before}  ⟶  {expected.after}")
     if not isinstance(answer, str) or answer not in rules:
-        return _fail(title, f"obtained: {answer!r}",
-                     f"expected: one of the rules that fire here: {', '.join(rules)}",
-                     "Hint: print every step of p.bot_steps with its rule and its after.")
+        return not_yet(title, f"obtained: {answer!r}",
+                       f"expected: one of the rules that fire here: {', '.join(rules)}",
+                       "Hint: print every step of p.bot_steps with its rule and its after.")
     step = next(s for s in p.bot_steps if s.rule == answer)
-    return _fail(
+    return not_yet(
         title,
         f"obtained: {answer}, whose step rewrites {step.before}  ⟶  {step.after}",
         "expected: the rule whose replacement is the first to contain a gather",
@@ -183,7 +184,7 @@ def check_gather_rule(answer: object) -> Feedback:
 def check_shifted_rows(shifted_rows: Callable[[Any, Any], Any]) -> Feedback:
     """Check ``shifted_rows(v, M)``: ``M[k] - v`` for every row ``k``, with one vmap that
     maps ``M`` only (``in_axes=(None, 0)``)."""
-    _require_callable(shifted_rows, "shifted_rows", "check_shifted_rows")
+    require_callable(shifted_rows, "shifted_rows", "check_shifted_rows")
     title = "mapping the second argument only (in_axes)"
     hint = ("Hint: by default vmap maps the leading axis of every argument, so v's 3 "
             "elements would be paired with M's 4 rows. in_axes says, argument by argument, "
@@ -195,16 +196,16 @@ def check_shifted_rows(shifted_rows: Callable[[Any, Any], Any]) -> Feedback:
         p = pipeline(shifted_rows, v, m)
         got = np.asarray(p.vectorised(v, m))
     except Exception as err:
-        return _fail(title, where, f"it raised {_describe_error(err)}", hint)
+        return not_yet(title, where, f"it raised {describe_error(err)}", hint)
     loop = np.array([m[k] - v for k in range(4)])
     failure = _compare(title, where, got, loop, hint)
     if failure:
         return failure
     loops = str(p.source).count("build1")
     if loops != 1:
-        return _fail(title, where, "expected: one vmap (one build1 in the traced source)",
-                     f"obtained: {loops}", hint)
-    return _ok(title, "equals the NumPy loop over the rows", f"vectorised: {p.vectorised}")
+        return not_yet(title, where, "expected: one vmap (one build1 in the traced source)",
+                       f"obtained: {loops}", hint)
+    return passed(title, "equals the NumPy loop over the rows", f"vectorised: {p.vectorised}")
 
 
 # --------------------------------------------------------------------------------------
@@ -268,13 +269,13 @@ def check_growth(prediction: Mapping[str, object]) -> Feedback:
         "grow?",
     }
     if not isinstance(prediction, Mapping):
-        return _fail(title, f"obtained: {prediction!r}",
-                     "expected: a dict {'source': p, 'vectorised': q}", hint["source"])
+        return not_yet(title, f"obtained: {prediction!r}",
+                       "expected: a dict {'source': p, 'vectorised': q}", hint["source"])
     for stage, (small, large) in counts.items():
         exponent = round(math.log2(large / small))
         got = prediction.get(stage)
         if got != exponent:
-            return _fail(
+            return not_yet(
                 title,
                 f"input: the {stage} program of outer_sin, n = {sizes[0]} and {sizes[1]}",
                 "expected: the p with work ∝ nᵖ that counting its Python calls at two "
@@ -282,5 +283,5 @@ def check_growth(prediction: Mapping[str, object]) -> Feedback:
                 f"obtained: {got!r}",
                 hint[stage],
             )
-    return _ok(title, "the looped source does a quadratic amount of Python work, the bulk "
-               "program a constant one: its cost per element is NumPy's")
+    return passed(title, "the looped source does a quadratic amount of Python work, the bulk "
+                  "program a constant one: its cost per element is NumPy's")

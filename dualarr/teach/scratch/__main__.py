@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from .grading import STAGES, run_task, tasks_of
-from .notebooks import _REPOSITORY, StageLoadError, generate, learner_lines, stage
+from .notebooks import REPOSITORY_ROOT, StageLoadError, generate, learner_lines, stage
 
 
 def _check(stages: list[str], folder: Path | None, solutions: bool) -> int:
@@ -60,9 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb == "generate":
         changed = generate(check_only=args.check)
         for path in changed:
-            print(("stale: " if args.check else "wrote: ") + str(path.relative_to(_REPOSITORY)))
+            print(("stale: " if args.check else "wrote: ") + str(path.relative_to(REPOSITORY_ROOT)))
         return 1 if (args.check and changed) else 0
-    source = _REPOSITORY / "notebooks" / "from-scratch" / "source"
+    source = REPOSITORY_ROOT / "notebooks" / "from-scratch" / "source"
     for name, stem in STAGES.items():
         path = source / f"{stem}.md"
         if path.exists():

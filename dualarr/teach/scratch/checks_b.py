@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..scratch_support import FIG7_CONSTRUCTS
-from .grading import Mismatch, _failure, expect_close, task
+from .grading import Mismatch, expect_close, learner_error_lines, task
 from .notebooks import stage
 from .oracle import Case, cases
 from .terms import (
@@ -134,7 +134,8 @@ def attributed(rule: str, hint: str, program: str) -> Iterator[None]:
     except (Mismatch, NotImplementedError, RecursionError):
         raise
     except Exception as error:
-        raise Mismatch(f"{rule}: " + "; ".join(" ".join(ln.split()) for ln in _failure(error)),
+        lines = learner_error_lines(error)
+        raise Mismatch(f"{rule}: " + "; ".join(" ".join(ln.split()) for ln in lines),
                        hint=hint, program=program) from error
 
 

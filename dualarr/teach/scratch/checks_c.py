@@ -20,7 +20,7 @@ import dualarr as da
 
 from ..scratch_support import FIG7_CONSTRUCTS
 from . import delta as dl
-from .grading import Mismatch, _failure, count_calls, expect_close, task
+from .grading import Mismatch, count_calls, expect_close, learner_error_lines, task
 from .notebooks import StageLoadError, references, stage
 from .oracle import Case, cases
 from .terms import (
@@ -141,7 +141,7 @@ def _call(function: Callable[..., Any], *args: Any, hint: str, program: str,
     except (NotImplementedError, RecursionError, Mismatch):
         raise
     except Exception as error:
-        head, *where = _failure(error)
+        head, *where = learner_error_lines(error)
         at = f" ({where[0].removeprefix('at:').strip().rstrip(':')})" if where else ""
         raise Mismatch(head + at, hint=hint, program=program, inputs=inputs) from error
 

@@ -36,6 +36,7 @@ __all__ = [
     "count_calls",
     "count_lines",
     "expect_close",
+    "learner_error_lines",
     "progress",
     "run_task",
     "task",
@@ -190,7 +191,7 @@ def run_task(t: Task, namespace: Mapping[str, Any]) -> Outcome:
         return Outcome(t, False, ["your code recursed without end (RecursionError)",
                                   f"hint:     {t.hint}"])
     except Exception as error:  # the learner's code failed: say where, in their code
-        return Outcome(t, False, [*_failure(error), f"hint:     {t.hint}"])
+        return Outcome(t, False, [*learner_error_lines(error), f"hint:     {t.hint}"])
     return Outcome(t, True, [verified])
 
 
@@ -202,7 +203,10 @@ def _raises_not_implemented(f: Any) -> bool:
     return "raise NotImplementedError" in source
 
 
-def _failure(error: Exception) -> list[str]:
+def learner_error_lines(error: Exception) -> list[str]:
+    """What a check reports of an exception the learner's code raised: the line
+    ``your code raised Type: message`` and, when a frame outside the library (the
+    learner's code) is on the traceback, the line ``at: function, line n: source``."""
     frames = traceback.extract_tb(error.__traceback__)
     mine = [f for f in frames if not _is_library(f.filename)]
     where = mine[-1] if mine else (frames[-1] if frames else None)
@@ -279,7 +283,7 @@ def attempt(run: Callable[[], T]) -> T | NotYet:
     except NotImplementedError:
         return NotYet("(not written yet: runs once the functions above are filled in)")
     except Exception as error:
-        return NotYet("(" + "; ".join(_failure(error)) + ")")
+        return NotYet("(" + "; ".join(learner_error_lines(error)) + ")")
 
 
 def count_calls(run: Callable[[], T]) -> tuple[T, int]:

@@ -33,6 +33,7 @@ from .grading import STAGES
 
 __all__ = [
     "EXPORT_TAG",
+    "REPOSITORY_ROOT",
     "StageLoadError",
     "exported_code",
     "generate",
@@ -49,7 +50,8 @@ BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
 Which = Literal["mine", "reference"]
 
-_REPOSITORY = Path(__file__).resolve().parents[3]
+REPOSITORY_ROOT = Path(__file__).resolve().parents[3]
+"""The root of the dualarr repository (its ``notebooks/`` hold the from-scratch track)."""
 
 
 def scratch_dir() -> Path:
@@ -63,13 +65,13 @@ def scratch_dir() -> Path:
     here = Path.cwd()
     if any((here / f"{stem}.ipynb").exists() for stem in STAGES.values()):
         return here
-    return _REPOSITORY / "notebooks" / "from-scratch"
+    return REPOSITORY_ROOT / "notebooks" / "from-scratch"
 
 
 def notebook_path(name: str, which: Which, folder: Path | None = None) -> Path:
     base = scratch_dir() if folder is None else folder
     if which == "reference":
-        base = _REPOSITORY / "notebooks" / "from-scratch" / "solutions"
+        base = REPOSITORY_ROOT / "notebooks" / "from-scratch" / "solutions"
     return base / f"{STAGES[name]}.ipynb"
 
 
@@ -296,7 +298,7 @@ def without_markers(source: str) -> str:
 
 def sources(root: Path | None = None) -> list[Path]:
     """Every source of the tracks authored once (``notebooks/<track>/source/*.md``)."""
-    base = (root or _REPOSITORY) / "notebooks"
+    base = (root or REPOSITORY_ROOT) / "notebooks"
     return [p for track in TRACKS for p in sorted((base / track / "source").glob("*.md"))]
 
 

@@ -40,7 +40,7 @@ from ..lang.config import config
 from ..lang.errors import DualarrError
 from ..lang.indexing import affine_form, is_scalar_index_work
 from ..lang.names import Namer
-from ..lang.primitives import REGISTRY, NamespaceCall, UserImplementation
+from ..lang.primitives import REGISTRY, Infix, NamespaceCall, UserImplementation
 from ..lang.scopes import Scopes, collect_binders
 from ..lang.terms import (
     ArgMax,
@@ -338,18 +338,12 @@ _ADD = 6
 _CMP = 4
 
 _INFIX: dict[str, tuple[str, int]] = {
-    "add": ("+", _ADD),
-    "sub": ("-", _ADD),
-    "mul": ("*", _MUL),
-    "div": ("/", _MUL),
-    "pow": ("**", _POW),
-    "lt": ("<", _CMP),
-    "le": ("<=", _CMP),
-    "gt": (">", _CMP),
-    "ge": (">=", _CMP),
-    "eq": ("==", _CMP),
-    "ne": ("!=", _CMP),
+    record.name: (record.kernel.numexpr, record.precedence)
+    for record in REGISTRY.values()
+    if isinstance(record.kernel, Infix) and record.kernel.numexpr == record.infix
 }
+"""The primitives written as a Python operator, with its precedence: those whose
+record's infix symbol is its kernel's (numexpr's, i.e. Python's) operator."""
 
 def _call(op: str, implementations: dict[str, Callable[..., Any]]) -> str:
     """How a call of a primitive is spelled when it is not an operator (:data:`_INFIX`,

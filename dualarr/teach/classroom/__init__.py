@@ -41,7 +41,6 @@ TRACK_ASSIGNMENT = "build-it-yourself"
 """The build-it-yourself track is one assignment of seven notebooks (the stages load
 each other from the assignment's folder)."""
 
-_REPOSITORY = Path(__file__).resolve().parents[3]
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 

@@ -16,6 +16,7 @@ from dualarr.lang.terms import (
     Build1,
     Cond,
     Const,
+    Contract,
     DType,
     Floor,
     FromIntegral,
@@ -406,3 +407,52 @@ def test_flip_is_numpy_flip_and_its_gradient_is_the_flipped_cotangent(axis: Any,
 def test_flip_names_a_bad_axis() -> None:
     with pytest.raises(da.ShapeError, match=r"flip.*axis 3 is out of range"):
         da.trace(lambda a: da.flip(a, 3), np.zeros((2, 2)))
+
+
+# -- one shape rule for a term and the Delta it begets (#37) -------------------------------
+
+
+def _term_and_delta_pairs(shape: tuple[int, ...]) -> list[tuple[str, Callable[..., Any]]]:
+    """Builders ``(kind, x) -> node`` of each construct with a Delta, applied to a term
+    (``kind == "term"``, ``x`` a variable) or to a Delta (``x`` an ``Input``)."""
+    from dualarr.ad import delta as dl
+    from dualarr.interp.algebra import IndexFn
+
+    s = IdSupply()
+    zero = Const(np.asarray(0, dtype=np.int64))
+    i, j = fresh_var(s, "i", (), DType.INT64), fresh_var(s, "j", (), DType.INT64)
+    other = RNG.normal(size=(4, 2))
+    rank = len(shape)
+    return [
+        ("index", lambda k, x: Index(x, (zero,) * 2) if k == "term" else dl.Index(x, (0,) * 2)),
+        ("gather", lambda k, x: Gather((2,), x, (i,), (zero,) * 2) if k == "term"
+         else dl.Gather((2,), x, IndexFn((np.zeros(2, np.int64),) * 2), (2,))),
+        ("scatter", lambda k, x: Scatter((5,), x, (i, j), (zero,)) if k == "term"
+         else dl.Scatter((5,), x, IndexFn((np.zeros(shape, np.int64),)), 2)),
+        ("sumOuter", lambda k, x: (SumOuter if k == "term" else dl.SumOuter)(x)),
+        ("replicate", lambda k, x: (Replicate if k == "term" else dl.Replicate)(rank - 1, x)),
+        ("tr", lambda k, x: (Transpose if k == "term" else dl.Transpose)((1, 0), x)),
+        ("reshape", lambda k, x: (Reshape if k == "term" else dl.Reshape)((3,), x)),
+        ("fromList", lambda k, x: FromList((x, x if rank else Replicate(1, x))) if k == "term"
+         else dl.FromList((x, x if rank else dl.Replicate(1, x)))),
+        ("contract", lambda k, x: Contract("ij,jk->ik", x, Const(other)) if k == "term"
+         else dl.Contract("ij,jk->ik", x, other)),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (3, 4)])
+def test_a_delta_has_the_shape_and_the_named_error_of_its_term(shape: tuple[int, ...]) -> None:
+    """Each Delta of Fig. 16 takes its shape from the shape rule of the term it comes from
+    (``dualarr.lang.terms``): the same shape, or the same :class:`da.ShapeError`."""
+    from dualarr.ad import delta as dl
+
+    term_x = fresh_var(IdSupply(), "x", shape, DType.FLOAT64)
+    delta_x = dl.Input(0, shape, DType.FLOAT64)
+    for kind, build in _term_and_delta_pairs(shape):
+        results = []
+        for node_kind, x in (("term", term_x), ("delta", delta_x)):
+            try:
+                results.append(build(node_kind, x).shape)
+            except da.ShapeError as error:
+                results.append((error.op, error.detail, error.shapes))
+        assert results[0] == results[1], kind

@@ -26,11 +26,19 @@ from ..lang.terms import (
     Shape,
     TermBase,
     assert_never,
-    parse_contraction,
+    converted_dtype,
+    gathered_shape,
+    indexed_shape,
+    replicated_shape,
+    reshaped_shape,
+    scattered_shape,
+    stacked_shape,
     static_int_value,
+    summed_shape,
     transposed_shape,
     view,
 )
+from ..lang.terms import contraction_shape as contraction_shape
 
 
 class DeltaBase:
@@ -120,12 +128,14 @@ class Index(DeltaBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
-        _set(self, shape=self.delta.shape[len(self.index) :], dtype=self.delta.dtype)
+        _set(self, shape=indexed_shape(len(self.index), self.delta.shape), dtype=self.delta.dtype)
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Gather(DeltaBase):
-    """``gather outer d f`` with ``f`` an evaluated index function of the primal algebra."""
+    """``gather outer d f`` with ``f`` an evaluated index function of the primal algebra;
+    ``shape``, given by its builder, is the one :func:`~dualarr.lang.terms.gathered_shape`
+    gives."""
 
     outer: Shape
     delta: Delta
@@ -134,6 +144,7 @@ class Gather(DeltaBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
+        assert self.shape == gathered_shape(self.outer, self.fn.width, self.delta.shape)
         _set(self, dtype=self.delta.dtype)
 
     @property
@@ -154,7 +165,8 @@ class Scatter(DeltaBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
-        _set(self, shape=(*self.outer, *self.delta.shape[self.n_vars :]), dtype=self.delta.dtype)
+        shape = scattered_shape(self.outer, self.n_vars, self.delta.shape)
+        _set(self, shape=shape, dtype=self.delta.dtype)
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)
@@ -164,7 +176,7 @@ class SumOuter(DeltaBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
-        _set(self, shape=self.delta.shape[1:], dtype=self.delta.dtype)
+        _set(self, shape=summed_shape(self.delta.shape), dtype=self.delta.dtype)
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)
@@ -175,7 +187,7 @@ class Replicate(DeltaBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
-        _set(self, shape=(self.count, *self.delta.shape), dtype=self.delta.dtype)
+        _set(self, shape=replicated_shape(self.count, self.delta.shape), dtype=self.delta.dtype)
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)
@@ -197,7 +209,7 @@ class Reshape(DeltaBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
-        _set(self, shape=tuple(self.new_shape), dtype=self.delta.dtype)
+        _set(self, shape=reshaped_shape(self.new_shape, self.delta.shape), dtype=self.delta.dtype)
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)
@@ -211,7 +223,7 @@ class Convert(DeltaBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
-        _set(self, shape=self.delta.shape, dtype=self.to)
+        _set(self, shape=self.delta.shape, dtype=converted_dtype(self.delta.dtype, self.to))
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)
@@ -230,13 +242,6 @@ class Contract(DeltaBase):
         _set(self, shape=shape, dtype=self.delta.dtype)
 
 
-def contraction_shape(spec: str, left: Shape, right: Shape) -> Shape:
-    """The result shape of ``contract spec`` on operands of these shapes."""
-    a, b, out = parse_contraction(spec)
-    sizes = dict(zip(a, left, strict=True)) | dict(zip(b, right, strict=True))
-    return tuple(sizes[c] for c in out)
-
-
 @dataclass(frozen=True, eq=False, repr=False, slots=True)
 class FromList(DeltaBase):
     deltas: tuple[Delta, ...]
@@ -244,8 +249,7 @@ class FromList(DeltaBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
-        first = self.deltas[0]
-        _set(self, shape=(len(self.deltas), *first.shape), dtype=first.dtype)
+        _set(self, shape=stacked_shape(self.deltas), dtype=self.deltas[0].dtype)
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)

@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, ClassVar, NoReturn, TypeAlias
+from typing import Any, ClassVar, NoReturn, Protocol, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -218,7 +218,7 @@ def _set(node: object, **values: object) -> None:
         object.__setattr__(node, name, value)
 
 
-def _check_index(op: str, index: Sequence[Term], array_shape: Shape) -> None:
+def _check_index_components(op: str, index: Sequence[Term], array_shape: Shape) -> None:
     for position, component in enumerate(index):
         if component.shape != () or component.dtype is not DType.INT64:
             raise DtypeError(
@@ -227,13 +227,6 @@ def _check_index(op: str, index: Sequence[Term], array_shape: Shape) -> None:
                 op=op,
                 shapes=[array_shape, component.shape],
             )
-    if len(index) > len(array_shape):
-        raise ShapeError(
-            f"index of length {len(index)} is too long for an array of shape "
-            f"{format_shape(array_shape)}",
-            op=op,
-            shapes=[array_shape],
-        )
 
 
 def _check_vars(op: str, variables: Sequence[Var]) -> None:
@@ -384,8 +377,21 @@ class Index(TermBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
-        _check_index("index", self.index, self.array.shape)
-        _set(self, shape=self.array.shape[len(self.index) :], dtype=self.array.dtype)
+        _check_index_components("index", self.index, self.array.shape)
+        _set(self, shape=indexed_shape(len(self.index), self.array.shape), dtype=self.array.dtype)
+
+
+def indexed_shape(width: int, shape: Shape, op: str = "index") -> Shape:
+    """The shape rule of ``e[ix]`` (``ix`` of ``width`` components), for the term and for
+    the Delta it begets: ``ix`` selects at most all of ``shape``'s dimensions; the result
+    is the rest of them."""
+    if width > len(shape):
+        raise ShapeError(
+            f"index of length {width} is too long for an array of shape {format_shape(shape)}",
+            op=op,
+            shapes=[shape],
+        )
+    return shape[width:]
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)
@@ -408,10 +414,19 @@ class Gather(TermBase):
                 op="gather",
                 shapes=[self.outer_shape],
             )
-        _check_index("gather", self.index, self.array.shape)
-        _check_dims("gather", self.outer_shape)
-        tail = self.array.shape[len(self.index) :]
-        _set(self, shape=(*self.outer_shape, *tail), dtype=self.array.dtype)
+        _check_index_components("gather", self.index, self.array.shape)
+        shape = gathered_shape(self.outer_shape, len(self.index), self.array.shape)
+        _set(self, shape=shape, dtype=self.array.dtype)
+
+
+def gathered_shape(outer: Shape, width: int, shape: Shape) -> Shape:
+    """The shape rule of ``gather outer e f`` (``f`` of ``width`` components), for the
+    term and for the Delta it begets: ``f`` indexes ``e`` (:func:`indexed_shape`) at each
+    point of ``outer``, a shape; the result is ``outer`` then the dimensions ``f`` does
+    not select."""
+    tail = indexed_shape(width, shape, "gather")
+    _check_dims("gather", outer)
+    return (*outer, *tail)
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)
@@ -427,13 +442,7 @@ class Scatter(TermBase):
 
     def __post_init__(self) -> None:
         _check_vars("scatter", self.vars)
-        if len(self.vars) > len(self.array.shape):
-            raise ShapeError(
-                f"index function takes {len(self.vars)} variables but the source has shape "
-                f"{format_shape(self.array.shape)}",
-                op="scatter",
-                shapes=[self.array.shape],
-            )
+        shape = scattered_shape(self.outer_shape, len(self.vars), self.array.shape)
         if len(self.index) != len(self.outer_shape):
             raise ShapeError(
                 f"index function returns {len(self.index)} components for the target shape "
@@ -443,10 +452,23 @@ class Scatter(TermBase):
             )
         if not self.array.dtype.is_numeric:
             raise DtypeError("cannot add up bool values", op="scatter")
-        _check_index("scatter", self.index, self.outer_shape)
+        _check_index_components("scatter", self.index, self.outer_shape)
         _check_dims("scatter", self.outer_shape)
-        tail = self.array.shape[len(self.vars) :]
-        _set(self, shape=(*self.outer_shape, *tail), dtype=self.array.dtype)
+        _set(self, shape=shape, dtype=self.array.dtype)
+
+
+def scattered_shape(outer: Shape, n_vars: int, shape: Shape) -> Shape:
+    """The shape rule of ``scatter outer e f`` (``f`` of ``n_vars`` variables), for the
+    term and for the Delta it begets: ``f`` maps the first ``n_vars`` dimensions of
+    ``shape`` into ``outer``; the result is ``outer`` then the rest of ``shape``."""
+    if n_vars > len(shape):
+        raise ShapeError(
+            f"index function takes {n_vars} variables but the source has shape "
+            f"{format_shape(shape)}",
+            op="scatter",
+            shapes=[shape],
+        )
+    return (*outer, *shape[n_vars:])
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)
@@ -458,11 +480,18 @@ class SumOuter(TermBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
-        if not self.array.shape:
-            raise ShapeError("needs an array of rank >= 1, got rank 0", op="sumOuter")
+        shape = summed_shape(self.array.shape)
         if not self.array.dtype.is_numeric:
             raise DtypeError("cannot add up bool values", op="sumOuter")
-        _set(self, shape=self.array.shape[1:], dtype=self.array.dtype)
+        _set(self, shape=shape, dtype=self.array.dtype)
+
+
+def summed_shape(shape: Shape) -> Shape:
+    """The shape rule of ``sumOuter e``, for the term and for the Delta it begets: ``e``
+    has an outermost dimension; the result is the rest of ``shape``."""
+    if not shape:
+        raise ShapeError("needs an array of rank >= 1, got rank 0", op="sumOuter")
+    return shape[1:]
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)
@@ -475,9 +504,15 @@ class Replicate(TermBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
-        if self.count < 0:
-            raise ShapeError(f"count must be >= 0, got {self.count}", op="replicate")
-        _set(self, shape=(self.count, *self.array.shape), dtype=self.array.dtype)
+        _set(self, shape=replicated_shape(self.count, self.array.shape), dtype=self.array.dtype)
+
+
+def replicated_shape(count: int, shape: Shape) -> Shape:
+    """The shape rule of ``replicate count e``, for the term and for the Delta it begets:
+    ``count`` copies of ``shape`` along a new outer dimension."""
+    if count < 0:
+        raise ShapeError(f"count must be >= 0, got {count}", op="replicate")
+    return (count, *shape)
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)
@@ -517,15 +552,21 @@ class Reshape(TermBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
-        _check_dims("reshape", self.new_shape)
-        if math.prod(self.new_shape) != math.prod(self.array.shape):
-            raise ShapeError(
-                f"cannot reshape {format_shape(self.array.shape)} "
-                f"({math.prod(self.array.shape)} elements) to {format_shape(self.new_shape)}",
-                op="reshape",
-                shapes=[self.array.shape, self.new_shape],
-            )
-        _set(self, shape=tuple(self.new_shape), dtype=self.array.dtype)
+        _set(self, shape=reshaped_shape(self.new_shape, self.array.shape), dtype=self.array.dtype)
+
+
+def reshaped_shape(new_shape: Shape, shape: Shape) -> Shape:
+    """The shape rule of ``reshape new_shape e``, for the term and for the Delta it begets:
+    ``new_shape`` holds as many elements as ``shape``, and is the result."""
+    _check_dims("reshape", new_shape)
+    if math.prod(new_shape) != math.prod(shape):
+        raise ShapeError(
+            f"cannot reshape {format_shape(shape)} "
+            f"({math.prod(shape)} elements) to {format_shape(new_shape)}",
+            op="reshape",
+            shapes=[shape, new_shape],
+        )
+    return tuple(new_shape)
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)
@@ -537,18 +578,35 @@ class FromList(TermBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
-        if not self.elems:
-            raise ShapeError("needs at least one element", op="fromList")
-        first = self.elems[0]
-        for e in self.elems[1:]:
-            if e.shape != first.shape or e.dtype is not first.dtype:
-                raise ShapeError(
-                    f"elements differ: {type_name(first.shape, first.dtype)} and "
-                    f"{type_name(e.shape, e.dtype)}",
-                    op="fromList",
-                    shapes=[first.shape, e.shape],
-                )
-        _set(self, shape=(len(self.elems), *first.shape), dtype=first.dtype)
+        _set(self, shape=stacked_shape(self.elems), dtype=self.elems[0].dtype)
+
+
+class Typed(Protocol):
+    """A node with a shape and an element type: a term or a Delta."""
+
+    @property
+    def shape(self) -> Shape: ...
+
+    @property
+    def dtype(self) -> DType: ...
+
+
+def stacked_shape(elems: Sequence[Typed]) -> Shape:
+    """The shape rule of ``fromList [e1..en]``, for the term and for the Delta it begets:
+    at least one element, all of one shape and element type, stacked along a new outer
+    dimension."""
+    if not elems:
+        raise ShapeError("needs at least one element", op="fromList")
+    first = elems[0]
+    for e in elems[1:]:
+        if e.shape != first.shape or e.dtype is not first.dtype:
+            raise ShapeError(
+                f"elements differ: {type_name(first.shape, first.dtype)} and "
+                f"{type_name(e.shape, e.dtype)}",
+                op="fromList",
+                shapes=[first.shape, e.shape],
+            )
+    return (len(elems), *first.shape)
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)
@@ -577,13 +635,18 @@ class FromIntegral(TermBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
-        source = self.array.dtype
-        if not self.to.is_float or not (source is DType.INT64 or source.is_float):
-            raise DtypeError(
-                f"converts an int or a float to a float, got {source} to {self.to}",
-                op="fromIntegral",
-            )
-        _set(self, shape=self.array.shape, dtype=self.to)
+        _set(self, shape=self.array.shape, dtype=converted_dtype(self.array.dtype, self.to))
+
+
+def converted_dtype(source: DType, to: DType) -> DType:
+    """The type rule of ``fromIntegral e`` to ``to``, for the term and for the Delta it
+    begets (``convert``): an int or a float becomes the float type ``to``, shape kept."""
+    if not to.is_float or not (source is DType.INT64 or source.is_float):
+        raise DtypeError(
+            f"converts an int or a float to a float, got {source} to {to}",
+            op="fromIntegral",
+        )
+    return to
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)
@@ -667,26 +730,35 @@ class Contract(TermBase):
     dtype: DType = field(init=False)
 
     def __post_init__(self) -> None:
-        shapes = [self.left.shape, self.right.shape]
-        a, b, out = parse_contraction(self.spec)
-        sizes: dict[str, int] = {}
-        for letters, operand in ((a, self.left), (b, self.right)):
-            if len(letters) != len(operand.shape):
+        shape = contraction_shape(self.spec, self.left.shape, self.right.shape)
+        if self.left.dtype != self.right.dtype or not self.left.dtype.is_float:
+            raise DtypeError("needs two float arrays of one element type", op="contract")
+        _set(self, shape=shape, dtype=self.left.dtype)
+
+
+def contraction_shape(spec: str, left: Shape, right: Shape) -> Shape:
+    """The shape rule of ``contract spec a b`` (``a`` of shape ``left``, ``b`` of shape
+    ``right``), for the term and for the Delta it begets: ``spec`` is well formed
+    (:func:`parse_contraction`), each operand has one letter per dimension, and a letter
+    names one size; the result has the sizes of ``spec``'s output letters."""
+    shapes = [left, right]
+    a, b, out = parse_contraction(spec)
+    sizes: dict[str, int] = {}
+    for letters, operand in ((a, left), (b, right)):
+        if len(letters) != len(operand):
+            raise ShapeError(
+                f"{spec!r} needs operands of rank {len(a)} and {len(b)}",
+                op="contract",
+                shapes=shapes,
+            )
+        for letter, extent in zip(letters, operand, strict=True):
+            if sizes.setdefault(letter, extent) != extent:
                 raise ShapeError(
-                    f"{self.spec!r} needs operands of rank {len(a)} and {len(b)}",
+                    f"dimension {letter!r} of {spec!r} has two sizes",
                     op="contract",
                     shapes=shapes,
                 )
-            for letter, extent in zip(letters, operand.shape, strict=True):
-                if sizes.setdefault(letter, extent) != extent:
-                    raise ShapeError(
-                        f"dimension {letter!r} of {self.spec!r} has two sizes",
-                        op="contract",
-                        shapes=shapes,
-                    )
-        if self.left.dtype != self.right.dtype or not self.left.dtype.is_float:
-            raise DtypeError("needs two float arrays of one element type", op="contract")
-        _set(self, shape=tuple(sizes[c] for c in out), dtype=self.left.dtype)
+    return tuple(sizes[c] for c in out)
 
 
 def parse_contraction(spec: str) -> tuple[str, str, str]:

@@ -38,7 +38,22 @@ import numpy as np
 
 from ..interp.algebra import Algebra, IndexFn
 from ..lang.errors import format_shape
-from ..lang.terms import DType, Shape, Structural, assert_never, type_name
+from ..lang.terms import (
+    DType,
+    Shape,
+    Structural,
+    assert_never,
+    contraction_shape,
+    converted_dtype,
+    gathered_shape,
+    indexed_shape,
+    replicated_shape,
+    reshaped_shape,
+    scattered_shape,
+    summed_shape,
+    transposed_shape,
+    type_name,
+)
 from . import delta as dl
 from .reverse import ReverseState, ReverseStats, reverse_seeds
 
@@ -353,34 +368,36 @@ class RecordingAlgebra:
         return self._bind(CEmbed(shape, tuple(ix), c), shape, c.dtype)
 
     def gather(self, outer: Shape, a: Cot, fn: Any) -> Cot:
-        return self._bind(CGather(outer, a, fn), (*outer, *a.shape[fn.width :]), a.dtype)
+        shape = gathered_shape(tuple(outer), fn.width, a.shape)
+        return self._bind(CGather(outer, a, fn), shape, a.dtype)
 
     def scatter(self, outer: Shape, a: Cot, fn: Any, n_vars: int) -> Cot:
-        shape = (*outer, *a.shape[n_vars:])
+        shape = scattered_shape(tuple(outer), n_vars, a.shape)
         return self._bind(CScatter(outer, a, fn, n_vars), shape, a.dtype)
 
     def sum_outer(self, a: Cot) -> Cot:
-        return self._bind(CSumOuter(a), a.shape[1:], a.dtype)
+        return self._bind(CSumOuter(a), summed_shape(a.shape), a.dtype)
 
     def replicate(self, count: int, a: Cot) -> Cot:
-        return self._bind(CReplicate(count, a), (count, *a.shape), a.dtype)
+        return self._bind(CReplicate(count, a), replicated_shape(count, a.shape), a.dtype)
 
     def transpose(self, perm: Sequence[int], a: Cot) -> Cot:
-        shape = tuple(a.shape[p] for p in perm)
+        shape = transposed_shape(tuple(perm), a.shape)
         return self._bind(CTranspose(tuple(perm), a), shape, a.dtype)
 
     def reshape(self, shape: Shape, a: Cot) -> Cot:
-        return self._bind(CReshape(tuple(shape), a), shape, a.dtype)
+        shape = reshaped_shape(tuple(shape), a.shape)
+        return self._bind(CReshape(shape, a), shape, a.dtype)
 
     def from_integral(self, a: Cot, dtype: DType) -> Cot:
-        return self._bind(CConvert(dtype, a), a.shape, dtype)
+        return self._bind(CConvert(dtype, a), a.shape, converted_dtype(a.dtype, dtype))
 
     def contract(self, spec: str, a: Cot, b: Any) -> Cot:
-        shape = dl.contraction_shape(spec, a.shape, tuple(b.shape))
+        shape = contraction_shape(spec, a.shape, tuple(b.shape))
         return self._bind(CContract(spec, a, b), shape, a.dtype)
 
     def element(self, a: Cot, position: int) -> Cot:
-        return self._bind(CIndex(a, position), a.shape[1:], a.dtype)
+        return self._bind(CIndex(a, position), indexed_shape(1, a.shape), a.dtype)
 
     def structural(
         self, construct: type[Structural], args: Sequence[Cot], params: Mapping[str, Any]

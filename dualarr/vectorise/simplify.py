@@ -851,6 +851,7 @@ def simplification_rule(before: Term, after: Term) -> tuple[str, str]:
 
 @REWRITE_NAMES.register(SumOuter)
 def _named_sum_outer(before: SumOuter, after: Term) -> tuple[str, str]:
+    """Summing replicas is a multiplication; otherwise the sum was a contraction."""
     if isinstance(before.array, Replicate):
         return "sumOuter-replicate", "sumOuter (replicate n e) is e * n (horde-ad astSum)"
     return "sumOuter-contract", (
@@ -866,6 +867,7 @@ def _named_contract(before: Contract, after: Term) -> tuple[str, str]:
 
 @REWRITE_NAMES.register(Gather)
 def _named_gather(before: Gather, after: Term) -> tuple[str, str]:
+    """Told apart by what the gather became."""
     if isinstance(before.array, Gather) and isinstance(after, Gather):
         return "gather-gather", "a gather of a gather fuses into one (horde-ad astGather)"
     if isinstance(after, Transpose):
@@ -894,6 +896,7 @@ def _named_cond(before: Cond, after: Term) -> tuple[str, str]:
 
 @REWRITE_NAMES.register(Index)
 def _named_index(before: Index, after: Term) -> tuple[str, str]:
+    """Folded to a constant, or pushed down again."""
     if isinstance(after, Const):
         return "constant-fold", "indexing a constant, folded"
     return "index-push", "the index pushed down again (Fig. 10)"
@@ -911,6 +914,7 @@ def _named_cast(before: FromIntegral | Floor, after: Term) -> tuple[str, str]:
 
 @REWRITE_NAMES.register(Op)
 def _named_op(before: Op, after: Term) -> tuple[str, str]:
+    """Told apart by the result and the operation."""
     if isinstance(after, Const):
         return "constant-fold", "an operation on constants, folded"
     if before.op in ("lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not"):

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 
 import dualarr as da
 from dualarr.interp.evaluate import evaluate_many
+from dualarr.lang import terms
+from dualarr.lang.errors import UnsupportedError
 from dualarr.show.printer import print_program
-from dualarr.vectorise.simplify import simplify
+from dualarr.vectorise.simplify import (
+    INT_RANGES,
+    REWRITE_NAMES,
+    SMART_CONSTRUCTORS,
+    Simplifier,
+    simplify,
+)
 
 
 def simplified(f: Callable[..., Any], *args: Any) -> str:
@@ -123,3 +133,35 @@ def test_bounds_checks_that_can_fail_are_kept() -> None:
     p = da.pipeline(f, x)
     np.testing.assert_array_equal(p.vectorised(x), [0.0, 1.0, 4.0, 0.0])
     np.testing.assert_array_equal(p.vectorised(x), p.source(x))
+
+
+LEFT_AS_THEY_ARE = {
+    terms.Const, terms.Var, terms.Iota, terms.Build1, terms.FromList, terms.Share,
+    terms.Replicate, terms.ArgMin, terms.ArgMax, terms.ArgSort,
+}
+"""The constructs no simplification rewrites: their smart constructor is the identity,
+so :data:`REWRITE_NAMES` (the names of rewrites) needs no rule for them."""
+
+
+def test_every_construct_has_a_smart_constructor_a_range_and_its_rewrites_a_name() -> None:
+    """A construct is local (#37): each construct of the language has its smart
+    constructor and its static integer bounds, and each that a rule rewrites has the
+    name its rewrites get in the rule trace."""
+    constructs = typing.get_args(terms.Term)
+    assert [c.__name__ for c in constructs if c not in SMART_CONSTRUCTORS] == []
+    assert [c.__name__ for c in constructs if c not in INT_RANGES] == []
+    rewritten = set(constructs) - LEFT_AS_THEY_ARE
+    assert [c.__name__ for c in rewritten if c not in REWRITE_NAMES] == []
+    as_is = SMART_CONSTRUCTORS[terms.Var]
+    assert all(SMART_CONSTRUCTORS[c] is as_is for c in LEFT_AS_THEY_ARE)
+    assert all(SMART_CONSTRUCTORS[c] is not as_is for c in rewritten)
+    node = terms.Iota(3)
+    assert as_is(Simplifier(terms.IdSupply()), node) is node
+
+
+def test_a_construct_without_a_smart_constructor_is_named_in_the_error() -> None:
+    class Unknown:
+        pass
+
+    with pytest.raises(UnsupportedError, match="Unknown has no simplification rule"):
+        SMART_CONSTRUCTORS[Unknown]

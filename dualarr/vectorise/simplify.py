@@ -25,18 +25,23 @@ Rules and their origin:
   (``SumOuter``, ``Add``, ``Scale``, ``Gather``: Fig. 18) instead of ``Contract``.
 
 The pass is bottom-up over the DAG (linear, sharing kept); a rule builds its result from
-already simplified parts and simplifies only the few nodes it creates.
+already simplified parts and simplifies only the few nodes it creates.  Each construct's
+rules are one function of :data:`SMART_CONSTRUCTORS`, the names the rule trace gives its
+rewrites one of :data:`REWRITE_NAMES`, and its static integer bounds one of
+:data:`INT_RANGES`: a new construct registers a rule in each.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import fields
+from typing import Any, TypeAlias
 
 import numpy as np
 
 from ..interp.evaluate import ELEMENTWISE, index_array
 from ..lang import indexing as ix_
+from ..lang.rules import RuleTable
 from ..lang.terms import (
     TERM_TYPES,
     ArgMax,
@@ -67,7 +72,6 @@ from ..lang.terms import (
     TermBase,
     Transpose,
     Var,
-    assert_never,
     children,
     fresh_var,
     parse_contraction,
@@ -148,284 +152,359 @@ class Simplifier:
     # -- one node, children already simple --------------------------------------------
 
     def mk(self, t: Term) -> Term:
-        match t:
-            case Const() | Var() | Iota() | Build1() | FromList() | Share():
-                return t
-            case Contract(spec=spec, left=a, right=b):
-                scaled = _scale_of_contraction(spec, a, b)
-                return t if scaled is None else self.mk(scaled)
-            case Scatter(outer_shape=sh, array=a, vars=vs, index=ix):
-                return self._scatter(t, sh, a, vs, ix)
-            case Op(op=op, args=args):
-                return self._op(t, op, args)
-            case Cond(cond=c, if_true=a, if_false=b):
-                if isinstance(c, Const):
-                    return a if bool(c.value) else b
-                return t
-            case Let(var=x, body=body):
-                if x not in self.fv(body):  # dead let
-                    return body
-                return t
-            case Index(array=a, index=ix):
-                return self._index(t, a, ix)
-            case Gather(outer_shape=sh, array=a, vars=vs, index=ix):
-                return self._gather(t, sh, a, vs, ix)
-            case SumOuter(array=a):
-                if isinstance(a, Replicate):  # sumOuter (replicate n e) = e * n
-                    e = a.array
-                    factor: Term = Const(np.asarray(a.count, dtype=e.dtype.numpy()))
-                    for extent in reversed(e.shape):
-                        factor = Replicate(extent, factor)
-                    return self.mk(Op("mul", (e, factor)))
-                contracted = _contraction_of_sum(a) if self.contractions else None
-                return t if contracted is None else contracted
-            case Replicate():
-                return t
-            case Transpose(perm=p, array=a):
-                if p == tuple(range(len(p))):
-                    return a
-                if isinstance(a, Transpose):  # tr p (tr q e) = tr (q ∘ p) e
-                    return self.mk(Transpose(tuple(a.perm[q] for q in p), a.array))
-                if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
-                    return Const(np.transpose(a.value, p))
-                if isinstance(a, Contract):  # tr p (contract s a b): permute the result
-                    left, right, out = parse_contraction(a.spec)
-                    spec = f"{left},{right}->{''.join(out[q] for q in p)}"
-                    return Contract(spec, a.left, a.right)
-                return t
-            case Reshape(new_shape=sh, array=a):
-                if sh == a.shape:
-                    return a
-                if isinstance(a, Reshape):
-                    return self.mk(Reshape(sh, a.array))
-                if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
-                    return Const(np.reshape(a.value, sh))
-                return t
-            case FromIntegral(array=a, to=to):
-                if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
-                    return Const(a.value.astype(to.numpy()))
-                return t
-            case Floor(array=a):
-                if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
-                    return Const(np.floor(a.value).astype(np.int64))
-                return t
-            case ArgMin() | ArgMax() | ArgSort():
-                return t
-            case _:
-                assert_never(t)
+        """The smart constructor: ``t``, whose children are already simple, after the
+        rules of its construct (:data:`SMART_CONSTRUCTORS`)."""
+        return SMART_CONSTRUCTORS[type(t)](self, t)
 
-    def _op(self, t: Op, op: str, args: tuple[Term, ...]) -> Term:
-        if _small_consts(args):
-            values = [a.value for a in args]  # type: ignore[union-attr]
-            with np.errstate(all="ignore"):
-                folded = np.asarray(ELEMENTWISE[op](*values)).astype(t.dtype.numpy())
-            return Const(folded)
-        decided = _decided_by_ranges(t, op, args)
-        if decided is not None:
-            return decided
-        if t.shape == () and t.dtype is DType.INT64 and len(args) == 2:
-            a, b = args
-            result: Term = t
-            match op:
-                case "add":
-                    result = ix_.add(a, b)
-                case "sub":
-                    result = ix_.sub(a, b)
-                case "mul":
-                    result = ix_.mul(a, b)
-                case "quot":
-                    result = ix_.quot(a, b)
-                case "rem":
-                    result = ix_.rem(a, b)
-            same = (
-                isinstance(result, Op)
-                and result.op == op
-                and all(x is y for x, y in zip(result.args, args, strict=True))
-            )
-            return t if same else result  # keep the node: simplify is idempotent
-        if t.dtype.is_float and self.cleanup:
-            cleaned = self._cleanup(t, op, args)
-            if cleaned is not t:
-                return cleaned
-        if t.dtype.is_float and len(args) == 2:
-            return _float_identity(t, op, args)
-        return t
-
-    def _node(self, t: Term) -> Term:
+    def simplified_node(self, t: Term) -> Term:
+        """A node a rule creates, simplified and shared."""
         return self.canonical(self.mk(t))
 
-    def _cleanup(self, t: Op, op: str, args: tuple[Term, ...]) -> Term:
-        """Algebraic cleanup of a gradient program, each rewrite exact in IEEE
-        arithmetic (round-to-nearest is symmetric, ``a - b`` is ``a + -b``):
-        ``--a = a``; ``a + a = 2·a``; ``a + -b = a - b``, ``-a + b = b - a``,
-        ``a - -b = a + b``; ``-a · b = a · -b = -(a·b)``, ``-a · -b = a·b`` (so for
-        ``/``), which gathers the negations a reverse pass leaves into one."""
-        if op == "neg":
-            inner = _negated(args[0])
-            return inner if inner is not None and inner.shape == t.shape else t
-        if len(args) != 2 or args[0].shape != t.shape or args[1].shape != t.shape:
+
+SmartConstructor: TypeAlias = Callable[[Simplifier, Any], Term]
+
+SMART_CONSTRUCTORS: RuleTable[SmartConstructor] = RuleTable("simplification")
+"""The smart constructor of each construct: what :meth:`Simplifier.mk` does to a node
+whose children are already simplified (the rules of the module docstring; the cleanup
+after the bot, paper §5.1 and §7.1).  A rule builds its result from simple parts and
+passes the few nodes it creates through ``mk`` again."""
+
+
+@SMART_CONSTRUCTORS.register(
+    Const, Var, Iota, Build1, FromList, Share, Replicate, ArgMin, ArgMax, ArgSort
+)
+def _mk_as_is(s: Simplifier, t: Term) -> Term:
+    """Constructs no rule rewrites stay as they are."""
+    return t
+
+
+@SMART_CONSTRUCTORS.register(Contract)
+def _mk_contract(s: Simplifier, t: Contract) -> Term:
+    """A contraction with a rank-0 operand is a scaling of the other."""
+    scaled = _scale_of_contraction(t.spec, t.left, t.right)
+    return t if scaled is None else s.mk(scaled)
+
+
+@SMART_CONSTRUCTORS.register(Cond)
+def _mk_cond(s: Simplifier, t: Cond) -> Term:
+    """A ``cond`` on a constant is its branch."""
+    if isinstance(t.cond, Const):
+        return t.if_true if bool(t.cond.value) else t.if_false
+    return t
+
+
+@SMART_CONSTRUCTORS.register(Let)
+def _mk_let(s: Simplifier, t: Let) -> Term:
+    """A dead ``let`` (its variable unused) is its body."""
+    if t.var not in s.fv(t.body):
+        return t.body
+    return t
+
+
+@SMART_CONSTRUCTORS.register(SumOuter)
+def _mk_sum_outer(s: Simplifier, t: SumOuter) -> Term:
+    """``sumOuter (replicate n e) = e * n`` (horde-ad ``astSum``); with ``contractions``
+    a sum of products is a contraction (:func:`_contraction_of_sum`)."""
+    a = t.array
+    if isinstance(a, Replicate):
+        e = a.array
+        return s.mk(Op("mul", (e, _filled(e.shape, a.count, e.dtype))))
+    contracted = _contraction_of_sum(a) if s.contractions else None
+    return t if contracted is None else contracted
+
+
+@SMART_CONSTRUCTORS.register(Transpose)
+def _mk_transpose(s: Simplifier, t: Transpose) -> Term:
+    """``tr`` of the identity is its array, ``tr p (tr q e) = tr (q ∘ p) e``, a ``tr``
+    of a small constant is folded and a ``tr`` of a contraction permutes its result."""
+    p, a = t.perm, t.array
+    if p == tuple(range(len(p))):
+        return a
+    if isinstance(a, Transpose):
+        return s.mk(Transpose(tuple(a.perm[q] for q in p), a.array))
+    if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+        return Const(np.transpose(a.value, p))
+    if isinstance(a, Contract):
+        left, right, out = parse_contraction(a.spec)
+        spec = f"{left},{right}->{''.join(out[q] for q in p)}"
+        return Contract(spec, a.left, a.right)
+    return t
+
+
+@SMART_CONSTRUCTORS.register(Reshape)
+def _mk_reshape(s: Simplifier, t: Reshape) -> Term:
+    """A ``reshape`` to the same shape is its array, two compose, and a ``reshape`` of a
+    small constant is folded."""
+    sh, a = t.new_shape, t.array
+    if sh == a.shape:
+        return a
+    if isinstance(a, Reshape):
+        return s.mk(Reshape(sh, a.array))
+    if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+        return Const(np.reshape(a.value, sh))
+    return t
+
+
+@SMART_CONSTRUCTORS.register(FromIntegral)
+def _mk_from_integral(s: Simplifier, t: FromIntegral) -> Term:
+    """The cast of a small constant, folded."""
+    a = t.array
+    if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+        return Const(a.value.astype(t.to.numpy()))
+    return t
+
+
+@SMART_CONSTRUCTORS.register(Floor)
+def _mk_floor(s: Simplifier, t: Floor) -> Term:
+    """The floor of a small constant, folded."""
+    a = t.array
+    if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+        return Const(np.floor(a.value).astype(np.int64))
+    return t
+
+
+# -- elementwise operations -----------------------------------------------------------
+
+
+@SMART_CONSTRUCTORS.register(Op)
+def _mk_op(s: Simplifier, t: Op) -> Term:
+    """Constant folding, bounds checks that the ranges decide, integer index arithmetic
+    in its normal form, the exact IEEE identities (and with ``cleanup`` those of
+    :func:`_cleanup`)."""
+    op, args = t.op, t.args
+    if _small_consts(args):
+        values = [a.value for a in args]  # type: ignore[union-attr]
+        with np.errstate(all="ignore"):
+            folded = np.asarray(ELEMENTWISE[op](*values)).astype(t.dtype.numpy())
+        return Const(folded)
+    decided = _decided_by_ranges(t, op, args)
+    if decided is not None:
+        return decided
+    if t.shape == () and t.dtype is DType.INT64 and len(args) == 2:
+        return _index_arithmetic(t)
+    if t.dtype.is_float and s.cleanup:
+        cleaned = _cleanup(s, t, op, args)
+        if cleaned is not t:
+            return cleaned
+    if t.dtype.is_float and len(args) == 2:
+        return _float_identity(t, op, args)
+    return t
+
+
+_INDEX_ARITHMETIC: dict[str, Callable[[Term, Term], Term]] = {
+    "add": ix_.add, "sub": ix_.sub, "mul": ix_.mul, "quot": ix_.quot, "rem": ix_.rem
+}
+"""The normalising constructors of :mod:`dualarr.lang.indexing`, by operation."""
+
+
+def _index_arithmetic(t: Op) -> Term:
+    """A rank-0 integer ``a op b`` in the normal form of :mod:`dualarr.lang.indexing`;
+    ``t`` itself when it is in that form already (so simplification is idempotent)."""
+    normalise = _INDEX_ARITHMETIC.get(t.op)
+    if normalise is None:
+        return t
+    a, b = t.args
+    result = normalise(a, b)
+    same = (
+        isinstance(result, Op)
+        and result.op == t.op
+        and all(x is y for x, y in zip(result.args, t.args, strict=True))
+    )
+    return t if same else result
+
+
+def _cleanup(s: Simplifier, t: Op, op: str, args: tuple[Term, ...]) -> Term:
+    """Algebraic cleanup of a gradient program, each rewrite exact in IEEE
+    arithmetic (round-to-nearest is symmetric, ``a - b`` is ``a + -b``):
+    ``--a = a``; ``a + a = 2·a``; ``a + -b = a - b``, ``-a + b = b - a``,
+    ``a - -b = a + b``; ``-a · b = a · -b = -(a·b)``, ``-a · -b = a·b`` (so for
+    ``/``), which gathers the negations a reverse pass leaves into one."""
+    if op == "neg":
+        inner = _negated(args[0])
+        return inner if inner is not None and inner.shape == t.shape else t
+    if len(args) != 2 or args[0].shape != t.shape or args[1].shape != t.shape:
+        return t
+    a, b = args
+    neg_a, neg_b = _negated(a), _negated(b)
+    if op == "add":
+        if a is b:
+            return s.simplified_node(Op("mul", (_filled(t.shape, 2.0, t.dtype), a)))
+        if neg_b is not None:
+            return s.simplified_node(Op("sub", (a, neg_b)))
+        if neg_a is not None:
+            return s.simplified_node(Op("sub", (b, neg_a)))
+    elif op == "sub" and neg_b is not None:
+        return s.simplified_node(Op("add", (a, neg_b)))
+    elif op in ("mul", "div") and (neg_a is not None or neg_b is not None):
+        product = s.simplified_node(Op(op, (neg_a if neg_a is not None else a,
+                                            neg_b if neg_b is not None else b)))
+        return product if neg_a is not None and neg_b is not None else Op("neg", (product,))
+    return t
+
+
+# -- indexing, gathers and scatters ---------------------------------------------------
+
+
+@SMART_CONSTRUCTORS.register(Index)
+def _mk_index(s: Simplifier, t: Index) -> Term:
+    """An empty index is its array; an index a rewrite uncovered is pushed down again
+    (Fig. 10); indexing a small constant is folded and ``(iota n)[k]`` is ``k``."""
+    a, ix = t.array, t.index
+    if not ix:
+        return a
+    if not isinstance(a, (*INDEX_NORMAL_FORMS, Iota)):  # iota: see _iota_lookups
+        # a rule below made the indexed array a non-normal form (a scatter of a
+        # permutation became its array, say): push the index down again (Fig. 10)
+        pushed = IndexPusher(s.supply, s.fv).solve(Push(a, ix))
+        return s.run([pushed])[0]
+    if isinstance(a, Const) and _small_consts(ix):
+        values = [np.asarray(c.value) for c in ix]  # type: ignore[union-attr]
+        return Const(index_array(a.value, values))
+    if isinstance(a, Iota):
+        (j,) = ix
+        value = static_int_value(j)
+        if value is not None:
+            return Const(np.asarray(value if 0 <= value < a.size else 0, dtype=np.int64))
+    return t
+
+
+@SMART_CONSTRUCTORS.register(Gather)
+def _mk_gather(s: Simplifier, t: Gather) -> Term:
+    """The gather rules of the module docstring, in turn: the index function simplified
+    (``(iota n)[j] = j``, bounds checks decided), a rank-0 gather as an ``index``, a
+    gather of a gather fused, a variable ignored, a permutation, a replicate read."""
+    sh, a, vs, ix = t.outer_shape, t.array, t.vars, t.index
+    known = {v: (0, extent - 1) for v, extent in zip(vs, sh, strict=True)}
+    # (iota n)[j] = j inside the index function, when j is in range; bounds checks
+    # that the variables' ranges decide are constants
+    new_ix = tuple(ix_.decide_bounds(c, known) for c in _iota_lookups(ix, known))
+    if any(n is not o for n, o in zip(new_ix, ix, strict=True)):
+        return s.mk(Gather(sh, a, vs, new_ix))
+    if not vs:  # gather [] a (λ[]. ix) = index a ix, pushed to a normal form
+        if isinstance(a, Var | Const | FromList | Scatter):
+            return s.mk(Index(a, ix))
+        pushed = IndexPusher(s.supply, s.fv).solve(Push(a, ix))
+        return s.run([pushed])[0]
+    if isinstance(a, Gather):
+        fused = _fuse(s, sh, vs, ix, a, known)
+        if fused is not None:
+            return s.mk(fused)
+    replicated = _gather_ignoring_a_variable(s, t)
+    if replicated is not None:
+        return replicated
+    permuted = _gather_permuting(s, t)
+    if permuted is not None:
+        return permuted
+    if isinstance(a, Replicate) and ix and ix_.provably_in_range(ix[:1], a.shape, known):
+        return s.mk(Gather(sh, a.array, vs, ix[1:]))
+    return t
+
+
+def _gather_ignoring_a_variable(s: Simplifier, t: Gather) -> Term | None:
+    """A gather whose index ignores one of its variables is a ``replicate`` of a smaller
+    gather (moved to that variable's place)."""
+    sh, vs, ix = t.outer_shape, t.vars, t.index
+    used = set().union(*(s.fv(c) for c in ix)) if ix else set()
+    for q, v in enumerate(vs):
+        if v not in used:  # the result does not depend on this variable: replicate
+            inner = s.mk(Gather(sh[:q] + sh[q + 1 :], t.array, vs[:q] + vs[q + 1 :], ix))
+            rank = len(t.shape)
+            replicated: Term = Replicate(sh[q], inner)
+            if q:
+                replicated = s.mk(
+                    Transpose((*range(1, q + 1), 0, *range(q + 1, rank)), replicated)
+                )
+            return replicated
+    return None
+
+
+def _gather_permuting(s: Simplifier, t: Gather) -> Term | None:
+    """A gather that reads its array at a permutation of its variables (the identity
+    included) is a ``tr``."""
+    sh, a, vs, ix = t.outer_shape, t.array, t.vars, t.index
+    positions = [_position_of(v, ix) for v in vs]
+    if len(ix) == len(vs) and all(p is not None for p in positions):
+        perm = tuple(p for p in positions if p is not None)
+        extents_match = all(sh[q] == a.shape[d] for q, d in enumerate(perm))
+        if extents_match:  # identity or a permutation of dimensions
+            tail = tuple(range(len(vs), len(a.shape)))
+            return s.mk(Transpose((*perm, *tail), a))
+    return None
+
+
+def _iota_lookups(ix: tuple[Term, ...], known: dict[Var, tuple[int, int]]) -> tuple[Term, ...]:
+    """``(iota n)[j]`` in an index function is ``j`` where ``j`` is in range."""
+    result = []
+    for comp in ix:
+        if isinstance(comp, Index) and isinstance(comp.array, Iota) and len(comp.index) == 1:
+            j = comp.index[0]
+            if ix_.provably_in_range((j,), comp.array.shape, known):
+                result.append(j)
+                continue
+        result.append(comp)
+    return tuple(result)
+
+
+def _fuse(
+    s: Simplifier,
+    sh: tuple[int, ...],
+    vs: tuple[Var, ...],
+    f: tuple[Term, ...],
+    inner: Gather,
+    known: dict[Var, tuple[int, int]],
+) -> Term | None:
+    """``gather sh (gather sh2 b f2) f`` as one gather over ``b``."""
+    sh2, b, vs2, f2 = inner.outer_shape, inner.array, inner.vars, inner.index
+    n2 = len(sh2)
+    extra: tuple[Var, ...] = ()
+    if len(f) < n2:
+        extra = tuple(fresh_var(s.supply, v.hint, (), DType.INT64) for v in vs2[len(f) :])
+    args = (*f[:n2], *extra)
+    comps = list(substitute_free(f2, dict(zip(vs2, args, strict=True)), s.fv, s.supply))
+    comps += list(f[n2:])
+    if not comps:
+        return None
+    bounds = dict(known)
+    bounds.update({v: (0, sh2[len(f) + q] - 1) for q, v in enumerate(extra)})
+    if not ix_.provably_in_range(f[:n2], sh2, bounds):
+        comps[0] = ix_.poison(ix_.all_in_range(f[:n2], sh2), comps[0])
+    outer = (*sh, *sh2[len(f) :]) if extra else sh
+    return Gather(outer, b, (*vs, *extra), tuple(comps))
+
+
+@SMART_CONSTRUCTORS.register(Scatter)
+def _mk_scatter(s: Simplifier, t: Scatter) -> Term:
+    """A scatter whose index function is a bijection of its grid onto ``sh`` writes
+    every target exactly once: it is the gather of the inverse function (horde-ad
+    turns such scatters into gathers; the transpose of ``gather`` of a permutation)."""
+    sh, a, vs, ix = t.outer_shape, t.array, t.vars, t.index
+    grid = a.shape[: len(vs)]
+    known = {v: (0, extent - 1) for v, extent in zip(vs, grid, strict=True)}
+    decided = tuple(ix_.decide_bounds(c, known) for c in ix)
+    if any(d is not c for d, c in zip(decided, ix, strict=True)):
+        return s.mk(Scatter(sh, a, vs, decided))
+    if len(ix) != len(vs) or not vs:
+        return t
+    inverse: list[Term | None] = [None] * len(vs)
+    new_vars = tuple(fresh_var(s.supply, "j", (), DType.INT64) for _ in ix)
+    for position, component in enumerate(ix):
+        form = ix_.affine_form(component, vs)
+        if form is None:
             return t
-        a, b = args
-        neg_a, neg_b = _negated(a), _negated(b)
-        if op == "add":
-            if a is b:
-                return self._node(Op("mul", (_filled(t.shape, 2.0, t.dtype), a)))
-            if neg_b is not None:
-                return self._node(Op("sub", (a, neg_b)))
-            if neg_a is not None:
-                return self._node(Op("sub", (b, neg_a)))
-        elif op == "sub" and neg_b is not None:
-            return self._node(Op("add", (a, neg_b)))
-        elif op in ("mul", "div") and (neg_a is not None or neg_b is not None):
-            product = self._node(Op(op, (neg_a if neg_a is not None else a,
-                                          neg_b if neg_b is not None else b)))
-            return product if neg_a is not None and neg_b is not None else Op("neg", (product,))
-        return t
-
-    def _index(self, t: Index, a: Term, ix: tuple[Term, ...]) -> Term:
-        if not ix:
-            return a
-        if not isinstance(a, (*INDEX_NORMAL_FORMS, Iota)):  # iota: see _iota_lookups
-            # a rule below made the indexed array a non-normal form (a scatter of a
-            # permutation became its array, say): push the index down again (Fig. 10)
-            pushed = IndexPusher(self.supply, self.fv).solve(Push(a, ix))
-            return self.run([pushed])[0]
-        if isinstance(a, Const) and _small_consts(ix):
-            values = [np.asarray(c.value) for c in ix]  # type: ignore[union-attr]
-            return Const(index_array(a.value, values))
-        if isinstance(a, Iota):
-            (j,) = ix
-            value = static_int_value(j)
-            if value is not None:
-                return Const(np.asarray(value if 0 <= value < a.size else 0, dtype=np.int64))
-        return t
-
-    # -- gathers ------------------------------------------------------------------------
-
-    def _gather(
-        self,
-        t: Gather,
-        sh: tuple[int, ...],
-        a: Term,
-        vs: tuple[Var, ...],
-        ix: tuple[Term, ...],
-    ) -> Term:
-        known = {v: (0, extent - 1) for v, extent in zip(vs, sh, strict=True)}
-        # (iota n)[j] = j inside the index function, when j is in range; bounds checks
-        # that the variables' ranges decide are constants
-        new_ix = tuple(ix_.decide_bounds(c, known) for c in self._iota_lookups(ix, known))
-        if any(n is not o for n, o in zip(new_ix, ix, strict=True)):
-            return self.mk(Gather(sh, a, vs, new_ix))
-        if not vs:  # gather [] a (λ[]. ix) = index a ix, pushed to a normal form
-            if isinstance(a, Var | Const | FromList | Scatter):
-                return self.mk(Index(a, ix))
-            pushed = IndexPusher(self.supply, self.fv).solve(Push(a, ix))
-            return self.run([pushed])[0]
-        if isinstance(a, Gather):
-            fused = self._fuse(sh, vs, ix, a, known)
-            if fused is not None:
-                return self.mk(fused)
-        used = set().union(*(self.fv(c) for c in ix)) if ix else set()
-        for q, v in enumerate(vs):
-            if v not in used:  # the result does not depend on this variable: replicate
-                inner = self.mk(Gather(sh[:q] + sh[q + 1 :], a, vs[:q] + vs[q + 1 :], ix))
-                rank = len(t.shape)
-                replicated: Term = Replicate(sh[q], inner)
-                if q:
-                    replicated = self.mk(
-                        Transpose((*range(1, q + 1), 0, *range(q + 1, rank)), replicated)
-                    )
-                return replicated
-        positions = [_position_of(v, ix) for v in vs]
-        if len(ix) == len(vs) and all(p is not None for p in positions):
-            perm = tuple(p for p in positions if p is not None)
-            extents_match = all(sh[q] == a.shape[d] for q, d in enumerate(perm))
-            if extents_match:  # identity or a permutation of dimensions
-                tail = tuple(range(len(vs), len(a.shape)))
-                return self.mk(Transpose((*perm, *tail), a))
-        if isinstance(a, Replicate) and ix and ix_.provably_in_range(ix[:1], a.shape, known):
-            return self.mk(Gather(sh, a.array, vs, ix[1:]))
-        return t
-
-    # -- scatters -----------------------------------------------------------------------
-
-    def _scatter(
-        self,
-        t: Scatter,
-        sh: tuple[int, ...],
-        a: Term,
-        vs: tuple[Var, ...],
-        ix: tuple[Term, ...],
-    ) -> Term:
-        """A scatter whose index function is a bijection of its grid onto ``sh`` writes
-        every target exactly once: it is the gather of the inverse function (horde-ad
-        turns such scatters into gathers; the transpose of ``gather`` of a permutation)."""
-        grid = a.shape[: len(vs)]
-        known = {v: (0, extent - 1) for v, extent in zip(vs, grid, strict=True)}
-        decided = tuple(ix_.decide_bounds(c, known) for c in ix)
-        if any(d is not c for d, c in zip(decided, ix, strict=True)):
-            return self.mk(Scatter(sh, a, vs, decided))
-        if len(ix) != len(vs) or not vs:
+        var, sign, shift = form
+        q = vs.index(var)
+        extent = sh[position]
+        if inverse[q] is not None or grid[q] != extent:
             return t
-        inverse: list[Term | None] = [None] * len(vs)
-        new_vars = tuple(fresh_var(self.supply, "j", (), DType.INT64) for _ in ix)
-        for position, component in enumerate(ix):
-            form = ix_.affine_form(component, vs)
-            if form is None:
-                return t
-            var, sign, shift = form
-            q = vs.index(var)
-            extent = sh[position]
-            if inverse[q] is not None or grid[q] != extent:
-                return t
-            j: Term = new_vars[position]
-            if sign == 1 and shift == 0:  # j = v
-                inverse[q] = j
-            elif sign == -1 and shift == extent - 1:  # j = (n - 1) - v
-                inverse[q] = ix_.sub(Const(np.asarray(shift, dtype=np.int64)), j)
-            else:
-                return t
-        components = tuple(c for c in inverse if c is not None)
-        return self.mk(Gather(sh, a, new_vars, components))
-
-    def _iota_lookups(
-        self, ix: tuple[Term, ...], known: dict[Var, tuple[int, int]]
-    ) -> tuple[Term, ...]:
-        result = []
-        for comp in ix:
-            if isinstance(comp, Index) and isinstance(comp.array, Iota) and len(comp.index) == 1:
-                j = comp.index[0]
-                if ix_.provably_in_range((j,), comp.array.shape, known):
-                    result.append(j)
-                    continue
-            result.append(comp)
-        return tuple(result)
-
-    def _fuse(
-        self,
-        sh: tuple[int, ...],
-        vs: tuple[Var, ...],
-        f: tuple[Term, ...],
-        inner: Gather,
-        known: dict[Var, tuple[int, int]],
-    ) -> Term | None:
-        """``gather sh (gather sh2 b f2) f`` as one gather over ``b``."""
-        sh2, b, vs2, f2 = inner.outer_shape, inner.array, inner.vars, inner.index
-        n2 = len(sh2)
-        extra: tuple[Var, ...] = ()
-        if len(f) < n2:
-            extra = tuple(fresh_var(self.supply, v.hint, (), DType.INT64) for v in vs2[len(f) :])
-        args = (*f[:n2], *extra)
-        comps = list(substitute_free(f2, dict(zip(vs2, args, strict=True)), self.fv, self.supply))
-        comps += list(f[n2:])
-        if not comps:
-            return None
-        bounds = dict(known)
-        bounds.update({v: (0, sh2[len(f) + q] - 1) for q, v in enumerate(extra)})
-        if not ix_.provably_in_range(f[:n2], sh2, bounds):
-            comps[0] = ix_.poison(ix_.all_in_range(f[:n2], sh2), comps[0])
-        outer = (*sh, *sh2[len(f) :]) if extra else sh
-        return Gather(outer, b, (*vs, *extra), tuple(comps))
+        j: Term = new_vars[position]
+        if sign == 1 and shift == 0:  # j = v
+            inverse[q] = j
+        elif sign == -1 and shift == extent - 1:  # j = (n - 1) - v
+            inverse[q] = ix_.sub(Const(np.asarray(shift, dtype=np.int64)), j)
+        else:
+            return t
+    components = tuple(c for c in inverse if c is not None)
+    return s.mk(Gather(sh, a, new_vars, components))
 
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -445,31 +524,63 @@ def _replicated_view(t: Term) -> tuple[Term, list[int | None]]:
     return base, view
 
 
+INT_RANGES: RuleTable[Callable[[Any], tuple[int, int] | None]] = RuleTable("int range")
+"""The static bounds ``(low, high)`` of each construct's integer values, or None where
+they are not known: how the bounds checks that totality leaves (§5.2) are decided."""
+
+
 def _int_range(term: Term) -> tuple[int, int] | None:
-    """Static bounds of an int array term: ``iota n`` is in ``[0, n-1]``, replicated
-    and rearranged arrays keep their bounds, and ``+ - *`` combine them."""
-    match term:
-        case Const(value=v) if v.dtype.kind in "iu" and 0 < v.size <= _FOLD_LIMIT:
-            return int(v.min()), int(v.max())
-        case Iota(size=n) if n > 0:
-            return 0, n - 1
-        case Replicate(array=a) | Transpose(array=a) | Reshape(array=a):
-            return _int_range(a)
-        case Op(op="neg", args=(a,)):
-            r = _int_range(a)
-            return None if r is None else (-r[1], -r[0])
-        case Op(op="add" | "sub" | "mul" as op, args=(a, b)):
-            ra, rb = _int_range(a), _int_range(b)
-            if ra is None or rb is None:
-                return None
-            if op == "add":
-                return ra[0] + rb[0], ra[1] + rb[1]
-            if op == "sub":
-                return ra[0] - rb[1], ra[1] - rb[0]
-            corners = [x * y for x in ra for y in rb]
-            return min(corners), max(corners)
-        case _:
-            return None
+    """Static bounds of an int array term (:data:`INT_RANGES`)."""
+    return INT_RANGES[type(term)](term)
+
+
+@INT_RANGES.register(Const)
+def _range_of_const(t: Const) -> tuple[int, int] | None:
+    """A small integer constant is within its least and greatest elements."""
+    v = t.value
+    if v.dtype.kind in "iu" and 0 < v.size <= _FOLD_LIMIT:
+        return int(v.min()), int(v.max())
+    return None
+
+
+@INT_RANGES.register(Iota)
+def _range_of_iota(t: Iota) -> tuple[int, int] | None:
+    """``iota n`` is in ``[0, n-1]``."""
+    return (0, t.size - 1) if t.size > 0 else None
+
+
+@INT_RANGES.register(Replicate, Transpose, Reshape)
+def _range_of_rearranged(t: Replicate | Transpose | Reshape) -> tuple[int, int] | None:
+    """Replicated and rearranged arrays keep their bounds."""
+    return _int_range(t.array)
+
+
+@INT_RANGES.register(Op)
+def _range_of_op(t: Op) -> tuple[int, int] | None:
+    """``-``, ``+``, ``-`` and ``*`` combine the bounds of their operands."""
+    if t.op == "neg" and len(t.args) == 1:
+        r = _int_range(t.args[0])
+        return None if r is None else (-r[1], -r[0])
+    if t.op not in ("add", "sub", "mul") or len(t.args) != 2:
+        return None
+    ra, rb = _int_range(t.args[0]), _int_range(t.args[1])
+    if ra is None or rb is None:
+        return None
+    if t.op == "add":
+        return ra[0] + rb[0], ra[1] + rb[1]
+    if t.op == "sub":
+        return ra[0] - rb[1], ra[1] - rb[0]
+    corners = [x * y for x in ra for y in rb]
+    return min(corners), max(corners)
+
+
+@INT_RANGES.register(
+    Var, Cond, Let, Build1, Index, Gather, Scatter, SumOuter, FromList, FromIntegral, Floor,
+    ArgMin, ArgMax, ArgSort, Contract, Share,
+)
+def _range_unknown(t: Term) -> tuple[int, int] | None:
+    """Bounds not known statically."""
+    return None
 
 
 def _bool_constant(term: Term) -> bool | None:
@@ -723,50 +834,93 @@ def simplification_steps(
     return terms, steps
 
 
+REWRITE_NAMES: RuleTable[Callable[[Any, Term], tuple[str, str]]] = RuleTable(
+    "simplification naming"
+)
+"""The name and origin of each rewrite of a construct's smart constructor
+(:data:`SMART_CONSTRUCTORS`), told apart by the constructs involved: the steps of
+:func:`simplification_steps` (the cleanup of §5.1/§7.1).  Constructs whose smart
+constructor leaves them as they are have none."""
+
+
 def simplification_rule(before: Term, after: Term) -> tuple[str, str]:
     """The name and origin of the simplification that turned ``before`` into ``after``
-    (the rules of the module docstring), told apart by the constructs involved."""
-    match before:
-        case SumOuter(array=Replicate()):
-            return "sumOuter-replicate", "sumOuter (replicate n e) is e * n (horde-ad astSum)"
-        case SumOuter() if isinstance(after, Contract):
-            return "sumOuter-contract", (
-                "a sum of products is a contraction, dot or matmul; a kit extension, as "
-                "horde-ad's contractAst, book/rules.md §5.5"
-            )
-        case Contract():
-            return "contract-scale", "a contraction with a rank-0 operand is a scaling"
-        case Gather(array=Gather()) if isinstance(after, Gather):
-            return "gather-gather", "a gather of a gather fuses into one (horde-ad astGather)"
-        case Gather() if isinstance(after, Transpose):
-            return "gather-tr", "a gather that permutes dimensions is a tr"
-        case Gather() if isinstance(after, Replicate):
-            return "gather-replicate", "a gather ignoring a variable is a replicate"
-        case Gather() if not isinstance(after, Gather):
-            return "gather-identity", "a gather with the identity index is its array (§7.1)"
-        case Gather():
-            return "gather-index", "the gather's index function, simplified"
-        case Scatter():
-            return "scatter-bijection", "a scatter of a bijection is a gather of its inverse"
-        case Let():
-            return "dead-let", "a let whose variable is unused is dropped"
-        case Cond():
-            return "cond-constant", "a cond on a constant is its branch"
-        case Index() if isinstance(after, Const):
-            return "constant-fold", "indexing a constant, folded"
-        case Index():
-            return "index-push", "the index pushed down again (Fig. 10)"
-        case Transpose() | Reshape():
-            return "tr-reshape", "tr and reshape composed, identities dropped, constants folded"
-        case Op() if isinstance(after, Const):
-            return "constant-fold", "an operation on constants, folded"
-        case FromIntegral() | Floor():
-            return "constant-fold", "a cast of a constant, folded"
-        case Op(op="lt" | "le" | "gt" | "ge" | "eq" | "ne" | "and" | "or" | "not"):
-            return "bounds-decided", "a bounds check that the shapes decide (§5.2)"
-        case Op(op="select"):
-            return "select-decided", "a select on a known condition is its branch"
-        case Op() if before.dtype.is_float:
-            return "arithmetic", "a * 1, 1 * a, a / 1 are a; a * -1 is -a (exact in IEEE)"
-        case _:
-            return "index-arithmetic", "integer index arithmetic, normalised"
+    (the rules of the module docstring; :data:`REWRITE_NAMES`)."""
+    return REWRITE_NAMES[type(before)](before, after)
+
+
+@REWRITE_NAMES.register(SumOuter)
+def _named_sum_outer(before: SumOuter, after: Term) -> tuple[str, str]:
+    """Summing replicas is a multiplication; otherwise the sum was a contraction."""
+    if isinstance(before.array, Replicate):
+        return "sumOuter-replicate", "sumOuter (replicate n e) is e * n (horde-ad astSum)"
+    return "sumOuter-contract", (
+        "a sum of products is a contraction, dot or matmul; a kit extension, as "
+        "horde-ad's contractAst, book/rules.md §5.5"
+    )
+
+
+@REWRITE_NAMES.register(Contract)
+def _named_contract(before: Contract, after: Term) -> tuple[str, str]:
+    return "contract-scale", "a contraction with a rank-0 operand is a scaling"
+
+
+@REWRITE_NAMES.register(Gather)
+def _named_gather(before: Gather, after: Term) -> tuple[str, str]:
+    """Told apart by what the gather became."""
+    if isinstance(before.array, Gather) and isinstance(after, Gather):
+        return "gather-gather", "a gather of a gather fuses into one (horde-ad astGather)"
+    if isinstance(after, Transpose):
+        return "gather-tr", "a gather that permutes dimensions is a tr"
+    if isinstance(after, Replicate):
+        return "gather-replicate", "a gather ignoring a variable is a replicate"
+    if not isinstance(after, Gather):
+        return "gather-identity", "a gather with the identity index is its array (§7.1)"
+    return "gather-index", "the gather's index function, simplified"
+
+
+@REWRITE_NAMES.register(Scatter)
+def _named_scatter(before: Scatter, after: Term) -> tuple[str, str]:
+    return "scatter-bijection", "a scatter of a bijection is a gather of its inverse"
+
+
+@REWRITE_NAMES.register(Let)
+def _named_let(before: Let, after: Term) -> tuple[str, str]:
+    return "dead-let", "a let whose variable is unused is dropped"
+
+
+@REWRITE_NAMES.register(Cond)
+def _named_cond(before: Cond, after: Term) -> tuple[str, str]:
+    return "cond-constant", "a cond on a constant is its branch"
+
+
+@REWRITE_NAMES.register(Index)
+def _named_index(before: Index, after: Term) -> tuple[str, str]:
+    """Folded to a constant, or pushed down again."""
+    if isinstance(after, Const):
+        return "constant-fold", "indexing a constant, folded"
+    return "index-push", "the index pushed down again (Fig. 10)"
+
+
+@REWRITE_NAMES.register(Transpose, Reshape)
+def _named_rearrangement(before: Transpose | Reshape, after: Term) -> tuple[str, str]:
+    return "tr-reshape", "tr and reshape composed, identities dropped, constants folded"
+
+
+@REWRITE_NAMES.register(FromIntegral, Floor)
+def _named_cast(before: FromIntegral | Floor, after: Term) -> tuple[str, str]:
+    return "constant-fold", "a cast of a constant, folded"
+
+
+@REWRITE_NAMES.register(Op)
+def _named_op(before: Op, after: Term) -> tuple[str, str]:
+    """Told apart by the result and the operation."""
+    if isinstance(after, Const):
+        return "constant-fold", "an operation on constants, folded"
+    if before.op in ("lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not"):
+        return "bounds-decided", "a bounds check that the shapes decide (§5.2)"
+    if before.op == "select":
+        return "select-decided", "a select on a known condition is its branch"
+    if before.dtype.is_float:
+        return "arithmetic", "a * 1, 1 * a, a / 1 are a; a * -1 is -a (exact in IEEE)"
+    return "index-arithmetic", "integer index arithmetic, normalised"

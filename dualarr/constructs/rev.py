@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..ad import delta as dl
 from ..ad.dual import DERIVATIVES, linear_derivative
 from ..ad.reverse import TRANSPOSE_RULES, CotangentAlgebra
@@ -31,7 +33,7 @@ from ..interp.algebra import ARRAY_MEANINGS
 from ..lang.errors import ShapeError, format_shape
 from ..lang.functions import ensure_tensor
 from ..lang.tensor import Operand, Tensor
-from ..lang.terms import DType, Index, Op, Shape, Structural, Term, int_const
+from ..lang.terms import Const, DType, Index, Op, Shape, Structural, Term, int_const
 from ..vectorise.bot import (
     BUILD1_INDEX_RULES,
     BUILD1_RULES,
@@ -42,6 +44,7 @@ from ..vectorise.bot import (
     Vec,
     Vectoriser,
 )
+from ..vectorise.simplify import REWRITE_NAMES, SMART_CONSTRUCTORS, Simplifier
 
 __all__ = ["Rev", "rev"]
 
@@ -87,6 +90,29 @@ DERIVATIVES.register(Rev)(linear_derivative)
 @TRANSPOSE_RULES.register(Rev)
 def _transpose_rev(alg: CotangentAlgebra[Any], d: dl.Structural, c: Any) -> Any:
     return alg.structural(Rev, [c], d.arguments)
+
+
+# -- the simplifier (the cleanup of §5.1 and §7.1) --------------------------------------
+
+_FOLD_LIMIT = 64  # as the simplifier's: constants of at most this many elements fold
+
+
+@SMART_CONSTRUCTORS.register(Rev)
+def _mk_rev(s: Simplifier, t: Rev) -> Term:
+    """``rev_a (rev_a e) = e``; a reversal of a small constant is folded."""
+    a = t.array
+    if isinstance(a, Rev) and a.axis == t.axis:
+        return a.array
+    if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+        return Const(_flip(np, a.value, axis=t.axis))
+    return t
+
+
+@REWRITE_NAMES.register(Rev)
+def _named_rev(before: Rev, after: Term) -> tuple[str, str]:
+    if isinstance(after, Const):
+        return "constant-fold", "a reversal of a constant, folded"
+    return "rev-rev", "a reversal reversed is its array (rev, a kit construct)"
 
 
 # -- the bot (§5): Fig. 9 and Fig. 10 ------------------------------------------------------

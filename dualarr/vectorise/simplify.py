@@ -43,7 +43,6 @@ from ..interp.evaluate import ELEMENTWISE, index_array
 from ..lang import indexing as ix_
 from ..lang.rules import RuleTable
 from ..lang.terms import (
-    TERM_TYPES,
     ArgMax,
     ArgMin,
     ArgSort,
@@ -67,6 +66,7 @@ from ..lang.terms import (
     Scatter,
     Shape,
     Share,
+    Structural,
     SumOuter,
     Term,
     TermBase,
@@ -171,10 +171,11 @@ passes the few nodes it creates through ``mk`` again."""
 
 
 @SMART_CONSTRUCTORS.register(
-    Const, Var, Iota, Build1, FromList, Share, Replicate, ArgMin, ArgMax, ArgSort
+    Const, Var, Iota, Build1, FromList, Share, Replicate, ArgMin, ArgMax, ArgSort, Structural
 )
 def _mk_as_is(s: Simplifier, t: Term) -> Term:
-    """Constructs no rule rewrites stay as they are."""
+    """Constructs no rule rewrites stay as they are (a construct of its own module,
+    unless it files a smart constructor)."""
     return t
 
 
@@ -576,10 +577,10 @@ def _range_of_op(t: Op) -> tuple[int, int] | None:
 
 @INT_RANGES.register(
     Var, Cond, Let, Build1, Index, Gather, Scatter, SumOuter, FromList, FromIntegral, Floor,
-    ArgMin, ArgMax, ArgSort, Contract, Share,
+    ArgMin, ArgMax, ArgSort, Contract, Share, Structural,
 )
 def _range_unknown(t: Term) -> tuple[int, int] | None:
-    """Bounds not known statically."""
+    """Bounds not known statically (a construct of its own module: unless it says)."""
     return None
 
 
@@ -698,9 +699,16 @@ def _structure(t: Term) -> Hashable | None:
     return (type(t), *(_field_key(getattr(t, name)) for name in _INIT_FIELDS[type(t)]))
 
 
-_INIT_FIELDS: dict[type, tuple[str, ...]] = {
-    cls: tuple(f.name for f in fields(cls) if f.init) for cls in TERM_TYPES
-}
+class _InitFields(dict[type, tuple[str, ...]]):
+    """The constructor fields of each term class (what makes two nodes the same), read
+    the first time a class is met (a construct of its own module needs no entry)."""
+
+    def __missing__(self, cls: type) -> tuple[str, ...]:
+        names = self[cls] = tuple(f.name for f in fields(cls) if f.init)
+        return names
+
+
+_INIT_FIELDS = _InitFields()
 
 
 def _alpha_key(term: Term, position: dict[Var, int], budget: int = 64) -> Hashable | None:

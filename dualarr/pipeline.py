@@ -9,9 +9,9 @@ stage      what it is                                           module
 source     the traced core term                                 :mod:`dualarr.lang.program`
 bot_steps  the bot's rule trace (rule, figure, before, after)   :mod:`dualarr.vectorise.bot`
 vectorised the bulk term: no ``build1`` (Theorem 5.1)           :mod:`dualarr.vectorise.bot`
-forward    D with symbolic primals: value term + Delta          :mod:`dualarr.ad.compile_time`
-delta      Eq. 6: primal bindings, value, Delta over variables  :mod:`dualarr.ad.compile_time`
-shared     the symbolic reverse pass: gradient with ``share``   :mod:`dualarr.ad.compile_time`
+forward    D with symbolic primals: value term + Delta          :mod:`dualarr.ad.symbolic_forward`
+delta      Eq. 6: primal bindings, value, Delta over variables  :mod:`dualarr.ad.extraction`
+shared     the symbolic reverse pass: gradient with ``share``   :mod:`dualarr.ad.symbolic_reverse`
 gradient   share → let + wrapper, simplified (Figs. 20–21)      :mod:`dualarr.ad.share_to_let`
 kernels    the fused elementwise kernels the source calls       :mod:`dualarr.codegen.kernels`
 python     the generated source over an array namespace         :mod:`dualarr.codegen.generate`
@@ -40,15 +40,10 @@ from typing import Any
 
 import numpy as np
 
-from .ad.compile_time import (
-    ExtractedDelta,
-    ForwardPass,
-    SharedGradient,
-    extract,
-    forward_pass,
-    symbolic_reverse,
-)
+from .ad.extraction import ExtractedDelta, extract
 from .ad.share_to_let import LetProgram, share_to_let, simplify_let_program
+from .ad.symbolic_forward import ForwardPass, forward_pass
+from .ad.symbolic_reverse import SharedGradient, symbolic_reverse
 from .codegen.buffers import SpareBuffer, copy_into_spare
 from .codegen.generate import HELPERS, CompiledProgram, helpers_for
 from .codegen.kernels import Kernel

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dualarr as da
-import dualarr.ad.compile_time as compile_time
+import dualarr.ad.extraction as extraction
 import dualarr.ad.share_to_let as share_to_let
 
 pipeline = importlib.import_module("dualarr.pipeline")  # da.pipeline is the function
@@ -33,7 +33,7 @@ def _counting_checks(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         pipeline, "check_bot_normal", counted("bot normal", pipeline.check_bot_normal)
     )
     monkeypatch.setattr(
-        compile_time, "check_extracted", counted("extracted", compile_time.check_extracted)
+        extraction, "check_extracted", counted("extracted", extraction.check_extracted)
     )
     monkeypatch.setattr(
         share_to_let, "check_let_program", counted("let program", share_to_let.check_let_program)

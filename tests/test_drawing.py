@@ -22,9 +22,9 @@ from strategies import GeneratedProgram, programs
 
 import dualarr as da
 from dualarr.ad import delta as dl
-from dualarr.ad.compile_time import SharedGradient
 from dualarr.ad.reverse import reverse, reverse_steps
 from dualarr.ad.share_to_let import LetProgram
+from dualarr.ad.symbolic_reverse import SharedGradient
 from dualarr.api import dual_run
 from dualarr.interp.evaluate import NumpyAlgebra
 from dualarr.lang.errors import DualarrError

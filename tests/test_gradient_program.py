@@ -18,7 +18,7 @@ from test_ad_properties import close, directional_fd, float_positions, jittered
 
 import dualarr as da
 from dualarr.ad import delta as dl
-from dualarr.ad.compile_time import ExtractedDelta, check_extracted
+from dualarr.ad.extraction import ExtractedDelta, check_extracted
 from dualarr.ad.share_to_let import check_let_program
 from dualarr.codegen.generate import HELPERS
 from dualarr.codegen.kernels import CompiledKernel

@@ -31,8 +31,10 @@ from pipeline_programs import (
 )
 
 import dualarr as da
-from dualarr.ad.compile_time import extract, forward_pass, symbolic_reverse
+from dualarr.ad.extraction import extract
 from dualarr.ad.share_to_let import share_to_let, simplify_let_program
+from dualarr.ad.symbolic_forward import forward_pass
+from dualarr.ad.symbolic_reverse import symbolic_reverse
 from dualarr.codegen.generate import CompiledProgram
 from dualarr.lang.program import trace
 from dualarr.lang.terms import count_nodes

@@ -1,6 +1,6 @@
 """share → let (paper Fig. 20), the wrapper (Fig. 21) and gradient simplification.
 
-The input is the ``shared`` stage (:class:`~dualarr.ad.compile_time.SharedGradient`): gradient
+The input is the ``shared`` stage (:class:`~dualarr.ad.symbolic_reverse.SharedGradient`): gradient
 terms in which every duplicated cotangent is ``share_k c``.  Let conversion collects each
 ``share_k`` once, replaces it by a variable ``c<k>`` and stacks the bindings from the
 lowest id (outermost) to the highest.  A share whose term mentions an index variable of
@@ -46,7 +46,8 @@ from ..lang.terms import (
 )
 from ..lang.trampoline import collector_paused
 from ..vectorise.simplify import Simplifier
-from .compile_time import SharedGradient, unbound_top_level
+from .extraction import unbound_top_level
+from .symbolic_reverse import SharedGradient
 
 __all__ = ["LetProgram", "check_let_program", "share_to_let", "simplify_let_program"]
 

@@ -33,9 +33,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 import numpy as np
 
 from ..ad import delta as dl
-from ..ad.compile_time import ExtractedDelta, ForwardPass, SharedGradient
+from ..ad.extraction import ExtractedDelta
 from ..ad.reverse import ReverseStep
 from ..ad.share_to_let import LetProgram
+from ..ad.symbolic_forward import ForwardPass
+from ..ad.symbolic_reverse import SharedGradient
 from ..codegen.kernels import Apply, Arg, Kernel, KernelExpr
 from ..codegen.kernels import Literal as KernelLiteral
 from ..interp.algebra import IndexFn

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +137,7 @@ def test_numpy_fast_paths_are_the_same_bits_as_the_generic_semantics(
     cols = np.asarray([p[1] for p in points])
     source = np.resize(array.reshape(-1), len(points))
     in_range = True if fast.in_range([rows, cols], (2, 3)) else known
-    cases = [
+    cases: list[Callable[[arrays.Backend], Any]] = [
         lambda b: arrays.index_array(b, array, [rows, cols], in_range),
         lambda b: arrays.index_array(b, array, [rows], in_range),
         lambda b: arrays.gather(b, array, [rows], (len(points),), in_range),

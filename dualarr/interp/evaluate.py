@@ -336,8 +336,8 @@ class Evaluator(Interpreter[Array]):
         backend = self.backend or backend_of(list(inputs.values()))
         if backend.name != "numpy":
             evaluator = Interpreter(algebra_for(backend))
-            arrays = {v: backend.xp.asarray(x) for v, x in inputs.items()}
-            values = evaluator.run(roots, arrays, bindings)
+            on_backend = {v: backend.xp.asarray(x) for v, x in inputs.items()}
+            values = evaluator.run(roots, on_backend, bindings)
             return [backend.xp.asarray(v) for v in values]
         with np.errstate(all="ignore"):
             values = super().run(roots, {v: np.asarray(x) for v, x in inputs.items()}, bindings)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,61 @@ def test_scatter_add_fallback_adds_collisions_and_drops_out_of_range() -> None:
         backend, strict([1.0, 2.0, 3.0, 4.0]), [strict([1, 1, -1, 3])], (4,), 1
     )
     np.testing.assert_array_equal(host(out), [0.0, 3.0, 0.0, 4.0])
+
+
+# NumPy with none of its fast paths (the same scatter-add primitive, so the same order
+# of additions): the generic range check (none, so always the mask), ``take`` of
+# row-major offsets
+NUMPY_PLAIN = arrays.Backend("numpy-plain", np, get_backend("numpy").scatter_add)
+
+indices = st.integers(-4, 9)
+
+
+@settings(max_examples=150, suppress_health_check=SLOW_OK)
+@given(
+    st.lists(st.sampled_from([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan]), min_size=6,
+             max_size=6),
+    st.lists(st.tuples(indices, indices), min_size=1, max_size=8),
+    st.sampled_from([None, False]),
+)
+def test_numpy_fast_paths_are_the_same_bits_as_the_generic_semantics(
+    values: list[float], points: list[tuple[int, int]], known: bool | None
+) -> None:
+    """§5.2 is written once (:mod:`dualarr.interp.arrays`); NumPy's fast paths (range
+    check on the host, unchecked ``take``) are fields of its backend and give the same
+    bits as the generic masked reads and writes, out-of-range indices, NaN, inf and -0
+    included."""
+    fast = get_backend("numpy")
+    array = np.asarray(values).reshape(2, 3)
+    rows = np.asarray([p[0] for p in points])
+    cols = np.asarray([p[1] for p in points])
+    source = np.resize(array.reshape(-1), len(points))
+    in_range = True if fast.in_range([rows, cols], (2, 3)) else known
+    cases: list[Callable[[arrays.Backend], Any]] = [
+        lambda b: arrays.index_array(b, array, [rows, cols], in_range),
+        lambda b: arrays.index_array(b, array, [rows], in_range),
+        lambda b: arrays.gather(b, array, [rows], (len(points),), in_range),
+        lambda b: arrays.scatter(b, source, [rows, cols], (2, 3), 1, in_range),
+        lambda b: arrays.scatter(b, source, [cols], (3,), 1, in_range),
+    ]
+    for case in cases:
+        want, got = np.asarray(case(NUMPY_PLAIN)), np.asarray(case(fast))
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.tobytes() == want.tobytes(), (got, want)
+
+
+def test_one_algebra_and_one_total_indexing_for_every_namespace() -> None:
+    """NumPy's algebra is the array-API one on the NumPy backend (no construct given a
+    second meaning), and the generated code's index helpers are the evaluator's."""
+    from dualarr.codegen.generate import HELPERS
+    from dualarr.interp.evaluate import NumpyAlgebra
+
+    assert issubclass(NumpyAlgebra, arrays.ArrayAlgebra)
+    assert [n for n, v in vars(NumpyAlgebra).items() if callable(v)] == ["__init__"]
+    assert NumpyAlgebra().backend is get_backend("numpy")
+    for name, function in [("index", arrays.index_array), ("gather", arrays.gather),
+                           ("scatter", arrays.scatter)]:
+        assert getattr(HELPERS, name).func is function, name
 
 
 def _mlp(w: Any, b: Any, x: Any) -> Any:

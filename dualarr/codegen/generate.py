@@ -18,6 +18,7 @@ Python loop over its grid.  Integer ``//`` and ``%`` call ``helpers.quot`` /
 
 from __future__ import annotations
 
+import dataclasses
 import keyword
 import math
 import re
@@ -33,9 +34,10 @@ from ..interp.arrays import (
     Backend,
     contract,
     generic_helpers,
+    index_helpers,
     primal_helpers,
 )
-from ..interp.evaluate import all_in_range, index_array, scatter_add
+from ..interp.backends import numpy_backend
 from ..lang.config import config
 from ..lang.errors import DualarrError
 from ..lang.indexing import affine_form, is_scalar_index_work
@@ -129,50 +131,19 @@ def _from_points(columns: Sequence[Sequence[Any]], shape: tuple[int, ...]) -> li
     return [np.asarray(c, dtype=np.int64).reshape(shape) for c in columns]
 
 
-def _in_range(components: Sequence[Any], extents: tuple[int, ...]) -> bool:
-    """Whether every component is within its extent: the one range check of an index
-    that several gathers and scatters of a program share."""
-    return all_in_range(components, extents)
+def _take_on_threads(xp: Any, array: np.ndarray, comps: Sequence[np.ndarray]) -> np.ndarray:
+    """NumPy's ``take`` of components in range, a large one-dimensional one on several
+    threads (:func:`dualarr.codegen.threads.take_rows`: the same bits)."""
+    if len(comps) == 1:
+        taken = take_rows(array, comps[0])
+        if taken is not None:
+            return taken
+    picked: np.ndarray = numpy_backend().take(xp, array, comps)
+    return picked
 
 
-def _index(array: Any, components: Sequence[Any]) -> Any:
-    """``array[components]``: 0 where a component is out of range (bulk or scalar)."""
-    return index_array(np.asarray(array), components)
-
-
-def _gather(
-    array: Any,
-    components: Sequence[Any],
-    outer_shape: tuple[int, ...],
-    in_range: bool | None = None,
-) -> Any:
-    """``out[is] = array[components[is]]`` over ``outer_shape``; out of range reads 0
-    (``in_range``: the check :func:`_in_range` made, or None)."""
-    a = np.asarray(array)
-    if not components:
-        return np.broadcast_to(a, (*outer_shape, *a.shape))
-    comps = [
-        c if getattr(c, "shape", None) == outer_shape else np.broadcast_to(c, outer_shape)
-        for c in components
-    ]
-    if in_range and len(comps) == 1:
-        (comp,) = comps  # a large int64 index known in range: ``take`` on every core
-        if type(comp) is np.ndarray and comp.dtype.type is np.int64:
-            taken = take_rows(a, comp)
-            if taken is not None:
-                return taken
-    return index_array(a, comps, in_range)
-
-
-def _scatter(
-    array: Any,
-    components: Sequence[Any],
-    outer_shape: tuple[int, ...],
-    n_vars: int,
-    in_range: bool | None = None,
-) -> Any:
-    """``out[components[is]] += array[is]``; out-of-range writes are dropped."""
-    return scatter_add(np.asarray(array), components, outer_shape, n_vars, in_range)
+NUMPY_ON_THREADS = dataclasses.replace(numpy_backend(), take=_take_on_threads)
+"""The NumPy backend of generated code: large in-range gathers on several threads."""
 
 
 def _wrap(j: Any, n: Any) -> Any:
@@ -193,14 +164,13 @@ HELPERS = SimpleNamespace(
     points=_points,
     columns=_columns,
     from_points=_from_points,
-    index=_index,
-    in_range=_in_range,
-    gather=_gather,
-    scatter=_scatter,
+    **index_helpers(NUMPY_ON_THREADS),
 )
 """The ``helpers`` namespace passed to generated functions (NumPy implementations; the
 elementwise ones are :func:`dualarr.interp.arrays.primal_helpers` with ``xp = numpy``,
-``wrap`` with a fast path for indices that need no wrap)."""
+``wrap`` with a fast path for indices that need no wrap; ``index``, ``in_range``,
+``gather`` and ``scatter`` are the evaluator's own (§5.2,
+:func:`dualarr.interp.arrays.index_helpers`))."""
 
 
 def helpers_for(backend: Backend) -> SimpleNamespace:

@@ -3,12 +3,18 @@
 Everything here is written against the standard (``xp.take``, ``xp.where``,
 ``xp.permute_dims``…) through array-api-compat, so the same code runs on NumPy, CuPy and
 ``array_api_strict`` (which is how the GPU path is proven on a machine without one).
+:class:`ArrayAlgebra` is the one reference semantics (NumPy's
+:class:`dualarr.interp.evaluate.NumpyAlgebra` is it on the NumPy backend), and
+:func:`index_array`, :func:`gather`, :func:`scatter` the one total indexing of §5.2,
+which the generated code calls too (:func:`index_helpers`).
 What the standard lacks, scatter-add, is one function of the :class:`Backend`: NumPy's
 ``bincount``/``add.at`` (:mod:`dualarr.interp.backends`), ``cupyx.scatter_add`` for CuPy, and
-:func:`scatter_add_by_selection` as the generic fallback.  This module never calls NumPy
-itself (a test checks that); index values and shapes are Python ints or arrays of the
-namespace.  Totality (§5.2): out-of-range reads give 0, out-of-range writes are dropped,
-``a // 0 == a`` and ``a % 0 == a``.
+:func:`scatter_add_by_selection` as the generic fallback; a namespace's faster ways to the
+same values (NumPy's range check on the host, unchecked ``take``) are fields of its
+backend as well.  This module never calls NumPy itself (a test checks that); index
+values and shapes are Python ints or arrays of the namespace.  Totality (§5.2):
+out-of-range reads give 0, out-of-range writes are dropped, ``a // 0 == a`` and
+``a % 0 == a``.
 """
 
 from __future__ import annotations
@@ -27,15 +33,46 @@ from .algebra import ARRAY_MEANINGS, Algebra, IndexFn
 
 Array = Any
 ScatterAdd = Callable[[Any, Array, Array, int], Array]  # (xp, targets, values, size)
+InRange = Callable[[Sequence[Array], Shape], "bool | None"]  # (components, extents)
+Take = Callable[[Any, Array, Sequence[Array]], Array]  # (xp, array, components in range)
+
+
+def range_unknown(components: Sequence[Array], extents: Shape) -> None:
+    """The generic range check: none (no value is read back to the host), so every
+    read and write of an index function goes through the mask of §5.2."""
+    return None
+
+
+def row_major_offset(comps: Sequence[Array], extents: Shape) -> Array:
+    """The row-major offset of each multi-index (components in range)."""
+    offset = comps[0]
+    for comp, extent in zip(comps[1:], extents[1:], strict=True):
+        offset = offset * extent + comp
+    return offset
+
+
+def take_by_offset(xp: Any, array: Array, comps: Sequence[Array]) -> Array:
+    """``array[comps]`` for components in range of one batch shape ``B``: one ``take`` of
+    their row-major offsets along the indexed dimensions flattened into one (the
+    result is ``B ++ array.shape[len(comps):]``)."""
+    indexed, tail = tuple(array.shape[: len(comps)]), tuple(array.shape[len(comps) :])
+    flat = xp.reshape(array, (math.prod(indexed), *tail))
+    offsets = xp.reshape(row_major_offset(comps, indexed), (-1,))
+    return xp.reshape(xp.take(flat, offsets, axis=0), tuple(comps[0].shape) + tail)
 
 
 @dataclass(frozen=True)
 class Backend:
-    """An array namespace and the one primitive the standard does not have."""
+    """An array namespace, the one primitive the standard does not have, and where a
+    namespace has faster ways to the same values, those (NumPy's: a host-side range
+    check, unchecked ``take``, Python branches on host scalars)."""
 
     name: str  # "numpy", "cupy", "array_api_strict", …
     xp: Any  # the (array-api-compat) namespace
     scatter_add: ScatterAdd  # rows of ``values`` added at ``targets`` into ``size`` rows
+    in_range: InRange = range_unknown  # every component within its extent, if known
+    take: Take = take_by_offset  # ``array[components]``, components in range
+    host_branches: bool = False  # a 0-d condition is read on the host for free
 
     def dtype(self, dtype: DType) -> Any:
         return getattr(self.xp, dtype.value)
@@ -90,8 +127,10 @@ class ElementwiseOn(dict[str, Callable[..., Array]]):
         return bound
 
 
+@functools.cache
 def elementwise_on(xp: Any) -> ElementwiseOn:
-    """Every primitive's implementation with ``xp`` bound (:class:`ElementwiseOn`)."""
+    """Every primitive's implementation with ``xp`` bound (:class:`ElementwiseOn`), one
+    table per namespace (the algebra and the generated code's helpers share it)."""
     return ElementwiseOn(xp)
 
 
@@ -130,22 +169,37 @@ def _components(xp: Any, index: Sequence[Array]) -> list[Array]:
     return comps
 
 
-def linear_index(xp: Any, comps: Sequence[Array], extents: Shape) -> tuple[Array, Array]:
-    """Whether each multi-index is in range, and its row-major offset (0 where not)."""
+def _components_over(xp: Any, index: Sequence[Array], shape: Shape) -> list[Array]:
+    """The components as int64 arrays of ``shape`` (broadcast where they are not)."""
+    comps = [xp.asarray(c, dtype=xp.int64) for c in index]
+    return [c if tuple(c.shape) == shape else xp.broadcast_to(c, shape) for c in comps]
+
+
+def clip_to_range(xp: Any, comps: Sequence[Array], extents: Shape) -> tuple[Array, list[Array]]:
+    """Whether each multi-index is in range, and its components with those out of range
+    set to 0 (a position every access may read, masked afterwards)."""
     valid: Array = None
-    linear: Array = None
+    clipped = []
+    zero = xp.zeros((), dtype=xp.int64)
     for comp, extent in zip(comps, extents, strict=True):
         ok = (comp >= 0) & (comp < extent)
         valid = ok if valid is None else valid & ok
-        clipped = xp.where(ok, comp, xp.zeros_like(comp))
-        linear = clipped if linear is None else linear * extent + clipped
-    return valid, linear
+        clipped.append(xp.where(ok, comp, zero))
+    return valid, clipped
 
 
-def index_array(backend: Backend, array: Array, index: Sequence[Array]) -> Array:
-    """``array[index]`` with zeros where a component is out of range; components may be
-    arrays of one batch shape ``B`` (the result is ``B ++ array.shape[len(index):]``)."""
+def index_array(
+    backend: Backend, array: Array, index: Sequence[Array], in_range: bool | None = None
+) -> Array:
+    """``array[index]`` with zeros where a component is out of range (§5.2).
+
+    Components may be arrays of one batch shape ``B``: the result is
+    ``B ++ array.shape[len(index):]`` (bulk indexing, for gathers).  ``in_range``: what
+    the caller knows (a range check already made, or constant indices), None to ask
+    the backend's check; unknown, the reads go through the mask.
+    """
     xp = backend.xp
+    array = xp.asarray(array)
     if not index:
         return array
     comps = _components(xp, index)
@@ -153,44 +207,65 @@ def index_array(backend: Backend, array: Array, index: Sequence[Array]) -> Array
     indexed, tail = tuple(array.shape[: len(comps)]), tuple(array.shape[len(comps) :])
     if math.prod(indexed) == 0 or math.prod(batch) == 0:
         return xp.zeros(batch + tail, dtype=array.dtype)
-    valid, linear = linear_index(xp, comps, indexed)
-    flat = xp.reshape(array, (math.prod(indexed), *tail))
-    picked = xp.take(flat, xp.reshape(linear, (-1,)), axis=0)
-    picked = xp.reshape(picked, batch + tail)
+    if in_range is None:
+        in_range = backend.in_range(comps, indexed)
+    if in_range:
+        return backend.take(xp, array, comps)
+    valid, clipped = clip_to_range(xp, comps, indexed)
+    picked = backend.take(xp, array, clipped)
     mask = xp.reshape(valid, batch + (1,) * len(tail))
     return xp.where(mask, picked, xp.zeros((), dtype=array.dtype))
 
 
-def gather(backend: Backend, array: Array, index: Sequence[Array], outer: Shape) -> Array:
-    """``out[is] = array[index[is]]`` over ``outer`` (zeros where out of range)."""
+def gather(
+    backend: Backend,
+    array: Array,
+    index: Sequence[Array],
+    outer: Shape,
+    in_range: bool | None = None,
+) -> Array:
+    """``out[is] = array[index[is]]`` over ``outer`` (zeros where out of range, §5.2);
+    ``in_range`` as for :func:`index_array`."""
     xp = backend.xp
+    array = xp.asarray(array)
     if not index:
         return xp.broadcast_to(array, (*outer, *array.shape))
-    comps = [xp.broadcast_to(xp.asarray(c, dtype=xp.int64), tuple(outer)) for c in index]
-    return index_array(backend, array, comps)
+    return index_array(backend, array, _components_over(xp, index, tuple(outer)), in_range)
 
 
 def scatter(
-    backend: Backend, source: Array, index: Sequence[Array], outer: Shape, n_vars: int
+    backend: Backend,
+    source: Array,
+    index: Sequence[Array],
+    outer: Shape,
+    n_vars: int,
+    in_range: bool | None = None,
 ) -> Array:
     """``out[index[is]] += source[is]`` over the first ``n_vars`` dimensions of
-    ``source``; out-of-range writes are dropped."""
+    ``source``; out-of-range writes are dropped (§5.2: they add 0 at offset 0 instead,
+    the same sums, since a sum that starts at +0 is never -0).  ``in_range`` as for
+    :func:`index_array`."""
     xp = backend.xp
+    source = xp.asarray(source)
+    outer = tuple(outer)
     grid, tail = tuple(source.shape[:n_vars]), tuple(source.shape[n_vars:])
     size, width, rows = math.prod(outer), math.prod(tail), math.prod(grid)
     if size == 0 or rows == 0 or width == 0:
-        return xp.zeros(tuple(outer) + tail, dtype=source.dtype)
+        return xp.zeros(outer + tail, dtype=source.dtype)
     values = xp.reshape(source, (rows, width))
     if index:
-        comps = [xp.broadcast_to(xp.asarray(c, dtype=xp.int64), grid) for c in index]
-        valid, linear = linear_index(xp, comps, tuple(outer))
-        targets = xp.reshape(linear, (-1,))
-        keep = xp.reshape(valid, (-1, 1))
-        values = xp.where(keep, values, xp.zeros((), dtype=values.dtype))  # dropped: + 0
-    else:
+        comps = _components_over(xp, index, grid)
+        if in_range is None:
+            in_range = backend.in_range(comps, outer)
+        if not in_range:
+            valid, comps = clip_to_range(xp, comps, outer)
+            keep = xp.reshape(valid, (-1, 1))
+            values = xp.where(keep, values, xp.zeros((), dtype=values.dtype))
+        targets = xp.reshape(row_major_offset(comps, outer), (-1,))
+    else:  # every value goes to the one target
         targets = xp.zeros((rows,), dtype=xp.int64)
     summed = backend.scatter_add(xp, targets, values, size)
-    return xp.reshape(summed, tuple(outer) + tail)
+    return xp.reshape(summed, outer + tail)
 
 
 def index_grid(xp: Any, shape: Shape, *, sparse: bool = False) -> list[Array]:
@@ -277,37 +352,46 @@ def contract(xp: Any, spec: str, a: Array, b: Array) -> Array:
 
 
 class ArrayAlgebra(Algebra[Array]):
-    """The core language on the arrays of one backend (the reference semantics)."""
+    """The core language on the arrays of one backend: the reference semantics (§3, with
+    the totality of §5.2), one for every namespace (NumPy's fast paths are fields of
+    its :class:`Backend`)."""
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
         self.xp = backend.xp
+        self.elementwise = elementwise_on(backend.xp)
 
     def const(self, value: Any) -> Array:
         return self.xp.asarray(value)
 
     def full(self, shape: Shape, value: float | int | bool, dtype: DType) -> Array:
-        return self.xp.full(tuple(shape), value, dtype=self.backend.dtype(dtype))
+        xp = self.xp
+        return xp.broadcast_to(xp.asarray(value, dtype=self.backend.dtype(dtype)), tuple(shape))
 
     def iota(self, n: int) -> Array:
         return self.xp.arange(n, dtype=self.xp.int64)
 
     def op(self, name: str, args: Sequence[Array], dtype: DType) -> Array:
-        result = REGISTRY[name].impl(self.xp, *args)
+        result = self.xp.asarray(self.elementwise[name](*args))
         target = self.backend.dtype(dtype)
         return result if result.dtype == target else self.xp.astype(result, target)
 
     def cond(self, c: Array, a: Array, b: Array) -> Array:
-        """``where``, never ``bool(c)``: no device-to-host copy to decide a branch."""
+        """A 0-d condition read on the host where that is free (NumPy: no ``where`` over
+        both branches); elsewhere ``where``, never ``bool(c)`` (no device-to-host copy
+        to decide a branch), also for batched conditions (bulk index functions)."""
         xp = self.xp
-        rank = max(len(a.shape), len(b.shape)) - len(c.shape)  # batched (bulk lambdas)
+        c, a, b = xp.asarray(c), xp.asarray(a), xp.asarray(b)
+        if self.backend.host_branches and not c.shape:
+            return a if bool(c) else b
+        rank = max(len(a.shape), len(b.shape)) - len(c.shape)
         return xp.where(xp.reshape(c, tuple(c.shape) + (1,) * max(rank, 0)), a, b)
 
     def from_integral(self, a: Array, dtype: DType) -> Array:
-        return self.xp.astype(a, self.backend.dtype(dtype))
+        return self.xp.astype(self.xp.asarray(a), self.backend.dtype(dtype))
 
     def floor(self, a: Array) -> Array:
-        return floor_to_int(self.xp, a)
+        return floor_to_int(self.xp, self.xp.asarray(a))
 
     def index(self, a: Array, ix: Sequence[Array]) -> Array:
         return index_array(self.backend, a, ix)
@@ -319,9 +403,10 @@ class ArrayAlgebra(Algebra[Array]):
         return scatter(self.backend, a, fn.components, outer, n_vars)
 
     def sum_outer(self, a: Array) -> Array:
-        return self.xp.sum(a, axis=0, dtype=a.dtype)
+        return self.xp.asarray(self.xp.sum(a, axis=0, dtype=a.dtype))
 
     def replicate(self, count: int, a: Array) -> Array:
+        a = self.xp.asarray(a)
         return self.xp.broadcast_to(a, (count, *a.shape))
 
     def transpose(self, perm: Sequence[int], a: Array) -> Array:
@@ -331,19 +416,22 @@ class ArrayAlgebra(Algebra[Array]):
         return self.xp.reshape(a, tuple(shape))
 
     def from_list(self, elems: Sequence[Array]) -> Array:
-        return self.xp.stack(list(elems))
+        return self.xp.stack([self.xp.asarray(e) for e in elems])
+
+    def _int64(self, a: Array) -> Array:
+        return self.xp.astype(self.xp.asarray(a), self.xp.int64, copy=False)
 
     def argmin(self, a: Array) -> Array:
-        return self.xp.astype(self.xp.argmin(a, axis=0), self.xp.int64)
+        return self._int64(self.xp.argmin(a, axis=0))
 
     def argmax(self, a: Array) -> Array:
-        return self.xp.astype(self.xp.argmax(a, axis=0), self.xp.int64)
+        return self._int64(self.xp.argmax(a, axis=0))
 
     def argsort(self, a: Array) -> Array:
-        return self.xp.astype(self.xp.argsort(a, axis=0, stable=True), self.xp.int64)
+        return self._int64(self.xp.argsort(a, axis=0, stable=True))
 
     def contract(self, spec: str, a: Array, b: Array) -> Array:
-        return contract(self.xp, spec, a, b)
+        return self.xp.asarray(contract(self.xp, spec, a, b))
 
     def structural(
         self, construct: type[Structural], args: Sequence[Array], params: Mapping[str, Any]
@@ -354,10 +442,10 @@ class ArrayAlgebra(Algebra[Array]):
     def build1(self, rows: Sequence[Array], shape: Shape, dtype: DType) -> Array:
         if not rows:
             return self.xp.zeros(tuple(shape), dtype=self.backend.dtype(dtype))
-        return self.xp.stack(list(rows))
+        return self.xp.stack([self.xp.asarray(r) for r in rows])
 
     def shape(self, a: Array) -> Shape:
-        return tuple(a.shape)
+        return tuple(getattr(a, "shape", ()))
 
     def index_point(self, value: int) -> Array:
         return self.xp.asarray(value, dtype=self.xp.int64)
@@ -373,7 +461,14 @@ class ArrayAlgebra(Algebra[Array]):
         self, columns: Sequence[Sequence[Array]], grid: Shape
     ) -> IndexFn[Array]:
         xp = self.xp
-        return IndexFn(tuple(xp.reshape(xp.stack(list(c)), tuple(grid)) for c in columns))
+        return IndexFn(
+            tuple(
+                xp.reshape(xp.stack([xp.asarray(v, dtype=xp.int64) for v in c]), tuple(grid))
+                if c
+                else xp.zeros(tuple(grid), dtype=xp.int64)
+                for c in columns
+            )
+        )
 
     def index_fn_constant(self, ix: Sequence[Array]) -> IndexFn[Array]:
         return IndexFn(tuple(self.xp.asarray(i, dtype=self.xp.int64) for i in ix))
@@ -387,6 +482,17 @@ def grid_points(shape: Shape) -> itertools.product[tuple[int, ...]]:
 # --------------------------------------------------------------------------------------
 # Run-time helpers of generated code (the ``helpers`` argument), for any backend
 # --------------------------------------------------------------------------------------
+
+
+def index_helpers(backend: Backend) -> dict[str, Callable[..., Any]]:
+    """The helpers of generated code that read and write through indices (§5.2) on
+    ``backend``: ``index``, ``in_range``, ``gather``, ``scatter`` (the functions above)."""
+    return {
+        "index": functools.partial(index_array, backend),
+        "in_range": backend.in_range,
+        "gather": functools.partial(gather, backend),
+        "scatter": functools.partial(scatter, backend),
+    }
 
 
 def generic_helpers(backend: Backend) -> SimpleNamespace:
@@ -405,16 +511,10 @@ def generic_helpers(backend: Backend) -> SimpleNamespace:
 
     return SimpleNamespace(
         **primal_helpers(xp),
+        **index_helpers(backend),
         grid=lambda shape: index_grid(xp, shape, sparse=True),
         points=points,
         columns=columns,
         from_points=from_points,
-        index=lambda array, comps: index_array(backend, array, comps),
-        # the range check is part of the masked gather and scatter: none ahead of them
-        in_range=lambda comps, extents: None,
-        gather=lambda array, comps, outer, in_range=None: gather(backend, array, comps, outer),
-        scatter=lambda array, comps, outer, n, in_range=None: scatter(
-            backend, array, comps, outer, n
-        ),
         contract=contract,
     )

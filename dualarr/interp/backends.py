@@ -4,6 +4,9 @@ The backend follows the input arrays (``array_api_compat.array_namespace``) or a
 explicit ``backend="numpy" | "cupy"``.  Per namespace, the one primitive the array API
 lacks: scatter-add is NumPy's ``bincount`` (one value per target) or ``add.at``, CuPy's
 ``cupyx.scatter_add``, and :func:`dualarr.interp.arrays.scatter_add_by_selection` elsewhere.
+NumPy's fast paths to the same values are fields of its backend too: a range check on
+the host (:func:`all_in_range`, so in-range indices skip the mask of §5.2), ``take``
+without a second bounds check, and branches on host scalars.
 """
 
 from __future__ import annotations
@@ -18,9 +21,39 @@ import numpy as np
 from ..lang.errors import DualarrError
 from .arrays import Array, Backend, scatter_add_by_selection
 
-__all__ = ["BACKENDS", "backend_of", "cupy_backend", "get_backend", "numpy_backend"]
+__all__ = [
+    "BACKENDS",
+    "all_in_range",
+    "backend_of",
+    "cupy_backend",
+    "get_backend",
+    "numpy_backend",
+]
 
 BACKENDS = ("numpy", "cupy")
+
+
+def all_in_range(comps: Sequence[Any], extents: Sequence[int]) -> bool:
+    """Every component within its extent, on NumPy, no temporary arrays: one reduction
+    over an int64 component read as unsigned (a negative one reads as at least 2**63),
+    two (``min`` and ``max``) over another."""
+    for comp, extent in zip(map(np.asarray, comps), extents, strict=False):
+        if not comp.size:
+            continue
+        if comp.dtype.type is np.int64:
+            if comp.view(np.uint64).max() >= extent:
+                return False
+        elif comp.min() < 0 or comp.max() >= extent:
+            return False
+    return True
+
+
+def _numpy_take(xp: Any, array: Array, comps: Sequence[Array]) -> Array:
+    """``array[comps]`` (components in range): ``take`` without its own bounds check
+    (``"clip"`` moves nothing in range) for one, NumPy's indexing for several."""
+    if len(comps) == 1:
+        return array.take(comps[0], axis=0, mode="clip")
+    return array[tuple(comps)]
 
 
 def _numpy_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Array:
@@ -45,7 +78,14 @@ def _cupy_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Arra
 def numpy_backend() -> Backend:
     """NumPy (2.x is an array-API namespace itself: no compatibility wrapper to import,
     which would cost about 150 ms of the first gradient)."""
-    return Backend("numpy", np, _numpy_scatter_add)
+    return Backend(
+        "numpy",
+        np,
+        _numpy_scatter_add,
+        in_range=all_in_range,
+        take=_numpy_take,
+        host_branches=True,
+    )
 
 
 @functools.cache

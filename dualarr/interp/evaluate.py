@@ -13,7 +13,6 @@ subterms are computed once).  ``build1`` loops in Python (the bot removes it);
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic
 
@@ -29,7 +28,6 @@ from ..lang.terms import (
     Cond,
     Const,
     Contract,
-    DType,
     Floor,
     FreeVars,
     FromIntegral,
@@ -42,7 +40,6 @@ from ..lang.terms import (
     Replicate,
     Reshape,
     Scatter,
-    Shape,
     Share,
     Structural,
     SumOuter,
@@ -53,74 +50,38 @@ from ..lang.terms import (
     children,
     install_views,
 )
-from .algebra import ARRAY_MEANINGS, A, Algebra, IndexFn
-from .arrays import ArrayAlgebra, Backend, contract, elementwise_on, floor_to_int
+from . import arrays
+from .algebra import A, Algebra, IndexFn
+from .arrays import ArrayAlgebra, Backend, elementwise_on
+from .backends import all_in_range as all_in_range
+from .backends import backend_of, numpy_backend
 
 Array = np.ndarray
 
 # --------------------------------------------------------------------------------------
-# Elementwise primitives with the totality semantics
+# NumPy: the array algebra of :mod:`dualarr.interp.arrays` with ``xp = numpy``
 # --------------------------------------------------------------------------------------
 
 
 ELEMENTWISE: dict[str, Callable[..., Any]] = elementwise_on(np)
 """NumPy meaning of each elementwise primitive of :data:`dualarr.lang.primitives.REGISTRY`:
 each record's array-API implementation (:func:`dualarr.interp.arrays.elementwise_on`)
-with ``xp = numpy``."""
+with ``xp = numpy``, the table :class:`NumpyAlgebra` computes with."""
 
 
-def all_in_range(comps: Sequence[Array], shape: Sequence[int]) -> bool:
-    """Every component within its extent, no temporary arrays: one reduction over an
-    int64 component read as unsigned (a negative one reads as at least 2**63), two
-    (``min`` and ``max``) over another."""
-    for comp, extent in zip(map(np.asarray, comps), shape, strict=False):
-        if not comp.size:
-            continue
-        if comp.dtype.type is np.int64:
-            if comp.view(np.uint64).max() >= extent:
-                return False
-        elif comp.min() < 0 or comp.max() >= extent:
-            return False
-    return True
+class NumpyAlgebra(ArrayAlgebra):
+    """The core language on NumPy arrays: :class:`dualarr.interp.arrays.ArrayAlgebra` on
+    the NumPy backend (its fast paths are fields of the backend)."""
+
+    def __init__(self) -> None:
+        super().__init__(numpy_backend())
 
 
-def index_array(
-    array: Array, index: Sequence[Array], in_range: bool | None = None
-) -> Array:
-    """``array[index]`` with zeros where a component is out of range.
-
-    Components may be scalars or arrays of one batch shape ``B``; the result has shape
-    ``B ++ array.shape[len(index):]`` (bulk indexing for gathers).  ``in_range``: the
-    range check already made (:func:`all_in_range`), None to make it here.
-    """
-    if not index:
-        return array
-    if in_range and len(index) == 1:  # one int64 index array known in range: no work
-        (comp,) = index
-        if type(comp) is np.ndarray and comp.dtype.type is np.int64:
-            # ``take`` without its own bounds check ("clip" moves nothing in range)
-            picked: Array = array.take(comp, axis=0, mode="clip")
-            return picked
-    comps = [np.asarray(i, dtype=np.int64) for i in index]
-    if len({c.shape for c in comps}) > 1:
-        comps = list(np.broadcast_arrays(*comps))
-    batch = comps[0].shape
-    tail = array.shape[len(index) :]
-    if array.size == 0 or math.prod(batch) == 0:
-        return np.zeros(batch + tail, dtype=array.dtype)
-    if in_range is None:
-        in_range = all_in_range(comps, array.shape)
-    if in_range:  # the common case: a plain NumPy index
-        return array.take(comps[0], axis=0, mode="clip") if len(comps) == 1 else array[tuple(comps)]
-    valid = np.ones(batch, dtype=bool)
-    clipped = []
-    for comp, extent in zip(comps, array.shape, strict=False):
-        ok = (comp >= 0) & (comp < extent)
-        valid &= ok
-        clipped.append(np.where(ok, comp, 0))
-    picked = array[tuple(clipped)]
-    mask = valid.reshape(batch + (1,) * len(tail))
-    return np.where(mask, picked, np.zeros((), dtype=array.dtype))
+def index_array(array: Array, index: Sequence[Array], in_range: bool | None = None) -> Array:
+    """``array[index]`` on NumPy, 0 where out of range (§5.2):
+    :func:`dualarr.interp.arrays.index_array` on the NumPy backend."""
+    picked: Array = arrays.index_array(numpy_backend(), array, index, in_range)
+    return picked
 
 
 def scatter_add(
@@ -130,159 +91,10 @@ def scatter_add(
     n_vars: int,
     in_range: bool | None = None,
 ) -> Array:
-    """``out[index[is]] += source[is]`` over the first ``n_vars`` dims of ``source``.
-
-    ``index`` components have shape ``source.shape[:n_vars]``; out-of-range writes drop.
-    ``in_range``: the range check already made (:func:`all_in_range`), None to make it.
-    """
-    if in_range and n_vars == 1 and len(index) == 1 and source.ndim == 1:
-        (comp,) = index  # one float64 value per index, all in range: one bincount
-        if (
-            source.dtype.type is np.float64
-            and type(comp) is np.ndarray
-            and comp.dtype.type is np.int64
-            and comp.shape == source.shape
-        ):
-            return np.bincount(comp, weights=source, minlength=outer_shape[0])
-    grid_shape = source.shape[:n_vars]
-    tail = source.shape[n_vars:]
-    size, width = math.prod(outer_shape), math.prod(tail)
-    comps = [np.broadcast_to(np.asarray(c, dtype=np.int64), grid_shape) for c in index]
-    values = source.reshape(math.prod(grid_shape), width)
-    if not size or not values.size:
-        return np.zeros(outer_shape + tail, dtype=source.dtype)
-    if not comps:  # every value goes to the one target
-        targets = np.zeros(values.shape[0], dtype=np.int64)
-    elif in_range if in_range is not None else all_in_range(comps, outer_shape):
-        targets = comps[0].reshape(-1) if len(comps) == 1 else np.ravel_multi_index(
-            tuple(comps), outer_shape
-        ).reshape(-1)
-    else:
-        valid = np.ones(grid_shape, dtype=bool)
-        linear = np.zeros(grid_shape, dtype=np.int64)
-        for comp, extent in zip(comps, outer_shape, strict=True):
-            valid &= (comp >= 0) & (comp < extent)
-            linear = linear * extent + np.where(valid, comp, 0)
-        flat_valid = valid.reshape(-1)
-        if not flat_valid.any():
-            return np.zeros(outer_shape + tail, dtype=source.dtype)
-        targets, values = linear.reshape(-1)[flat_valid], values[flat_valid]
-    if width == 1 and source.dtype.kind == "f":
-        # one value per target: bincount adds (in order) far faster than add.at
-        summed = np.bincount(targets, weights=values[:, 0], minlength=size)
-        return summed.astype(source.dtype, copy=False).reshape(outer_shape + tail)
-    out = np.zeros((size, width), dtype=source.dtype)
-    np.add.at(out, targets, values)
-    return out.reshape(outer_shape + tail)
-
-
-# --------------------------------------------------------------------------------------
-# NumPy as an algebra
-# --------------------------------------------------------------------------------------
-
-
-class NumpyAlgebra(Algebra[Array]):
-    """The core language on NumPy arrays, with the totality semantics of §5.2."""
-
-    def const(self, value: np.ndarray) -> Array:
-        return value
-
-    def full(self, shape: Shape, value: float | int | bool, dtype: DType) -> Array:
-        return np.broadcast_to(np.asarray(value, dtype=dtype.numpy()), shape)
-
-    def iota(self, n: int) -> Array:
-        return np.arange(n, dtype=np.int64)
-
-    def op(self, name: str, args: Sequence[Array], dtype: DType) -> Array:
-        return np.asarray(ELEMENTWISE[name](*args)).astype(dtype.numpy(), copy=False)
-
-    def cond(self, c: Array, a: Array, b: Array) -> Array:
-        cv = np.asarray(c)
-        if cv.ndim == 0:  # the usual, unbatched case
-            return a if bool(cv) else b
-        av, bv = np.asarray(a), np.asarray(b)  # batched (bulk index functions)
-        rank = builtins_max(av.ndim, bv.ndim) - cv.ndim
-        return np.where(cv.reshape(cv.shape + (1,) * builtins_max(rank, 0)), av, bv)
-
-    def from_integral(self, a: Array, dtype: DType) -> Array:
-        return np.asarray(a).astype(dtype.numpy())
-
-    def floor(self, a: Array) -> Array:
-        floored: Array = floor_to_int(np, np.asarray(a))
-        return floored
-
-    def index(self, a: Array, ix: Sequence[Array]) -> Array:
-        return index_array(a, ix)
-
-    def gather(self, outer: Shape, a: Array, fn: IndexFn[Array]) -> Array:
-        if not fn.components:  # no components: reads all of ``a`` everywhere
-            a = np.asarray(a)
-            return np.broadcast_to(a, (*outer, *a.shape))
-        return index_array(a, fn.components)
-
-    def scatter(self, outer: Shape, a: Array, fn: IndexFn[Array], n_vars: int) -> Array:
-        return scatter_add(np.asarray(a), fn.components, outer, n_vars)
-
-    def sum_outer(self, a: Array) -> Array:
-        return np.asarray(np.sum(a, axis=0, dtype=a.dtype))
-
-    def replicate(self, count: int, a: Array) -> Array:
-        a = np.asarray(a)
-        return np.broadcast_to(a, (count, *a.shape))
-
-    def transpose(self, perm: Sequence[int], a: Array) -> Array:
-        return np.transpose(a, perm)
-
-    def reshape(self, shape: Shape, a: Array) -> Array:
-        return np.reshape(a, shape)
-
-    def from_list(self, elems: Sequence[Array]) -> Array:
-        return np.stack([np.asarray(e) for e in elems])
-
-    def argmin(self, a: Array) -> Array:
-        return np.asarray(np.argmin(a, axis=0), dtype=np.int64)
-
-    def argmax(self, a: Array) -> Array:
-        return np.asarray(np.argmax(a, axis=0), dtype=np.int64)
-
-    def argsort(self, a: Array) -> Array:
-        return np.asarray(np.argsort(a, axis=0, kind="stable"), dtype=np.int64)
-
-    def contract(self, spec: str, a: Array, b: Array) -> Array:
-        return np.asarray(contract(np, spec, a, b))
-
-    def structural(
-        self, construct: type[Structural], args: Sequence[Array], params: Mapping[str, Any]
-    ) -> Array:
-        return np.asarray(ARRAY_MEANINGS[construct](np, *args, **params))
-
-    def build1(self, rows: Sequence[Array], shape: Shape, dtype: DType) -> Array:
-        if not rows:
-            return np.zeros(shape, dtype=dtype.numpy())
-        return np.stack([np.asarray(r) for r in rows])
-
-    def shape(self, a: Array) -> Shape:
-        return tuple(np.shape(a))
-
-    def index_point(self, value: int) -> Array:
-        return np.int64(value)  # type: ignore[return-value]
-
-    def index_grid(self, shape: Shape) -> list[Array] | None:
-        return list(np.indices(shape, dtype=np.int64)) if shape else []
-
-    def index_fn_from_bulk(self, components: Sequence[Array], grid: Shape) -> IndexFn[Array]:
-        return IndexFn(tuple(np.broadcast_to(np.asarray(c), grid) for c in components))
-
-    def index_fn_from_points(
-        self, columns: Sequence[Sequence[Array]], grid: Shape
-    ) -> IndexFn[Array]:
-        return IndexFn(tuple(np.asarray(c, dtype=np.int64).reshape(grid) for c in columns))
-
-    def index_fn_constant(self, ix: Sequence[Array]) -> IndexFn[Array]:
-        return IndexFn(tuple(np.asarray(i, dtype=np.int64) for i in ix))
-
-
-builtins_max = max
+    """``out[index[is]] += source[is]`` on NumPy, out-of-range writes dropped (§5.2):
+    :func:`dualarr.interp.arrays.scatter` on the NumPy backend."""
+    summed: Array = arrays.scatter(numpy_backend(), source, index, outer_shape, n_vars, in_range)
+    return summed
 
 
 # --------------------------------------------------------------------------------------
@@ -505,9 +317,9 @@ class Interpreter(Generic[A]):
 
 
 def algebra_for(backend: Backend) -> Algebra[Any]:
-    """The reference semantics on one backend: NumPy's fast algebra, or the array-API
-    one (:class:`dualarr.interp.arrays.ArrayAlgebra`)."""
-    return NumpyAlgebra() if backend.name == "numpy" else ArrayAlgebra(backend)
+    """The reference semantics on one backend
+    (:class:`dualarr.interp.arrays.ArrayAlgebra`)."""
+    return ArrayAlgebra(backend)
 
 
 class Evaluator(Interpreter[Array]):
@@ -524,13 +336,11 @@ class Evaluator(Interpreter[Array]):
         inputs: Mapping[Var, Any],
         bindings: Sequence[tuple[Var, Term]] = (),
     ) -> list[Array]:
-        from .backends import backend_of
-
         backend = self.backend or backend_of(list(inputs.values()))
         if backend.name != "numpy":
             evaluator = Interpreter(algebra_for(backend))
-            arrays = {v: backend.xp.asarray(x) for v, x in inputs.items()}
-            values = evaluator.run(roots, arrays, bindings)
+            on_backend = {v: backend.xp.asarray(x) for v, x in inputs.items()}
+            values = evaluator.run(roots, on_backend, bindings)
             return [backend.xp.asarray(v) for v in values]
         with np.errstate(all="ignore"):
             values = super().run(roots, {v: np.asarray(x) for v, x in inputs.items()}, bindings)

@@ -371,7 +371,7 @@ class SympyAlgebra(Algebra[Array]):
 
     def __init__(self) -> None:
         _sympy()  # a clear error now when SymPy is missing
-        self.concrete = NumpyAlgebra()
+        self.concrete: Algebra[Array] = NumpyAlgebra()
 
     # -- helpers ------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from . import numpy  # noqa: F401  (NumPy's functions on traced values dispatch to it)
 from .api import clear_caches, grad, jacobian, jit, jvp, value_and_grad, vjp, vmap
+from .check import GradCheckReport, check_grad
 from .constructs import rev
 from .lang import functions
 from .lang.config import config
@@ -32,8 +33,7 @@ from .lang.program import Program, ShapeSpec, trace
 from .lang.terms import DType, Term
 from .pipeline import Pipeline, pipeline
 from .show import drawing, numpy_source, printer  # noqa: F401  (they install how terms print and draw)
-from .teach.check import GradCheckReport, check_grad
-from .teach.sympy_gradient import SympyGradient, sympy_gradient
+from .sympy_reference import SympyGradient, sympy_gradient
 from .vectorise.bot import NotBotNormal, is_bot_normal
 
 __version__ = "0.1.0"

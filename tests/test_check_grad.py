@@ -17,9 +17,8 @@ from test_sympy_backend import ACCEPTANCE_CASES, CASE_IDS, Case, foo, relu
 
 import dualarr as da
 import dualarr.api
-import dualarr.teach.check
-from dualarr.lang.primitives import REGISTRY
-from dualarr.teach.check import (
+import dualarr.check
+from dualarr.check import (
     ADJOINT,
     FD_ELEMENT_LIMIT,
     FINITE_DIFFERENCES,
@@ -28,6 +27,7 @@ from dualarr.teach.check import (
     CheckResult,
     GradCheckReport,
 )
+from dualarr.lang.primitives import REGISTRY
 
 T = da.Tensor
 CHECK_NAMES = (SYMPY, FINITE_DIFFERENCES, INTERPRETED, ADJOINT)
@@ -331,7 +331,7 @@ def test_an_adjoint_mismatch_is_localised(monkeypatch: pytest.MonkeyPatch) -> No
 
         return value, doubled
 
-    monkeypatch.setattr(dualarr.teach.check, "vjp", doubled_vjp)
+    monkeypatch.setattr(dualarr.check, "vjp", doubled_vjp)
     report = da.check_grad(
         lambda u, v: da.sum(u * u) + da.sum(v), np.array([1.0, -3.0]), np.ones(2)
     )

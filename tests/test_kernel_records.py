@@ -25,6 +25,7 @@ from dualarr.codegen.kernels import (
     numexpr_text,
     transcendental,
 )
+from dualarr.interp.sympy_algebra import sympy_operations
 from dualarr.lang.primitives import (
     REGISTRY,
     Formula,
@@ -34,7 +35,6 @@ from dualarr.lang.primitives import (
     register,
 )
 from dualarr.lang.terms import DType
-from dualarr.teach.sympy_gradient import sympy_operations
 
 
 def test_the_kernel_name_sets_are_the_records() -> None:

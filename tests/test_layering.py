@@ -97,7 +97,13 @@ constructs of their own modules (each registers its rules in every stage's table
 transformations (``api``, ``pipeline``); the teaching and cross-checking tools; the
 demo.  A subpackage is a layer; the top-level modules are ``top`` and ``main``."""
 
-TOP_LEVEL = {"dualarr.api": "top", "dualarr.pipeline": "top", "dualarr.__main__": "main"}
+TOP_LEVEL = {
+    "dualarr.api": "top",
+    "dualarr.pipeline": "top",
+    "dualarr.check": "top",
+    "dualarr.sympy_reference": "top",
+    "dualarr.__main__": "main",
+}
 
 
 def layer_of(module: str) -> str:

@@ -27,7 +27,7 @@ from dualarr.ad.dual import Dual, DualAlgebra
 from dualarr.interp.algebra import IndexFn
 from dualarr.interp.evaluate import Interpreter, NumpyAlgebra
 from dualarr.lang.terms import Const, DType, Op, Replicate, Term
-from dualarr.teach.sympy_gradient import sympy_gradient
+from dualarr.sympy_reference import sympy_gradient
 
 MODES = ("compiled", "interpret")
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]

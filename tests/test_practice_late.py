@@ -19,9 +19,9 @@ import dualarr.api
 from dualarr.ad import delta as dl
 from dualarr.ad.reverse import forward
 from dualarr.ad.transposition import LinearProgram
+from dualarr.check import FINITE_DIFFERENCES, SYMPY, GradCheckReport
 from dualarr.interp.evaluate import NumpyAlgebra
 from dualarr.lang.primitives import REGISTRY
-from dualarr.teach.check import FINITE_DIFFERENCES, SYMPY, GradCheckReport
 from dualarr.teach.exercises import Feedback
 from dualarr.teach.practice import (
     compile_time,

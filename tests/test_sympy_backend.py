@@ -1,4 +1,4 @@
-"""The SymPy interpretation of the core language (:mod:`dualarr.teach.sympy_gradient`).
+"""The SymPy interpretation of the core language (:mod:`dualarr.interp.sympy_algebra`).
 
 SymPy's exact gradient is an oracle independent of every stage of the pipeline: it must
 equal the compiled gradient (§7) on the public acceptance programs (re-defined here from
@@ -23,14 +23,9 @@ from hypothesis import strategies as st
 from strategies import GeneratedProgram, programs
 
 import dualarr as da
+from dualarr.interp.sympy_algebra import SYMPY_INPUT_LIMIT, sympy_available, sympy_operations
 from dualarr.lang.primitives import BUILT_IN
-from dualarr.teach.sympy_gradient import (
-    SYMPY_INPUT_LIMIT,
-    SympyGradient,
-    sympy_available,
-    sympy_gradient,
-    sympy_operations,
-)
+from dualarr.sympy_reference import SympyGradient, sympy_gradient
 
 T = da.Tensor
 

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...api import clear_caches
+from ...check import ADJOINT, FINITE_DIFFERENCES, INTERPRETED, SYMPY, GradCheckReport, check_grad
 from ...lang import functions as fn
 from ...lang.primitives import REGISTRY
 from ...lang.tensor import Tensor
-from ..check import ADJOINT, FINITE_DIFFERENCES, INTERPRETED, SYMPY, GradCheckReport, check_grad
+from ...sympy_reference import sympy_gradient
 from ..exercises.feedback import (
     Feedback,
     describe_error,
@@ -22,7 +23,6 @@ from ..exercises.feedback import (
     passed,
     require_callable,
 )
-from ..sympy_gradient import sympy_gradient
 
 if TYPE_CHECKING:
     import sympy as sp

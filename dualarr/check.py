@@ -2,7 +2,7 @@
 
 The gradient of the compiled program (§7: ``da.pipeline(f, *arrays)``) is compared with
 
-* **SymPy**: the exact gradient of :mod:`dualarr.teach.sympy_gradient`, lambdified and evaluated
+* **SymPy**: the exact gradient of :mod:`dualarr.sympy_reference`, lambdified and evaluated
   at the arrays (skipped, with the reason, above ``sympy_limit`` input scalars, without
   SymPy, or for a program with no closed form such as ``argmax`` of an input);
 * **finite differences**: central differences of the reference evaluator (§3), in float64
@@ -30,13 +30,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..api import jvp, vjp
-from ..lang.errors import DualarrError, ShapeError, UnsupportedError
-from ..lang.program import Program, ShapeSpec, scalar_float_output, trace
-from ..lang.terms import DType
-from ..pipeline import pipeline
-from ..show.printer import input_names
-from .sympy_gradient import SYMPY_INPUT_LIMIT, sympy_available, sympy_gradient
+from .api import jvp, vjp
+from .interp.sympy_algebra import SYMPY_INPUT_LIMIT, sympy_available
+from .lang.errors import DualarrError, ShapeError, UnsupportedError
+from .lang.program import Program, ShapeSpec, scalar_float_output, trace
+from .lang.terms import DType
+from .pipeline import pipeline
+from .show.printer import input_names
+from .sympy_reference import sympy_gradient
 
 __all__ = [
     "ADJOINT",

@@ -1,4 +1,4 @@
-"""The core language in SymPy: exact symbolic gradients to cross-check every stage.
+"""The core language in SymPy: exact symbolic values, to cross-check every stage.
 
 One more carrier of the core language (paper App. C; "one language, many interpretations",
 :mod:`dualarr.interp.algebra`): :class:`SympyAlgebra` interprets any term on NumPy *object*
@@ -14,10 +14,8 @@ closed form valid for every input.  What has no closed form raises
 indices computed from float data (``floor`` of an input used as an index).  SymPy has
 no signed zero: ``atan2(0, -0.0)`` is ``pi`` in IEEE arithmetic, ``atan2(0, 0)`` here.
 
-:func:`sympy_gradient` gives one symbol per element of every float input, the output as
-an expression, its exact gradient with respect to each input and a lambdified NumPy
-function computing both.  SymPy is an optional dependency (``dualarr[symbolic]``); it is
-imported on first use.
+:func:`dualarr.sympy_reference.sympy_gradient` builds exact gradients on it.  SymPy is an
+optional dependency (``dualarr[symbolic]``); it is imported on first use.
 """
 
 from __future__ import annotations
@@ -26,34 +24,35 @@ import functools
 import importlib.util
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 import numpy as np
 
-from ..interp.algebra import ARRAY_MEANINGS, Algebra, IndexFn
-from ..interp.arrays import contract
-from ..interp.evaluate import ELEMENTWISE, Interpreter, NumpyAlgebra, index_array, scatter_add
-from ..lang.errors import DualarrError, UnsupportedError
+from ..lang.errors import UnsupportedError
 from ..lang.optional import require
 from ..lang.primitives import REGISTRY
-from ..lang.program import ShapeSpec, scalar_float_output, trace
-from ..lang.terms import DType, Shape, Structural, Term, Var, assert_never, type_name
-from ..show.printer import input_names
+from ..lang.terms import DType, Shape, Structural, Term, Var, assert_never
+from .algebra import ARRAY_MEANINGS, Algebra, IndexFn
+from .arrays import contract
+from .evaluate import ELEMENTWISE, Interpreter, NumpyAlgebra, index_array, scatter_add
 
 __all__ = [
     "SYMPY_INPUT_LIMIT",
     "SympyAlgebra",
-    "SympyGradient",
+    "as_symbolic",
     "evaluate_symbolic",
+    "exponent_pow_function",
+    "stop_gradient_function",
+    "subexpressions",
     "sympy_available",
-    "sympy_gradient",
+    "sympy_module",
     "sympy_operations",
 ]
 
 SYMPY_INPUT_LIMIT = 400
-"""The most float input scalars :func:`sympy_gradient` (and ``da.check_grad``) accepts:
+"""The most float input scalars :func:`dualarr.sympy_reference.sympy_gradient` (and
+``da.check_grad``) accepts:
 one symbol each, one derivative each."""
 
 Array = np.ndarray
@@ -67,7 +66,7 @@ def sympy_available() -> bool:
     return importlib.util.find_spec("sympy") is not None
 
 
-def _sympy() -> Any:
+def sympy_module() -> Any:
     """The ``sympy`` module, imported on first use."""
     return require("sympy", extra="symbolic", feature="sympy")
 
@@ -80,7 +79,7 @@ def _sympy() -> Any:
 def _float_constant(value: float) -> Expr:
     """A float as an exact SymPy number: integral values as integers (``2*x``, not
     ``2.0*x``), others as the 53-bit ``Float`` holding the very same binary value."""
-    sp = _sympy()
+    sp = sympy_module()
     if math.isnan(value):
         return sp.nan
     if math.isinf(value):
@@ -92,7 +91,7 @@ def _float_constant(value: float) -> Expr:
 
 def _element(value: Any) -> Expr:
     """One array element (NumPy scalar, Python number or SymPy object) as SymPy."""
-    sp = _sympy()
+    sp = sympy_module()
     if isinstance(value, sp.Basic):
         return value
     if isinstance(value, bool | np.bool_):
@@ -107,7 +106,7 @@ def _is_symbolic(value: Any) -> bool:
     return np.asarray(value).dtype == object
 
 
-def _symbolic(value: Any) -> Array:
+def as_symbolic(value: Any) -> Array:
     """The value as an object array of SymPy objects (numbers converted)."""
     array = np.asarray(value)
     out = np.empty(array.shape, dtype=object)
@@ -119,7 +118,7 @@ def _symbolic(value: Any) -> Array:
 def _is_number(value: Expr) -> bool:
     """A SymPy object without free symbols: a number (``2``, ``sin(1)``, ``nan``) or a
     truth value."""
-    sp = _sympy()
+    sp = sympy_module()
     if isinstance(value, sp.logic.boolalg.BooleanAtom):
         return True
     return bool(getattr(value, "is_number", False))
@@ -128,7 +127,7 @@ def _is_number(value: Expr) -> bool:
 def _numeric_value(value: Expr, dtype: DType) -> Any:
     """A numeric SymPy object as a NumPy scalar of ``dtype`` (``nan`` where SymPy's
     number has no real value, such as ``zoo``; integers clipped as ``floor`` clips)."""
-    sp = _sympy()
+    sp = sympy_module()
     if isinstance(value, sp.logic.boolalg.BooleanAtom):
         return np.bool_(bool(value))
     try:
@@ -168,13 +167,13 @@ def _concrete(value: Any, dtype: DType) -> Array | None:
 def _is_truth_value(value: Any) -> bool:
     """A SymPy truth value (``true``, a relation, ``And`` …); not a symbol, although
     SymPy's ``Symbol`` is a ``Boolean`` too."""
-    sp = _sympy()
+    sp = sympy_module()
     return isinstance(value, sp.logic.boolalg.Boolean) and not isinstance(value, sp.Expr)
 
 
 def _zero_like(array: Array) -> Expr:
     """The zero of an object array's element type: ``false`` for truth values."""
-    sp = _sympy()
+    sp = sympy_module()
     boolean = any(_is_truth_value(item) for item in array.flat)
     return sp.false if boolean else sp.Integer(0)
 
@@ -182,7 +181,7 @@ def _zero_like(array: Array) -> Expr:
 def _fill_zeros(result: Array, like: Array) -> Array:
     """Replace the plain ``0`` that NumPy's structural functions write into an object
     array (out-of-range reads, empty sums) by the SymPy zero of ``like``'s elements."""
-    sp = _sympy()
+    sp = sympy_module()
     if result.dtype != object:
         return result
     zero = _zero_like(like)
@@ -221,7 +220,7 @@ class SympyToolkit:
     """
 
     def __init__(self) -> None:
-        self.sp = _sympy()
+        self.sp = sympy_module()
 
     def sign(self, x: Expr) -> Expr:
         sp = self.sp
@@ -269,10 +268,10 @@ class SympyToolkit:
         return relations[symbol](a, b)
 
     def stop_gradient(self, x: Expr) -> Expr:
-        return _stop_gradient()(x)
+        return stop_gradient_function()(x)
 
     def exponent_pow(self, a: Expr, b: Expr) -> Expr:
-        return _exponent_pow()(a, b)
+        return exponent_pow_function()(a, b)
 
 
 @cache
@@ -293,7 +292,7 @@ def sympy_operations() -> dict[str, Callable[..., Expr]]:
 
 def _is_real_result(value: Expr) -> bool:
     """Is an operation's result on numbers a real number or a truth value?"""
-    sp = _sympy()
+    sp = sympy_module()
     if isinstance(value, sp.logic.boolalg.BooleanAtom):
         return True
     if _is_truth_value(value) or value is sp.nan or isinstance(value, sp.AccumBounds):
@@ -321,8 +320,8 @@ def _apply(name: str, dtype: DType, args: Sequence[Expr]) -> Expr:
         raise UnsupportedError(f"SymPy cannot compute {name}({shown}): {error}", op=name) from None
     if numeric and not _is_real_result(result):
         return _ieee(name, dtype, args)
-    sp = _sympy()
-    new_parts = _subexpressions([result], known=args)  # the arguments are real already
+    sp = sympy_module()
+    new_parts = subexpressions([result], known=args)  # the arguments are real already
     if not numeric and any(p is sp.zoo or isinstance(p, sp.AccumBounds) for p in new_parts):
         shown = ", ".join(str(a) for a in args)
         raise UnsupportedError(
@@ -336,7 +335,7 @@ def _apply(name: str, dtype: DType, args: Sequence[Expr]) -> Expr:
 def _ieee(name: str, dtype: DType, args: Sequence[Expr]) -> Expr:
     """``name(*args)`` on numbers with NumPy, as the reference evaluator computes it
     (integers stay integers in integer arithmetic)."""
-    sp = _sympy()
+    sp = sympy_module()
     integral = dtype in (DType.INT64, DType.BOOL)
     values = [
         _numeric_value(a, DType.INT64 if integral and a.is_Integer else DType.FLOAT64)
@@ -370,7 +369,7 @@ class SympyAlgebra(Algebra[Array]):
     """
 
     def __init__(self) -> None:
-        _sympy()  # a clear error now when SymPy is missing
+        sympy_module()  # a clear error now when SymPy is missing
         self.concrete: Algebra[Array] = NumpyAlgebra()
 
     # -- helpers ------------------------------------------------------------------------
@@ -397,7 +396,7 @@ class SympyAlgebra(Algebra[Array]):
     # -- leaves -------------------------------------------------------------------------
 
     def const(self, value: np.ndarray) -> Array:
-        return _symbolic(value) if value.dtype.kind == "f" else value
+        return as_symbolic(value) if value.dtype.kind == "f" else value
 
     def full(self, shape: Shape, value: float | int | bool, dtype: DType) -> Array:
         if dtype.is_float:
@@ -417,7 +416,7 @@ class SympyAlgebra(Algebra[Array]):
         def element(*xs: Expr) -> Expr:
             return _apply(name, dtype, xs)
 
-        result = _elementwise(element, [_symbolic(a) for a in arrays])
+        result = _elementwise(element, [as_symbolic(a) for a in arrays])
         return result if dtype.is_float else self._settle(result, dtype)
 
     def cond(self, c: Array, a: Array, b: Array) -> Array:
@@ -431,16 +430,16 @@ class SympyAlgebra(Algebra[Array]):
         def element(*xs: Expr) -> Expr:
             return _apply("select", DType.FLOAT64, xs)
 
-        result = _elementwise(element, [selector, _symbolic(av), _symbolic(bv)])
+        result = _elementwise(element, [selector, as_symbolic(av), as_symbolic(bv)])
         if not _is_symbolic(av) and not _is_symbolic(bv):
             return self._settle(result, DType.of_numpy(av.dtype))
         return result
 
     def from_integral(self, a: Array, dtype: DType) -> Array:
-        sp = _sympy()
+        sp = sympy_module()
         array = np.asarray(a)
         if not _is_symbolic(array):
-            return _symbolic(array.astype(np.int64))
+            return as_symbolic(array.astype(np.int64))
 
         def to_number(x: Expr) -> Expr:
             if _is_truth_value(x):
@@ -450,7 +449,7 @@ class SympyAlgebra(Algebra[Array]):
         return _elementwise(to_number, [array])
 
     def floor(self, a: Array) -> Array:
-        sp = _sympy()
+        sp = sympy_module()
 
         def floor_of(x: Expr) -> Expr:
             if not _is_number(x):
@@ -462,7 +461,7 @@ class SympyAlgebra(Algebra[Array]):
                 return sp.Integer(_FLOOR_BOUND if number > 0 else -_FLOOR_BOUND)
             return sp.Integer(max(-_FLOOR_BOUND, min(_FLOOR_BOUND, int(sp.floor(x)))))
 
-        return self._settle(_elementwise(floor_of, [_symbolic(a)]), DType.INT64)
+        return self._settle(_elementwise(floor_of, [as_symbolic(a)]), DType.INT64)
 
     # -- structure ----------------------------------------------------------------------
 
@@ -482,7 +481,7 @@ class SympyAlgebra(Algebra[Array]):
         return _fill_zeros(scatter_add(array, fn.components, tuple(outer), n_vars), array)
 
     def sum_outer(self, a: Array) -> Array:
-        sp = _sympy()
+        sp = sympy_module()
         array = np.asarray(a)
         if not _is_symbolic(array):
             return self.concrete.sum_outer(array)
@@ -506,7 +505,7 @@ class SympyAlgebra(Algebra[Array]):
     def from_list(self, elems: Sequence[Array]) -> Array:
         arrays = [np.asarray(e) for e in elems]
         if any(_is_symbolic(a) for a in arrays):
-            return np.stack([_symbolic(a) for a in arrays])
+            return np.stack([as_symbolic(a) for a in arrays])
         return np.stack(arrays)
 
     def _arg(self, a: Array, which: str) -> Array:
@@ -536,14 +535,14 @@ class SympyAlgebra(Algebra[Array]):
         return self._arg(a, "argsort")
 
     def contract(self, spec: str, a: Array, b: Array) -> Array:
-        left, right = _symbolic(a), _symbolic(b)
+        left, right = as_symbolic(a), as_symbolic(b)
         return _fill_zeros(np.asarray(contract(np, spec, left, right)), left)
 
     def structural(
         self, construct: type[Structural], args: Sequence[Array], params: Mapping[str, Any]
     ) -> Array:
         """Structural constructs move elements: NumPy's meaning on object arrays."""
-        return np.asarray(ARRAY_MEANINGS[construct](np, *(_symbolic(a) for a in args), **params))
+        return np.asarray(ARRAY_MEANINGS[construct](np, *(as_symbolic(a) for a in args), **params))
 
     def build1(self, rows: Sequence[Array], shape: Shape, dtype: DType) -> Array:
         if not rows:
@@ -586,114 +585,7 @@ def evaluate_symbolic(roots: Sequence[Term], inputs: Mapping[Var, Any]) -> list[
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, eq=False)
-class SympyGradient:
-    """A program's output and its exact gradient in SymPy.
-
-    ``symbols[k]`` is an object array (the input's shape) of the symbols standing for
-    float input ``k``'s elements, ``None`` for an int or bool input, whose values
-    (``fixed[k]``) are built into the expressions.  ``gradients`` has one object array
-    of derivatives per float input, in input order (``positions``).  Calling the object
-    evaluates value and gradients with the lambdified NumPy function.
-    """
-
-    name: str
-    names: tuple[str, ...]
-    symbols: tuple[Array | None, ...]
-    fixed: tuple[Array | None, ...]
-    output: Array
-    gradients: tuple[Array, ...]
-    function: Callable[..., Any] = field(repr=False)
-
-    @property
-    def value(self) -> Expr:
-        """The output (rank 0) as a SymPy expression."""
-        return self.output[()]
-
-    @property
-    def positions(self) -> tuple[int, ...]:
-        """The float inputs, those with symbols and a gradient."""
-        return tuple(k for k, s in enumerate(self.symbols) if s is not None)
-
-    def gradient(self, argument: int | str) -> Array:
-        """The gradient with respect to one float input (by position or name)."""
-        position = self.names.index(argument) if isinstance(argument, str) else argument
-        if position not in self.positions:
-            raise DualarrError(
-                f"input {position} ({self.names[position]}) is not a float input",
-                op="sympy_gradient",
-            )
-        return self.gradients[self.positions.index(position)]
-
-    def __call__(self, *arrays: Any) -> tuple[float, tuple[Array, ...]]:
-        """``(value, grads)`` at ``arrays`` (float64), one gradient per float input."""
-        if len(arrays) != len(self.symbols):
-            raise DualarrError(
-                f"{self.name} takes {len(self.symbols)} arguments, got {len(arrays)}",
-                op="sympy_gradient",
-            )
-        flat: list[np.float64] = []
-        for k, (array, symbols, fixed) in enumerate(
-            zip(arrays, self.symbols, self.fixed, strict=True)
-        ):
-            value = np.asarray(array)
-            if symbols is not None:
-                if value.shape != symbols.shape:
-                    raise DualarrError(
-                        f"input {self.names[k]} has shape {list(symbols.shape)}, got "
-                        f"{list(value.shape)}",
-                        op="sympy_gradient",
-                        shapes=[symbols.shape, value.shape],
-                    )
-                flat.extend(np.float64(x) for x in value.reshape(-1))  # IEEE: 0.0**-1 is inf
-            elif fixed is not None and not np.array_equal(value, fixed):
-                raise DualarrError(
-                    f"the symbolic gradient was built for {self.names[k]} = "
-                    f"{fixed.tolist()}; build another one for other int or bool values",
-                    op="sympy_gradient",
-                )
-        with np.errstate(all="ignore"):
-            results = self.function(*flat)
-        numbers = np.array([float(np.real(r)) for r in results], dtype=np.float64)
-        grads, start = [], 1
-        for symbols in self.symbols:
-            if symbols is None:
-                continue
-            grads.append(numbers[start : start + symbols.size].reshape(symbols.shape))
-            start += symbols.size
-        return float(numbers[0]), tuple(grads)
-
-    def __str__(self) -> str:
-        lines = [f"{self.name} = {self.value}"]
-        for k, grad in zip(self.positions, self.gradients, strict=True):
-            shown = grad[()] if grad.ndim == 0 else grad.tolist()
-            lines.append(f"d/d{self.names[k]} = {shown}")
-        return "\n".join(lines)
-
-    def _repr_markdown_(self) -> str:
-        return f"```\n{self}\n```"
-
-
-def _symbol_names(names: Sequence[str], shapes: Sequence[Shape]) -> list[list[str]]:
-    """``x`` for a scalar input ``x``, ``x_1_2`` for element ``[1, 2]`` of an array
-    input; positional names (``a0_1_2``) where two of those would coincide."""
-
-    def spelled(prefixes: Sequence[str]) -> list[list[str]]:
-        return [
-            [prefix] if shape == () else [
-                prefix + "".join(f"_{i}" for i in index) for index in np.ndindex(*shape)
-            ]
-            for prefix, shape in zip(prefixes, shapes, strict=True)
-        ]
-
-    chosen = spelled(names)
-    every = [n for group in chosen for n in group]
-    if len(set(every)) != len(every):
-        chosen = spelled([f"a{k}" for k in range(len(names))])
-    return chosen
-
-
-def _subexpressions(expressions: Sequence[Expr], known: Sequence[Expr] = ()) -> Iterator[Expr]:
+def subexpressions(expressions: Sequence[Expr], known: Sequence[Expr] = ()) -> Iterator[Expr]:
     """Every distinct subexpression once, except those of ``known``: SymPy's own walks
     (``has``, ``replace``, ``free_symbols``) visit the expression *tree*, exponentially
     many nodes for a DAG with sharing (a network's layers)."""
@@ -708,54 +600,11 @@ def _subexpressions(expressions: Sequence[Expr], known: Sequence[Expr] = ()) -> 
         stack.extend(node.args)
 
 
-def _rewrite(expressions: Sequence[Expr], rule: Callable[[Expr], Expr | None]) -> list[Expr]:
-    """Rebuild ``expressions`` bottom-up, replacing each subexpression ``e`` (with its
-    arguments rewritten) by ``rule(e)`` unless that is ``None``; each distinct
-    subexpression is visited once (a DAG-aware ``replace``)."""
-    done: dict[Expr, Expr] = {}
-    stack: list[tuple[Expr, bool]] = [(e, False) for e in expressions]
-    while stack:
-        node, expanded = stack.pop()
-        if node in done:
-            continue
-        if node.args and not expanded:
-            stack.append((node, True))
-            stack.extend((arg, False) for arg in node.args if arg not in done)
-            continue
-        args = tuple(done[arg] for arg in node.args)
-        same = all(new is old for new, old in zip(args, node.args, strict=True))
-        rebuilt = node if same else node.func(*args)
-        replaced = rule(rebuilt)
-        done[node] = rebuilt if replaced is None else replaced
-    return [done[e] for e in expressions]
-
-
-def _derivative(expression: Expr, symbol: Expr) -> Expr:
-    """``∂expression/∂symbol`` almost everywhere, for an ``expression`` whose ``floor``s
-    are :func:`_flat_floor` instances (derivative 0: ``floor`` is not differentiated, Fig. 14)
-    and whose ``pow``s with a symbolic exponent are :func:`_exponent_pow` ones (dualarr's
-    rule); a ``DiracDelta`` (from a ``sign`` that SymPy's simplifications made) is 0 too."""
-    sp = _sympy()
-    derivative = sp.diff(expression, symbol)
-    kinds = {type(node) for node in _subexpressions([derivative])}
-    if any(issubclass(kind, sp.Derivative | sp.Subs) for kind in kinds):
-        raise UnsupportedError(
-            f"SymPy left a derivative unevaluated in d/d{symbol}: {derivative}",
-            op="sympy_gradient",
-        )
-    if any(issubclass(kind, sp.DiracDelta) for kind in kinds):
-        (derivative,) = _rewrite(
-            [derivative],
-            lambda e: sp.Integer(0) if isinstance(e, sp.DiracDelta) else None,
-        )
-    return derivative
-
-
 @cache
-def _stop_gradient() -> Any:
+def stop_gradient_function() -> Any:
     """``stop_gradient``: the identity with derivative 0 (a constant to ``diff``),
     replaced by its argument before lambdify."""
-    sp = _sympy()
+    sp = sympy_module()
 
     def fdiff(self: Expr, argindex: int = 1) -> Expr:
         return sp.Integer(0)
@@ -767,26 +616,14 @@ def _stop_gradient() -> Any:
 
 
 @cache
-def _flat_floor() -> Any:
-    """``floor`` with derivative 0 (it is piecewise constant): used while
-    differentiating only."""
-    sp = _sympy()
-
-    def fdiff(self: Expr, argindex: int = 1) -> Expr:
-        return sp.Integer(0)
-
-    return type("FlatFloor", (sp.floor,), {"fdiff": fdiff})
-
-
-@cache
-def _exponent_pow() -> Any:
+def exponent_pow_function() -> Any:
     """The ``pow`` primitive with a symbolic exponent: SymPy's ``x**y`` (printed so,
     lambdified so by :func:`_for_numpy`) whose derivatives are dualarr's pow rule
     (Fig. 14), JAX's ``y * x**(y - 1)`` and ``x**y * log(x)`` with the log's argument 1
     where ``x == 0`` (``_replace_zero``): both 0 at ``x = 0, y = 2``, where SymPy's own
     ``y*x**y/x`` and ``x**y*log(x)`` are ``nan``.  With a numeric exponent it is plain
     ``x**y`` (no exponent to differentiate)."""
-    sp = _sympy()
+    sp = sympy_module()
 
     def eval(cls: Any, base: Expr, exponent: Expr) -> Expr | None:
         return base**exponent if not exponent.free_symbols else None
@@ -803,117 +640,3 @@ def _exponent_pow() -> Any:
 
     methods = {"eval": classmethod(eval), "fdiff": fdiff, "_sympystr": as_power, "nargs": 2}
     return type("ExponentPow", (sp.Function,), methods)
-
-
-def _for_numpy(expressions: Sequence[Expr]) -> list[Expr]:
-    """Expressions ready to lambdify: plain ``floor`` and ``**`` again, and ``ITE(c, a, b)``
-    (SymPy's rewriting of a relation on a ``Piecewise``) as ``c & a | ~c & b``, since
-    SymPy's NumPy printer turns ``ITE`` into a float ``select``."""
-    sp = _sympy()
-    flat = _flat_floor()
-    stop = _stop_gradient()
-    power = _exponent_pow()
-
-    def rule(e: Expr) -> Expr | None:
-        if isinstance(e, flat):
-            return sp.floor(*e.args)
-        if isinstance(e, power):
-            return sp.Pow(*e.args)
-        if isinstance(e, stop):
-            return e.args[0]
-        if isinstance(e, sp.ITE):
-            c, a, b = e.args
-            return sp.Or(sp.And(c, a), sp.And(sp.Not(c), b))
-        return None
-
-    return _rewrite(expressions, rule)
-
-
-def _scalar_count(shapes: Iterator[Shape]) -> int:
-    return sum(math.prod(shape) for shape in shapes)
-
-
-def sympy_gradient(
-    f: Callable[..., Any], *args: Any, max_scalars: int = SYMPY_INPUT_LIMIT
-) -> SympyGradient:
-    """``f``'s output and exact gradient in SymPy, for inputs of ``args``' types.
-
-    ``args`` are arrays or :class:`~dualarr.lang.program.ShapeSpec`\\ s; every element of a
-    float input becomes a real symbol, while int and bool inputs must be arrays (their
-    values are built in: indices stay concrete).  ``f`` must return one rank-0 float.
-    Raises :class:`~dualarr.lang.errors.UnsupportedError` when SymPy is missing, the program
-    has no closed form (``argmax`` of symbolic values, an index computed from float
-    data) or the float inputs have more than ``max_scalars`` elements.
-    """
-    sp = _sympy()
-    program = trace(f, *args)
-    scalar_float_output(program, "sympy_gradient")
-    names = input_names(program.inputs)
-    floats = [k for k, v in enumerate(program.inputs) if v.dtype.is_float]
-    count = _scalar_count(program.inputs[k].shape for k in floats)
-    if count > max_scalars:
-        raise UnsupportedError(
-            f"{program.name} has {count} float input scalars, more than the SymPy limit "
-            f"of {max_scalars} (one symbol and one derivative each)",
-            op="sympy_gradient",
-        )
-    spelled = _symbol_names(
-        [names[k] for k in floats], [program.inputs[k].shape for k in floats]
-    )
-    symbols: list[Array | None] = [None] * len(program.inputs)
-    fixed: list[Array | None] = [None] * len(program.inputs)
-    env: dict[Var, Array] = {}
-    for k, var in enumerate(program.inputs):
-        if var.dtype.is_float:
-            group = spelled[floats.index(k)]
-            table = np.empty(var.shape, dtype=object)
-            for index, name in zip(np.ndindex(*var.shape), group, strict=True):
-                table[index] = sp.Symbol(name, real=True)
-            symbols[k] = table
-            env[var] = table
-            continue
-        if isinstance(args[k], ShapeSpec):
-            raise DualarrError(
-                f"input {names[k]} : {type_name(var.shape, var.dtype)} is a ShapeSpec; "
-                "pass the array of an int or bool input (SymPy needs its values)",
-                op="sympy_gradient",
-            )
-        known = np.asarray(args[k]).astype(var.dtype.numpy())
-        fixed[k] = known
-        env[var] = known
-    (output,) = evaluate_symbolic(program.outputs, env)
-    output = _symbolic(output)
-    value: Expr = output[()]
-    flat = _flat_floor()
-    (differentiable,) = _rewrite(
-        [value], lambda e: flat(*e.args) if type(e) is sp.floor else None
-    )
-    present = {node for node in _subexpressions([value]) if isinstance(node, sp.Symbol)}
-    gradients: list[Array] = []
-    for k in floats:
-        own = symbols[k]
-        assert own is not None
-        grad = np.empty(own.shape, dtype=object)
-        for index, symbol in np.ndenumerate(own):
-            if symbol in present:
-                (grad[index],) = _for_numpy([_derivative(differentiable, symbol)])
-            else:
-                grad[index] = sp.Integer(0)
-        gradients.append(grad)
-    flat_symbols = [s for table in symbols if table is not None for s in table.reshape(-1)]
-    results = _for_numpy([value, *(g for grad in gradients for g in grad.reshape(-1))])
-    replacements, reduced = sp.cse(results, order="none")
-    # lambdify walks its expressions as trees: give it the reduced ones, and the
-    # common subexpressions through its ``cse`` hook
-    function = sp.lambdify(
-        flat_symbols, reduced, modules="numpy", cse=lambda _: (replacements, reduced)
-    )
-    return SympyGradient(
-        program.name,
-        tuple(names),
-        tuple(symbols),
-        tuple(fixed),
-        output,
-        tuple(gradients),
-        function,
-    )

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from dualarr.constructs import Rev
 from dualarr.lang.terms import (
     ArgMax,
     ArgMin,
@@ -289,6 +290,14 @@ def _eval(term: Term, env: dict[Var, Array]) -> Array:
                 src = [0] * len(perm)
                 for q, p in enumerate(perm):
                     src[p] = idx[q]
+                out[idx] = source[tuple(src)]
+            return out
+        case Rev(axis=axis, array=array):  # element i along axis is element n - 1 - i
+            source = _eval(array, env)
+            out = _zeros(shape, dtype)
+            for idx in np.ndindex(*shape):
+                src = list(idx)
+                src[axis] = shape[axis] - 1 - idx[axis]
                 out[idx] = source[tuple(src)]
             return out
         case Reshape(new_shape=new_shape, array=array):

@@ -29,6 +29,7 @@ What the generated terms cover (all of :data:`dualarr.lang.terms.Term` and all o
   float data, ``ArgMin``/``ArgMax``/``ArgSort``); ``Gather`` / ``Scatter`` with affine and modular
   index functions (``[2*i + j - 1, i % 3]``) over inputs or subterms, including index
   functions that contain array computations;
+* ``Rev`` (a construct of its own module, reversal along a random axis)
 * ``SumOuter``, ``Replicate``, ``Transpose`` (random permutations), ``Reshape`` (random
   refactorisations), ``FromList``, ``Iota`` (as int, and cast with ``FromIntegral``),
   ``FromIntegral``, ``Floor``, ``ArgMin``/``ArgMax``/``ArgSort``;
@@ -58,6 +59,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from dualarr.constructs import Rev
 from dualarr.lang.primitives import BUILT_IN
 from dualarr.lang.program import Program
 from dualarr.lang.tensor import Tensor, new_var
@@ -403,6 +405,8 @@ class TermGen:
                 opts.append(("from_list", 1))
         if rank >= 2:
             opts.append(("transpose", 2))
+        if shape:
+            opts.append(("rev", 1))
         return opts
 
     # -- leaves ------------------------------------------------------------------------
@@ -804,6 +808,11 @@ class TermGen:
         for q, p in enumerate(perm):
             source[p] = shape[q]
         return Transpose(perm, self.gen_term(tuple(source), dtype, env, depth, exact))
+
+    def _g_rev(self, shape: Shape, dtype: DType, env: Env, depth: int, exact: bool) -> Term:
+        """``rev_a e``, a construct of its own module (``dualarr/constructs/rev.py``)."""
+        axis = self._int(0, len(shape) - 1)
+        return Rev(axis, self.gen_term(shape, dtype, env, depth, exact))
 
     def _g_reshape(self, shape: Shape, dtype: DType, env: Env, depth: int, exact: bool) -> Term:
         n = _prod(shape)

@@ -61,7 +61,7 @@ PAPER_DELTAS = {
     "Zero", "Input", "Add", "Scale", "Share", "Index", "Gather", "Scatter", "SumOuter",
     "Replicate", "Transpose", "Reshape", "FromList",
 }  # fmt: skip
-KIT_TERMS = {c.__name__ for c in terms.TERM_TYPES} - PAPER_TERMS
+KIT_TERMS = {c.__name__ for c in terms.term_constructors()} - PAPER_TERMS
 KIT_DELTAS = {c.__name__ for c in typing.get_args(dl.Delta)} - PAPER_DELTAS
 
 # How each kit-only constructor appears in a cell: printed terms (`show.printer`), printed
@@ -71,10 +71,12 @@ TERM_SPELLINGS = {
     "ArgMin": r"\bargmin \S|\b(?:da|dnp)\.argmin\(|\bArgMin\(",
     "ArgMax": r"\bargmax \S|\b(?:da|dnp)\.argmax\(|\bArgMax\(",
     "ArgSort": r"\bargsort \S|\b(?:da|dnp)\.argsort\(|\bArgSort\(",
+    "Rev": r"\brev \d|\bda\.rev\(|\bRev\(",
 }
 DELTA_SPELLINGS = {
     "Contract": r"\bContract\b",
     "Convert": r"\bConvert\b",
+    "Structural": r"\bRev \d",
 }
 # The kit's transformations and options that the paper does not have.
 CONSTRUCT_SPELLINGS = {
@@ -175,7 +177,7 @@ def kit_constructs_shown(cell: Cell) -> list[str]:
 def test_the_kit_only_constructors_are_the_ones_spelled_here() -> None:
     assert set(TERM_SPELLINGS) == KIT_TERMS, "a new term class: is it the paper's?"
     assert set(DELTA_SPELLINGS) == KIT_DELTAS, "a new Delta class: is it the paper's?"
-    assert {c.__name__ for c in terms.TERM_TYPES} >= PAPER_TERMS
+    assert {c.__name__ for c in terms.term_constructors()} >= PAPER_TERMS
     assert {c.__name__ for c in typing.get_args(dl.Delta)} >= PAPER_DELTAS
 
 

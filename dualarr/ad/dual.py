@@ -139,9 +139,13 @@ class DualAlgebra(Algebra[Any]):
         selector = self.p.cond(
             pc, self.p.full((), 0, DType.INT64), self.p.full((), 1, DType.INT64)
         )
-        options = dl.FromList((self.delta_of(a, dtype), self.delta_of(b, dtype)))
-        if isinstance(options.deltas[0], dl.Zero) and isinstance(options.deltas[1], dl.Zero):
+        deltas = (self.delta_of(a, dtype), self.delta_of(b, dtype))
+        if all(isinstance(d, dl.Zero) for d in deltas) or any(d.shape != shape for d in deltas):
+            # (branches of two shapes: an index function evaluated in bulk, its values
+            # broadcast over the grid; its floats are floored into indices, never
+            # differentiated)
             return Dual(y, dl.Zero(shape, dtype))
+        options = dl.FromList(deltas)
         return self.dual(y, dl.Index(self.share_delta(options), (selector,)))
 
     def from_integral(self, a: Any, dtype: DType) -> Any:

@@ -129,7 +129,7 @@ def _build1_rev(v: Vectoriser, e: Rev) -> Rewrite:
     )
 
 
-def _index_through(a: Rev, ix: tuple[Term, ...]) -> Term | None:
+def _index_through(a: Rev, ix: tuple[Term, ...]) -> Index | None:
     """``index (rev_a e) ix`` as an index of ``e`` when ``ix`` reaches dimension ``a``:
     component ``a`` becomes ``n - 1 - ix[a]`` (out of range stays out of range)."""
     if a.axis >= len(ix):
@@ -155,8 +155,9 @@ def _push_rev(p: IndexPusher, a: Rev, ix: tuple[Term, ...]) -> Rewrite:
     """``I[rev_a e, ix]``: pushed through the reversal (Fig. 10's rule for ``tr``)."""
     through = _index_through(a, ix)
     axis = a.axis - len(ix)
-    if through is not None:
-        return p.then("index-rev", through)
+    if through is not None:  # an index of e: pushed on
+        pushed = (Push(through.array, through.index),)
+        return Rewrite("index-rev", "Fig. 10", pushed, lambda rs: rs[0], _KIT)
     return Rewrite(
         "index-rev", "Fig. 10", (Push(a.array, ix),), lambda rs: Rev(axis, rs[0]), _KIT
     )

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ..interp.algebra import ARRAY_MEANINGS
+from ..interp.algebra import ARRAY_MEANINGS, MeaningsByName
 from ..interp.arrays import (
     Backend,
     contract,
@@ -164,6 +164,7 @@ HELPERS = SimpleNamespace(
     points=_points,
     columns=_columns,
     from_points=_from_points,
+    meanings=MeaningsByName(),
     **index_helpers(NUMPY_ON_THREADS),
 )
 """The ``helpers`` namespace passed to generated functions (NumPy implementations; the
@@ -1047,14 +1048,12 @@ class _Generator:
 
     def _structural(self, node: Structural) -> str:
         """A :class:`~dualarr.lang.terms.Structural` construct calls its one array meaning
-        (:data:`dualarr.interp.algebra.ARRAY_MEANINGS`), kept in the program's table of
-        implementations under the construct's class name: ``implementations['Rev'](xp,
-        a, axis=0)``."""
-        construct = type(node)
-        self.implementations[construct.__name__] = ARRAY_MEANINGS[construct]
+        (:data:`dualarr.interp.algebra.ARRAY_MEANINGS`) by its class name:
+        ``helpers.meanings['Rev'](xp, a, axis=0)``."""
+        ARRAY_MEANINGS[type(node)]  # a construct without one is refused here, by name
         args = [self._ref(kid, 0) for kid in children(node)]
         args += [f"{name}={value!r}" for name, value in node.params.items()]
-        return f"implementations[{construct.__name__!r}](xp, {', '.join(args)})"
+        return f"helpers.meanings[{type(node).__name__!r}](xp, {', '.join(args)})"
 
     def _indexes_its_grid(self, node: Index) -> bool:
         """``a[i, j]`` in a bulk lambda ``\\[i, j]`` whose grid is ``a``'s shape."""

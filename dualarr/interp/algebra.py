@@ -15,7 +15,7 @@ for terms, the components over the lambda's variables.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeAlias, TypeVar
 
@@ -234,3 +234,21 @@ ArrayMeaning: TypeAlias = Callable[..., Any]
 ARRAY_MEANINGS: RuleTable[ArrayMeaning] = RuleTable("array meaning")
 """What each :class:`~dualarr.lang.terms.Structural` construct computes on arrays: the
 one primal meaning every array algebra, the SymPy algebra and generated code use."""
+
+
+class MeaningsByName(Mapping[str, ArrayMeaning]):
+    """:data:`ARRAY_MEANINGS` by the construct's class name, read when looked up: how
+    generated code calls a construct's meaning (``helpers.meanings['Rev'](xp, x,
+    axis=0)``), so its source stays valid on its own."""
+
+    def __getitem__(self, name: str) -> ArrayMeaning:
+        for construct in ARRAY_MEANINGS:
+            if construct.__name__ == name:
+                return ARRAY_MEANINGS[construct]
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return (construct.__name__ for construct in ARRAY_MEANINGS)
+
+    def __len__(self) -> int:
+        return len(ARRAY_MEANINGS)

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..lang.primitives import REGISTRY, NamespaceCall, UserImplementation
 from ..lang.terms import DType, Shape, Structural, parse_contraction
-from .algebra import ARRAY_MEANINGS, Algebra, IndexFn
+from .algebra import ARRAY_MEANINGS, Algebra, IndexFn, MeaningsByName
 
 Array = Any
 ScatterAdd = Callable[[Any, Array, Array, int], Array]  # (xp, targets, values, size)
@@ -517,4 +517,5 @@ def generic_helpers(backend: Backend) -> SimpleNamespace:
         columns=columns,
         from_points=from_points,
         contract=contract,
+        meanings=MeaningsByName(),
     )

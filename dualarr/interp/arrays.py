@@ -70,6 +70,7 @@ class Backend:
     name: str  # "numpy", "cupy", "array_api_strict", …
     xp: Any  # the (array-api-compat) namespace
     scatter_add: ScatterAdd  # rows of ``values`` added at ``targets`` into ``size`` rows
+    # (``values`` of shape (rows, width) gives (size, width); of shape (rows,), (size,))
     in_range: InRange = range_unknown  # every component within its extent, if known
     take: Take = take_by_offset  # ``array[components]``, components in range
     host_branches: bool = False  # a 0-d condition is read on the host for free
@@ -86,6 +87,9 @@ def scatter_add_by_selection(xp: Any, targets: Array, values: Array, size: int) 
     selected with ``where`` (never multiplied by 0, so a NaN or inf stays in its slot),
     in chunks of rows.  O(rows × size) work: a fallback for namespaces without a scatter
     primitive (``array_api_strict`` in the tests), not a fast path."""
+    if values.ndim == 1:
+        summed = scatter_add_by_selection(xp, targets, xp.reshape(values, (-1, 1)), size)
+        return xp.reshape(summed, (size,))
     width = values.shape[1]
     out = xp.zeros((size, width), dtype=values.dtype)
     rows = targets.shape[0]
@@ -169,6 +173,17 @@ def _components(xp: Any, index: Sequence[Array]) -> list[Array]:
     return comps
 
 
+def _one_int_component(xp: Any, index: Sequence[Array], shape: Shape | None) -> bool:
+    """Whether ``index`` is one int64 array (of ``shape``, where given): what a gather,
+    index or scatter known to be in range can hand to the backend as it is."""
+    if len(index) != 1:
+        return False
+    comp = index[0]
+    if getattr(comp, "dtype", None) != xp.int64 or getattr(comp, "ndim", 0) == 0:
+        return False
+    return shape is None or tuple(comp.shape) == shape
+
+
 def _components_over(xp: Any, index: Sequence[Array], shape: Shape) -> list[Array]:
     """The components as int64 arrays of ``shape`` (broadcast where they are not)."""
     comps = [xp.asarray(c, dtype=xp.int64) for c in index]
@@ -202,6 +217,8 @@ def index_array(
     array = xp.asarray(array)
     if not index:
         return array
+    if in_range and _one_int_component(xp, index, None):
+        return backend.take(xp, array, index)  # the common case: no checks to make
     comps = _components(xp, index)
     batch = tuple(comps[0].shape)
     indexed, tail = tuple(array.shape[: len(comps)]), tuple(array.shape[len(comps) :])
@@ -230,6 +247,8 @@ def gather(
     array = xp.asarray(array)
     if not index:
         return xp.broadcast_to(array, (*outer, *array.shape))
+    if in_range and _one_int_component(xp, index, tuple(outer)):
+        return backend.take(xp, array, index)  # the common case: no checks to make
     return index_array(backend, array, _components_over(xp, index, tuple(outer)), in_range)
 
 
@@ -248,6 +267,15 @@ def scatter(
     xp = backend.xp
     source = xp.asarray(source)
     outer = tuple(outer)
+    if (  # the common case: one value per in-range target, handed to the backend
+        in_range
+        and n_vars == 1 == source.ndim
+        and len(outer) == 1
+        and source.shape[0]
+        and outer[0]
+        and _one_int_component(xp, index, tuple(source.shape))
+    ):
+        return backend.scatter_add(xp, index[0], source, outer[0])
     grid, tail = tuple(source.shape[:n_vars]), tuple(source.shape[n_vars:])
     size, width, rows = math.prod(outer), math.prod(tail), math.prod(grid)
     if size == 0 or rows == 0 or width == 0:

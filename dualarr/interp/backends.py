@@ -57,6 +57,12 @@ def _numpy_take(xp: Any, array: Array, comps: Sequence[Array]) -> Array:
 
 
 def _numpy_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Array:
+    if values.ndim == 1 and values.dtype.kind == "f":  # one float value per target
+        return np.bincount(targets, weights=values, minlength=size).astype(
+            values.dtype, copy=False
+        )
+    if values.ndim == 1:
+        return _numpy_scatter_add(xp, targets, values.reshape(-1, 1), size).reshape(size)
     if values.shape[1] == 1 and values.dtype.kind == "f":
         # one value per target: bincount adds (in order) far faster than add.at
         summed = np.bincount(targets, weights=values[:, 0], minlength=size)
@@ -69,7 +75,7 @@ def _numpy_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Arr
 def _cupy_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Array:
     import cupyx
 
-    out = xp.zeros((size, values.shape[1]), dtype=values.dtype)
+    out = xp.zeros((size, *values.shape[1:]), dtype=values.dtype)
     cupyx.scatter_add(out, targets, values)
     return out
 

@@ -24,11 +24,13 @@ from dualarr.lang.terms import (
     Build1,
     Const,
     DType,
+    FromList,
     Gather,
     IdSupply,
     Index,
     Let,
     Op,
+    Replicate,
     Term,
     Var,
     fresh_var,
@@ -419,3 +421,20 @@ def test_a_let_takes_over_only_the_line_of_its_own_bound() -> None:
 
     source = dualarr.pipeline(fig18, np.arange(4.0), fuse=False).python
     assert "v1 = x[3::-1]" in source and "= v1\n" not in source
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_wrap_of_a_replicated_scalar_next_to_an_array_has_the_array_s_shape(fuse: bool) -> None:
+    """``wrap`` reads a replicated scalar as the scalar (broadcasting); its NumPy fast
+    path (no negative entry: the index itself) must still give the broadcast shape, as
+    a ``fromList`` of it and a full array needs (found by Hypothesis)."""
+    supply = IdSupply()
+    x0 = fresh_var(supply, "x0", (), DType.FLOAT64)
+    zeros: Term = Replicate(2, Replicate(2, Const(np.asarray(0))))
+    wrapped = Op("wrap", (zeros, Const(np.full((2, 2), 3, dtype=np.int64))))
+    term = FromList((zeros, wrapped))
+    with dualarr.config.fusing(fuse):
+        (out,) = compile_program([x0], [term])(np.asarray(0.0))
+    np.testing.assert_array_equal(out, np.zeros((2, 2, 2), dtype=np.int64))
+    (expected,) = evaluate_many([term], {x0: np.asarray(0.0)})
+    np.testing.assert_array_equal(out, expected)

@@ -152,9 +152,15 @@ def _wrap(j: Any, n: Any) -> Any:
     ``where(j < 0, j + n, j)``, the same values as the registry's implementation."""
     if type(j) is not np.ndarray:
         j = np.asarray(j)
-    if j.size and j.min() >= 0:
+    if j.size and j.min() >= 0 and _is_result_shape(j.shape, np.shape(n)):
         return j
     return np.where(j < 0, j + n, j)
+
+
+def _is_result_shape(shape: tuple[int, ...], other: tuple[int, ...]) -> bool:
+    """Whether an elementwise result of operands of these shapes has ``shape`` (a scalar
+    ``j`` read next to a full ``n`` is broadcast)."""
+    return not other or other == shape or np.broadcast_shapes(shape, other) == shape
 
 
 HELPERS = SimpleNamespace(

@@ -44,7 +44,7 @@ from ..vectorise.bot import (
     Vec,
     Vectoriser,
 )
-from ..vectorise.simplify import REWRITE_NAMES, SMART_CONSTRUCTORS, Simplifier
+from ..vectorise.simplify import REWRITE_NAMES, SMART_CONSTRUCTORS, Simplifier, is_small_constant
 
 __all__ = ["Rev", "rev"]
 
@@ -94,16 +94,13 @@ def _transpose_rev(alg: CotangentAlgebra[Any], d: dl.Structural, c: Any) -> Any:
 
 # -- the simplifier (the cleanup of §5.1 and §7.1) --------------------------------------
 
-_FOLD_LIMIT = 64  # as the simplifier's: constants of at most this many elements fold
-
-
 @SMART_CONSTRUCTORS.register(Rev)
 def _mk_rev(s: Simplifier, t: Rev) -> Term:
     """``rev_a (rev_a e) = e``; a reversal of a small constant is folded."""
     a = t.array
     if isinstance(a, Rev) and a.axis == t.axis:
         return a.array
-    if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+    if is_small_constant(a):
         return Const(_flip(np, a.value, axis=t.axis))
     return t
 

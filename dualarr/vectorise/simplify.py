@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import fields
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeGuard
 
 import numpy as np
 
@@ -87,8 +87,14 @@ from .bot import INDEX_NORMAL_FORMS, BotStep, IndexPusher, Push
 _FOLD_LIMIT = 64  # fold constants of at most this many elements (keeps terms readable)
 
 
+def is_small_constant(term: Term) -> TypeGuard[Const]:
+    """A constant small enough for a smart constructor to fold an operation on it
+    (at most 64 elements: folded terms stay readable)."""
+    return isinstance(term, Const) and term.value.size <= _FOLD_LIMIT
+
+
 def _small_consts(terms: Sequence[Term]) -> bool:
-    return all(isinstance(t, Const) and t.value.size <= _FOLD_LIMIT for t in terms)
+    return all(is_small_constant(t) for t in terms)
 
 
 def _position_of(var: Var, terms: Sequence[Term]) -> int | None:
@@ -223,7 +229,7 @@ def _mk_transpose(s: Simplifier, t: Transpose) -> Term:
         return a
     if isinstance(a, Transpose):
         return s.mk(Transpose(tuple(a.perm[q] for q in p), a.array))
-    if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+    if is_small_constant(a):
         return Const(np.transpose(a.value, p))
     if isinstance(a, Contract):
         left, right, out = parse_contraction(a.spec)
@@ -241,7 +247,7 @@ def _mk_reshape(s: Simplifier, t: Reshape) -> Term:
         return a
     if isinstance(a, Reshape):
         return s.mk(Reshape(sh, a.array))
-    if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+    if is_small_constant(a):
         return Const(np.reshape(a.value, sh))
     return t
 
@@ -250,7 +256,7 @@ def _mk_reshape(s: Simplifier, t: Reshape) -> Term:
 def _mk_from_integral(s: Simplifier, t: FromIntegral) -> Term:
     """The cast of a small constant, folded."""
     a = t.array
-    if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+    if is_small_constant(a):
         return Const(a.value.astype(t.to.numpy()))
     return t
 
@@ -259,7 +265,7 @@ def _mk_from_integral(s: Simplifier, t: FromIntegral) -> Term:
 def _mk_floor(s: Simplifier, t: Floor) -> Term:
     """The floor of a small constant, folded."""
     a = t.array
-    if isinstance(a, Const) and a.value.size <= _FOLD_LIMIT:
+    if is_small_constant(a):
         return Const(np.floor(a.value).astype(np.int64))
     return t
 

@@ -29,6 +29,7 @@ from .lang.errors import (
     UnsupportedError,
 )
 from .lang.functions import *  # noqa: F403  (every array function: ``functions.__all__``)
+from .lang.loops import fori_loop, scan
 from .lang.program import Program, ShapeSpec, trace
 from .lang.terms import DType, Term
 from .pipeline import Pipeline, pipeline
@@ -64,6 +65,7 @@ __all__ = [
     "check_grad",
     "clear_caches",
     "config",
+    "fori_loop",
     "grad",
     "is_bot_normal",
     "jacobian",
@@ -71,6 +73,7 @@ __all__ = [
     "jvp",
     "pipeline",
     "rev",
+    "scan",
     "sympy_gradient",
     "trace",
     "value_and_grad",

@@ -277,6 +277,64 @@ class Structural(DeltaBase):
         return dict(self.params)
 
 
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
+class MapAccum(DeltaBase):
+    """The derivative of a loop (horde-ad's ``DeltaMapAccumL/R``; the paper has no
+    loops): a linear map from the tangents of the loop's inputs (initial carries, xs,
+    loop invariants: its children, in that order) to the tangents of its results.
+
+    It holds what the forward pass saved: the primal ``loop``, the stacked carries
+    each step received (``residuals``, one stack per carry), the primal ``xs`` and the
+    loop invariants (``consts``).  Its transpose is a loop in the opposite direction
+    running the body's reverse derivative, which :mod:`dualarr.ad.loops` derives from
+    the body by the pipeline itself.  Like a ``Share`` it has an ``id`` (from the
+    same supply, so Invariant 1 holds): the reverse pass collects the cotangents of
+    all its results (:class:`LoopOutput`) and transposes the loop once."""
+
+    id: int
+    loop: terms.MapAccum
+    residuals: tuple[PrimalValue, ...]
+    xs: tuple[PrimalValue, ...]
+    consts: tuple[PrimalValue, ...]
+    init_deltas: tuple[Delta, ...]
+    xs_deltas: tuple[Delta, ...]
+    const_deltas: tuple[Delta, ...]
+
+    @property
+    def shapes(self) -> tuple[Shape, ...]:
+        return self.loop.shapes
+
+    @property
+    def dtypes(self) -> tuple[DType, ...]:
+        return self.loop.dtypes
+
+    @property
+    def shape(self) -> Shape:
+        raise DualarrError("a loop's Delta has several results; read one with LoopOutput",
+                           op="Delta")
+
+    @property
+    def dtype(self) -> DType:
+        raise DualarrError("a loop's Delta has several results; read one with LoopOutput",
+                           op="Delta")
+
+
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
+class LoopOutput(DeltaBase):
+    """``d.k``: the tangent of result ``k`` of a loop (its :class:`MapAccum` Delta)."""
+
+    index: int
+    delta: Delta
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        loop = self.delta
+        if not isinstance(loop, MapAccum):
+            raise DualarrError("LoopOutput reads a result of a loop's Delta", op="Delta")
+        _set(self, shape=loop.shapes[self.index], dtype=loop.dtypes[self.index])
+
+
 Delta: TypeAlias = (
     Zero
     | Input
@@ -294,6 +352,8 @@ Delta: TypeAlias = (
     | FromList
     | Contract
     | Structural
+    | MapAccum
+    | LoopOutput
 )
 """A Delta term (paper Fig. 16, for the core language of Fig. 7, and the Delta of each
 :class:`dualarr.lang.terms.Structural` construct)."""
@@ -343,8 +403,8 @@ def pruned(d: Delta) -> Delta:
     zero through ``Replicate``, ``Gather``, ``Transpose`` … so a derivative factor such
     as pow's ``y·log x`` is never computed, nor multiplied by a zero tangent (§6)."""
     match d:
-        case Zero() | Input() | Share():
-            return d
+        case Zero() | Input() | Share() | MapAccum():
+            return d  # a loop's Delta is built only when some input tangent is not Zero
         case Add(left=Zero(), right=b):
             return b
         case Add(left=a, right=Zero()):
@@ -466,9 +526,9 @@ def size(roots: Iterable[Delta]) -> DeltaSize:
 def check_invariants(roots: Iterable[Delta]) -> None:
     """Invariants 1 and 2 of §2.5: ids below a ``Share id`` are smaller than ``id``, and
     one id names one node.  Raises :class:`DualarrError` naming the violation."""
-    by_id: dict[int, Share] = {}
+    by_id: dict[int, Share | MapAccum] = {}
     for node in delta_postorder(roots):
-        if not isinstance(node, Share):
+        if not isinstance(node, Share | MapAccum):
             continue
         other = by_id.get(node.id)
         if other is not None and other is not node:
@@ -481,7 +541,7 @@ def check_invariants(roots: Iterable[Delta]) -> None:
             if below in seen:
                 continue
             seen.add(below)
-            if isinstance(below, Share):
+            if isinstance(below, Share | MapAccum):
                 if below.id >= node.id:
                     raise DualarrError(
                         f"Invariant 1: Share {below.id} below Share {node.id}", op="Delta"

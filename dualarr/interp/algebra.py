@@ -22,10 +22,15 @@ from typing import Any, Generic, Protocol, TypeAlias, TypeVar
 import numpy as np
 
 from ..lang.rules import RuleTable
-from ..lang.terms import DType, Shape, Structural, Var
+from ..lang.terms import DType, MapAccum, Shape, Structural, Var
 
 A = TypeVar("A")
 A_co = TypeVar("A_co", covariant=True)
+
+BodyRunner: TypeAlias = Callable[["Algebra[Any]", Sequence[Any]], list[Any]]
+"""A loop's body as the interpreter runs it: ``run(algebra, values)`` evaluates the
+body's results in ``algebra`` with its binders (carries, slices, loop invariants) bound
+to ``values`` (:class:`dualarr.lang.terms.MapAccum`)."""
 
 
 class Shaped(Protocol):
@@ -165,6 +170,30 @@ class Algebra(ABC, Generic[A]):
         read its derivative rule."""
         raise NotImplementedError
 
+    def map_accum(self, loop: MapAccum, inputs: Sequence[A], body: BodyRunner) -> list[A]:
+        """A loop (:class:`~dualarr.lang.terms.MapAccum`) on its ``inputs`` (initial
+        carries, whole xs, loop invariants): every result, the final carries then the
+        stacked ys.  Here step by step, each step running ``body`` in this algebra; the
+        term algebra builds the node instead, dual arrays apply its derivative rule."""
+        carries_n, xs_n = len(loop.carry_vars), len(loop.x_vars)
+        carries = list(inputs[:carries_n])
+        xs, consts = inputs[carries_n : carries_n + xs_n], inputs[carries_n + xs_n :]
+        rows: list[list[A]] = [[] for _ in loop.ys]
+        for t in loop_steps(loop):
+            point = self.index_point(t)
+            slices = [self.index(x, [point]) for x in xs]
+            outs = body(self, [*carries, *slices, *consts])
+            carries = outs[:carries_n]
+            for row, y in zip(rows, outs[carries_n:], strict=True):
+                row.append(y)
+        stacked = [
+            self.build1(row[::-1] if loop.reverse else row, shape, dtype)
+            for row, shape, dtype in zip(
+                rows, loop.shapes[carries_n:], loop.dtypes[carries_n:], strict=True
+            )
+        ]
+        return [*carries, *stacked]
+
     def share(self, a: A) -> A:
         """Mark a value used more than once (§7.2): the identity on concrete arrays; the
         symbolic algebra wraps the term in an explicit ``share``."""
@@ -224,6 +253,11 @@ class Algebra(ABC, Generic[A]):
         """An array of ``shape`` holding ``c`` at ``ix`` (zeros elsewhere, or everywhere
         when ``ix`` is out of range): the transpose of indexing."""
         return self.scatter(shape[: len(ix)], c, self.index_fn_constant(ix), 0)
+
+
+def loop_steps(loop: MapAccum) -> range:
+    """The rows a loop visits, in order: ``0 … length-1``, or backwards when ``reverse``."""
+    return range(loop.length - 1, -1, -1) if loop.reverse else range(loop.length)
 
 
 ArrayMeaning: TypeAlias = Callable[..., Any]

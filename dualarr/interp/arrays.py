@@ -28,8 +28,15 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..lang.primitives import REGISTRY, NamespaceCall, UserImplementation
-from ..lang.terms import DType, Shape, Structural, parse_contraction
-from .algebra import ARRAY_MEANINGS, Algebra, IndexFn, MeaningsByName
+from ..lang.terms import DType, MapAccum, Shape, Structural, parse_contraction
+from .algebra import (
+    ARRAY_MEANINGS,
+    Algebra,
+    BodyRunner,
+    IndexFn,
+    MeaningsByName,
+    loop_steps,
+)
 
 Array = Any
 ScatterAdd = Callable[[Any, Array, Array, int], Array]  # (xp, targets, values, size)
@@ -423,6 +430,25 @@ class ArrayAlgebra(Algebra[Array]):
 
     def index(self, a: Array, ix: Sequence[Array]) -> Array:
         return index_array(self.backend, a, ix)
+
+    def map_accum(self, loop: MapAccum, inputs: Sequence[Array], body: BodyRunner) -> list[Array]:
+        """The loop step by step, each row of the xs read by position (every step's
+        row exists) and each ys written into its preallocated stack."""
+        xp = self.xp
+        carries_n, xs_n = len(loop.carry_vars), len(loop.x_vars)
+        carries = [xp.asarray(c) for c in inputs[:carries_n]]
+        xs = [xp.asarray(x) for x in inputs[carries_n : carries_n + xs_n]]
+        consts = list(inputs[carries_n + xs_n :])
+        stacks = [
+            xp.empty(shape, dtype=self.backend.dtype(dtype))
+            for shape, dtype in zip(loop.shapes[carries_n:], loop.dtypes[carries_n:], strict=True)
+        ]
+        for t in loop_steps(loop):
+            outs = body(self, [*carries, *(x[t] for x in xs), *consts])
+            carries = [xp.asarray(c) for c in outs[:carries_n]]
+            for stack, y in zip(stacks, outs[carries_n:], strict=True):
+                stack[t, ...] = y
+        return [*carries, *stacks]
 
     def gather(self, outer: Shape, a: Array, fn: IndexFn[Array]) -> Array:
         return gather(self.backend, a, fn.components, outer)

@@ -36,6 +36,8 @@ from ..lang.terms import (
     Index,
     Iota,
     Let,
+    LoopOutput,
+    MapAccum,
     Op,
     Replicate,
     Reshape,
@@ -51,7 +53,7 @@ from ..lang.terms import (
     install_views,
 )
 from . import arrays
-from .algebra import A, Algebra, IndexFn
+from .algebra import A, Algebra, BodyRunner, IndexFn
 from .arrays import ArrayAlgebra, Backend, elementwise_on
 from .backends import all_in_range as all_in_range
 from .backends import backend_of, numpy_backend
@@ -183,6 +185,10 @@ class Interpreter(Generic[A]):
                     stack.append((node, 2))
                     stack.append((node.bound, 0))
                     continue
+                if isinstance(node, MapAccum):  # the body runs per step in _compute
+                    stack.append((node, 1))
+                    stack.extend((kid, 0) for kid in reversed(node.inputs))
+                    continue
                 if isinstance(node, Build1 | Gather | Scatter):
                     # only the array argument is evaluated here; bodies and index
                     # functions are evaluated per element / in bulk in _compute
@@ -258,6 +264,10 @@ class Interpreter(Generic[A]):
                 return alg.share(get(a))
             case Structural():
                 return alg.structural(type(node), [get(k) for k in children(node)], node.params)
+            case MapAccum():
+                return alg.map_accum(node, [get(k) for k in node.inputs], body_runner(node))
+            case LoopOutput(index=k, loop=loop):
+                return get(loop)[k]
             case _:
                 assert_never(node)
 
@@ -314,6 +324,22 @@ class Interpreter(Generic[A]):
             cached = is_scalar_index_work(term, lambda_vars, self.free_vars)
             self._bulk_ok[term] = cached
         return cached
+
+
+def body_runner(loop: MapAccum) -> BodyRunner:
+    """How a loop's body runs in an algebra: its results interpreted with the binders
+    bound to one step's values (one interpreter per algebra, kept across steps; the
+    body is closed, so nothing outside it is read)."""
+    interpreters: dict[int, Interpreter[Any]] = {}
+
+    def run(algebra: Algebra[Any], values: Sequence[Any]) -> list[Any]:
+        interpreter = interpreters.get(id(algebra))
+        if interpreter is None or interpreter.algebra is not algebra:
+            interpreter = interpreters[id(algebra)] = Interpreter(algebra)
+        bound = dict(zip(loop.binders, values, strict=True))
+        return interpreter.run(loop.body, bound)
+
+    return run
 
 
 def algebra_for(backend: Backend) -> Algebra[Any]:

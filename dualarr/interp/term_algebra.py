@@ -31,6 +31,7 @@ from ..lang.terms import (
     IdSupply,
     Index,
     Iota,
+    MapAccum,
     Op,
     Replicate,
     Reshape,
@@ -44,10 +45,11 @@ from ..lang.terms import (
     Var,
     fresh_var,
     int_const,
+    loop_outputs,
     substitute_free,
     zeros,
 )
-from .algebra import Algebra, IndexFn
+from .algebra import Algebra, BodyRunner, IndexFn
 
 
 class TermAlgebra(Algebra[Term]):
@@ -146,6 +148,22 @@ class TermAlgebra(Algebra[Term]):
 
     def contract(self, spec: str, a: Term, b: Term) -> Term:
         return Contract(spec, a, b)
+
+    def map_accum(self, loop: MapAccum, inputs: Sequence[Term], body: BodyRunner) -> list[Term]:
+        """The loop over new inputs, its body kept as it is (the body is closed)."""
+        carries_n, xs_n = len(loop.carry_vars), len(loop.x_vars)
+        new = MapAccum(
+            loop.length,
+            loop.reverse,
+            loop.carry_vars,
+            loop.x_vars,
+            loop.const_vars,
+            tuple(inputs[:carries_n]),
+            tuple(inputs[carries_n : carries_n + xs_n]),
+            tuple(inputs[carries_n + xs_n :]),
+            loop.body,
+        )
+        return list(loop_outputs(new))
 
     def share(self, a: Term) -> Term:
         """``share_k a`` with a fresh increasing id (Fig. 19), when shares are explicit."""

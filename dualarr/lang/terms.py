@@ -851,6 +851,138 @@ class Structural(TermBase):
         return node
 
 
+@dataclass(frozen=True, eq=False, repr=False, slots=True, weakref_slot=True)
+class MapAccum(TermBase):
+    """``mapAccumL``/``mapAccumR`` (horde-ad's ``tmapAccumL``/``tmapAccumR``; not in the
+    paper, which has no loops): a loop of ``length`` steps whose ``body`` is traced once.
+
+    The body binds the carries (``carry_vars``), one slice of each ``xs`` along its
+    outer dimension (``x_vars``) and the loop-invariant values (``const_vars``, bound to
+    ``consts``); it returns the next carries, then one row of each ``ys``.  Step ``t``
+    reads row ``t`` of every ``xs`` (row ``length-1-t`` when ``reverse``) and writes the
+    same row of every ``ys``.  The loop has several results, the final carries then the
+    stacked ``ys``: a node of a tuple type, read only through :class:`LoopOutput`."""
+
+    length: int
+    reverse: bool
+    carry_vars: tuple[Var, ...]
+    x_vars: tuple[Var, ...]
+    const_vars: tuple[Var, ...]
+    inits: tuple[Term, ...]
+    xs: tuple[Term, ...]
+    consts: tuple[Term, ...]
+    body: tuple[Term, ...]
+    shapes: tuple[Shape, ...] = field(init=False)
+    dtypes: tuple[DType, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        op = "mapAccum"
+        if self.length < 0:
+            raise ShapeError(f"length must be >= 0, got {self.length}", op=op)
+        carries, n_x = len(self.carry_vars), len(self.x_vars)
+        _check_arity(op, "initial carries", len(self.inits), carries)
+        _check_arity(op, "xs", len(self.xs), n_x)
+        _check_arity(op, "consts", len(self.consts), len(self.const_vars))
+        if len(self.body) < carries:
+            raise ShapeError(
+                f"the body returns {len(self.body)} values, fewer than its {carries} carries",
+                op=op,
+            )
+        for k, (var, init, out) in enumerate(
+            zip(self.carry_vars, self.inits, self.body, strict=False)
+        ):
+            _check_same_type(op, f"initial carry {k}", init, var)
+            _check_same_type(op, f"carry {k} returned by the body", out, var)
+        for k, (var, x) in enumerate(zip(self.x_vars, self.xs, strict=True)):
+            if x.shape[:1] != (self.length,) or x.shape[1:] != var.shape or x.dtype != var.dtype:
+                raise ShapeError(
+                    f"xs {k} must be {type_name((self.length, *var.shape), var.dtype)} "
+                    f"(the loop's length, then a slice), got {type_name(x.shape, x.dtype)}",
+                    op=op,
+                    shapes=[x.shape, var.shape],
+                )
+        for k, (var, c) in enumerate(zip(self.const_vars, self.consts, strict=True)):
+            _check_same_type(op, f"const {k}", c, var)
+        ys = self.body[carries:]
+        _set(
+            self,
+            shapes=(*(v.shape for v in self.carry_vars), *((self.length, *y.shape) for y in ys)),
+            dtypes=(*(v.dtype for v in self.carry_vars), *(y.dtype for y in ys)),
+        )
+
+    @property
+    def binders(self) -> tuple[Var, ...]:
+        """Every variable the body binds: carries, slices, then loop invariants."""
+        return (*self.carry_vars, *self.x_vars, *self.const_vars)
+
+    @property
+    def inputs(self) -> tuple[Term, ...]:
+        """The terms bound to :attr:`binders` (the xs whole, one slice per step)."""
+        return (*self.inits, *self.xs, *self.consts)
+
+    @property
+    def carry_outs(self) -> tuple[Term, ...]:
+        return self.body[: len(self.carry_vars)]
+
+    @property
+    def ys(self) -> tuple[Term, ...]:
+        return self.body[len(self.carry_vars) :]
+
+    @property
+    def shape(self) -> Shape:
+        raise DtypeError(
+            "a loop has several results; read one with LoopOutput", op="mapAccum"
+        )
+
+    @property
+    def dtype(self) -> DType:
+        raise DtypeError(
+            "a loop has several results; read one with LoopOutput", op="mapAccum"
+        )
+
+
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
+class LoopOutput(TermBase):
+    """``loop.k``: result ``k`` of a :class:`MapAccum` (its final carries, then its
+    stacked ``ys``)."""
+
+    index: int
+    loop: Term
+    shape: Shape = field(init=False)
+    dtype: DType = field(init=False)
+
+    def __post_init__(self) -> None:
+        loop = self.loop
+        if not isinstance(loop, MapAccum):
+            raise DtypeError("reads a result of a loop, not of another term", op="loop output")
+        if not 0 <= self.index < len(loop.shapes):
+            raise ShapeError(
+                f"the loop has {len(loop.shapes)} results, no result {self.index}",
+                op="loop output",
+            )
+        _set(self, shape=loop.shapes[self.index], dtype=loop.dtypes[self.index])
+
+
+def loop_outputs(loop: MapAccum) -> tuple[LoopOutput, ...]:
+    """Every result of ``loop``: the final carries, then the stacked ``ys``."""
+    return tuple(LoopOutput(k, loop) for k in range(len(loop.shapes)))
+
+
+def _check_arity(op: str, what: str, got: int, want: int) -> None:
+    if got != want:
+        raise ShapeError(f"needs {want} {what}, got {got}", op=op)
+
+
+def _check_same_type(op: str, what: str, term: Term, var: Var) -> None:
+    if term.shape != var.shape or term.dtype != var.dtype:
+        raise ShapeError(
+            f"{what} must be {type_name(var.shape, var.dtype)}, "
+            f"got {type_name(term.shape, term.dtype)}",
+            op=op,
+            shapes=[term.shape, var.shape],
+        )
+
+
 def _check_reduce(op: str, array: Term) -> Shape:
     if not array.shape or array.shape[0] == 0:
         raise ShapeError(
@@ -891,6 +1023,8 @@ Term: TypeAlias = (
     | ArgSort
     | Contract
     | Share
+    | MapAccum
+    | LoopOutput
     | Structural
 )
 """A term of the core language (paper Fig. 7), or a :class:`Structural` construct of
@@ -957,6 +1091,9 @@ def bound_vars(term: Term) -> tuple[tuple[Var, ...], tuple[int, ...]]:
             return (var,), (0,)
         case Gather(vars=vs, index=index) | Scatter(vars=vs, index=index):
             return vs, tuple(range(1, 1 + len(index)))
+        case MapAccum():
+            start = len(term.inits) + len(term.xs) + len(term.consts)
+            return term.binders, tuple(range(start, start + len(term.body)))
         case _:
             return (), ()
 
@@ -1201,6 +1338,15 @@ def _rebuild_binding(node: Term, kids: tuple[Term, ...], mapping: dict[Var, Term
             return Gather(sh, kids[0], tuple(renamed(v) for v in vs), tuple(kids[1:]))
         case Scatter(outer_shape=sh, vars=vs):
             return Scatter(sh, kids[0], tuple(renamed(v) for v in vs), tuple(kids[1:]))
+        case MapAccum():
+            loop: Term = _STRUCTURE[MapAccum].rebuild(
+                node,
+                kids,
+                carry_vars=tuple(renamed(v) for v in node.carry_vars),
+                x_vars=tuple(renamed(v) for v in node.x_vars),
+                const_vars=tuple(renamed(v) for v in node.const_vars),
+            )
+            return loop
         case _:
             return rebuild(node, kids)
 

@@ -14,10 +14,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeAlias
 
-from ..interp.algebra import A, Algebra, IndexFn
+from ..interp.algebra import A, Algebra, BodyRunner, IndexFn
+from ..interp.evaluate import body_runner
 from ..lang.primitives import IDENTITY, REGISTRY
 from ..lang.rules import RuleTable
-from ..lang.terms import DType, IdSupply, Shape, Structural, parse_contraction
+from ..lang.terms import (
+    DType,
+    IdSupply,
+    MapAccum,
+    Shape,
+    Structural,
+    parse_contraction,
+    saving_carries,
+)
 from . import delta as dl
 
 DerivativeRule: TypeAlias = Callable[
@@ -222,6 +231,37 @@ class DualAlgebra(Algebra[Any]):
     ) -> Any:
         y = self.p.structural(construct, [self.prim(a) for a in args], params)
         return DERIVATIVES[construct](self, construct, args, params, y)
+
+    def map_accum(self, loop: MapAccum, inputs: Sequence[Any], body: BodyRunner) -> list[Any]:
+        """D of a loop (horde-ad's mapAccum; not in the paper): the primal loop also
+        stacks the carry each step received (the residuals), and every float result's
+        Delta reads one :class:`~dualarr.ad.delta.MapAccum` node holding them, whose
+        transpose and tangent are loops over the body's derivatives
+        (:mod:`dualarr.ad.loops`).  A loop none of whose inputs has a tangent stays
+        primal."""
+        prims = [self.prim(a) for a in inputs]
+        deltas = [self.delta_of(a, v.dtype) for a, v in zip(inputs, loop.binders, strict=True)]
+        if all(isinstance(d, dl.Zero) for d in deltas):
+            return self.p.map_accum(loop, prims, body)
+        saving = saving_carries(loop)
+        outs = self.p.map_accum(saving, prims, body_runner(saving))
+        carries_n, xs_n = len(loop.carry_vars), len(loop.x_vars)
+        results = len(loop.shapes)
+        self.shared += 1
+        node = dl.MapAccum(
+            self.supply.fresh(),
+            loop,
+            tuple(outs[results:]),
+            tuple(prims[carries_n : carries_n + xs_n]),
+            tuple(prims[carries_n + xs_n :]),
+            tuple(deltas[:carries_n]),
+            tuple(deltas[carries_n : carries_n + xs_n]),
+            tuple(deltas[carries_n + xs_n :]),
+        )
+        return [
+            Dual(y, dl.LoopOutput(k, node)) if loop.dtypes[k].is_float else y
+            for k, y in enumerate(outs[:results])
+        ]
 
     def argmin(self, a: Any) -> Any:
         return self.p.argmin(self.prim(a))

@@ -18,6 +18,7 @@ from ..lang.program import Program
 from ..lang.terms import (
     Const,
     FreeVars,
+    MapAccum,
     Term,
     Var,
     children,
@@ -109,6 +110,7 @@ def extract(forward: ForwardPass, hint: str = "v") -> ExtractedDelta:
     for node in order:
         if uses.get(node, 0) > 1 and not is_atomic(node) and not local(node):
             marked.add(node)
+    marked.difference_update(n for n in order if isinstance(n, MapAccum))  # its results are
     new: dict[Term, Term] = {}
     bindings: list[tuple[Var, Term]] = []
     for node in order:

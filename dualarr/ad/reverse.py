@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, TypeVar
 
-from ..interp.algebra import Algebra
+from ..interp.algebra import Algebra, BodyRunner
 from ..lang.rules import RuleTable
-from ..lang.terms import DType, Shape, Structural, assert_never, parse_contraction
+from ..lang.terms import DType, MapAccum, Shape, Structural, assert_never, parse_contraction
 from . import delta as dl
 
 C = TypeVar("C")
@@ -50,6 +50,8 @@ class CotangentAlgebra(Protocol[C]):
     def structural(
         self, construct: type[Structural], args: Sequence[C], params: Mapping[str, Any]
     ) -> C: ...
+    def zeros(self, shape: Shape, dtype: DType) -> C: ...
+    def map_accum(self, loop: MapAccum, inputs: Sequence[Any], body: BodyRunner) -> list[C]: ...
 
 
 TransposeRule: TypeAlias = Callable[[CotangentAlgebra[Any], dl.Structural, Any], Any]
@@ -59,6 +61,28 @@ TransposeRule: TypeAlias = Callable[[CotangentAlgebra[Any], dl.Structural, Any],
 TRANSPOSE_RULES: RuleTable[TransposeRule] = RuleTable("transpose")
 """``T[construct params u]`` of each :class:`~dualarr.lang.terms.Structural` construct
 (``book/rules.md §6.2``), used by the reverse pass and so by the transposition."""
+
+
+class LoopRule(Protocol):
+    """The derivatives of a loop's Delta (:class:`~dualarr.ad.delta.MapAccum`), both
+    loops over the body's derivatives (horde-ad's mapAccum; not in the paper)."""
+
+    def transpose(
+        self, alg: CotangentAlgebra[Any], d: dl.MapAccum, cotangents: Mapping[int, Any]
+    ) -> list[Any]:
+        """The cotangent of each operand Delta (None where it gets none) from the
+        cotangents of the loop's results, by result number (a missing one is zero)."""
+        ...
+
+    def tangent(self, alg: Algebra[Any], d: dl.MapAccum, tangents: Sequence[Any]) -> list[Any]:
+        """The tangent of each result (None for a result that is not float) from the
+        tangent of each operand Delta."""
+        ...
+
+
+LOOP_RULES: RuleTable[LoopRule] = RuleTable("loop derivative")
+"""The transpose and the tangent of a loop's Delta, filed by :mod:`dualarr.ad.loops`,
+which derives them from the body with the pipeline itself."""
 
 
 @dataclass
@@ -96,6 +120,19 @@ class ReverseState:
             heapq.heappush(self.pending, -share.id)
             self.dfrag[share.id] = share.delta
         self.accum[share.id] = c if old is None else alg.add(old, c, share.dtype)
+
+    def add_to_loop(
+        self, alg: CotangentAlgebra[Any], loop: dl.MapAccum, k: int, c: Any
+    ) -> None:
+        """``accum[id][k] += c``: a loop's Delta collects the cotangent of each of its
+        results, and is transposed once, when its id is the largest left."""
+        collected = self.accum.get(loop.id)
+        if collected is None:
+            heapq.heappush(self.pending, -loop.id)
+            self.dfrag[loop.id] = loop
+            collected = self.accum[loop.id] = {}
+        old = collected.get(k)
+        collected[k] = c if old is None else alg.add(old, c, loop.dtypes[k])
 
     def take_largest(self) -> tuple[int, Any, dl.Delta]:
         """The pending Share with the largest id: its id, cotangent and fragment."""
@@ -156,6 +193,14 @@ def eval_delta(
                 state.add_to_input(alg, n, c, d.dtype)
             case dl.Share():
                 state.add_to_share(alg, d, c)
+            case dl.LoopOutput(index=k, delta=loop):
+                assert isinstance(loop, dl.MapAccum)
+                state.add_to_loop(alg, loop, k, c)
+            case dl.MapAccum():  # reached from the pending heap: c holds every result's
+                cotangents = LOOP_RULES[dl.MapAccum].transpose(alg, d, c)
+                for kid, ct in zip(dl.delta_children(d), cotangents, strict=True):
+                    if ct is not None and not isinstance(kid, dl.Zero):
+                        stack.append((ct, kid))
             case dl.Add(left=a, right=b):
                 c = alg.share(c)  # one cotangent, two uses (Fig. 19)
                 stack.append((c, b))
@@ -294,5 +339,9 @@ def _forward_node(
             return alg.from_list([v(x) for x in xs])
         case dl.Structural(construct=construct, params=params, delta=x):
             return alg.structural(construct, [v(x)], dict(params))
+        case dl.MapAccum():
+            return LOOP_RULES[dl.MapAccum].tangent(alg, d, [v(x) for x in dl.delta_children(d)])
+        case dl.LoopOutput(index=k, delta=loop):
+            return values[loop][k]
         case _:
             assert_never(d)

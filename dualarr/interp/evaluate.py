@@ -50,6 +50,7 @@ from ..lang.terms import (
     Var,
     assert_never,
     children,
+    closed_loop,
     install_views,
 )
 from . import arrays
@@ -265,7 +266,9 @@ class Interpreter(Generic[A]):
             case Structural():
                 return alg.structural(type(node), [get(k) for k in children(node)], node.params)
             case MapAccum():
-                return alg.map_accum(node, [get(k) for k in node.inputs], body_runner(node))
+                loop, outside = closed_loop(node, self.free_vars)
+                values = [*(get(k) for k in node.inputs), *(env[v][0] for v in outside)]
+                return alg.map_accum(loop, values, body_runner(loop))
             case LoopOutput(index=k, loop=loop):
                 return get(loop)[k]
             case _:

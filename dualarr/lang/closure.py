@@ -27,7 +27,18 @@ from typing import Any
 
 from .primitives import REGISTRY
 from .program import Program
-from .terms import Const, Op, Term, TermBase, Var, fresh_var, postorder, rebuild, transform
+from .terms import (
+    Const,
+    Op,
+    Term,
+    TermBase,
+    Var,
+    bound_vars,
+    fresh_var,
+    postorder,
+    rebuild,
+    transform,
+)
 
 BAKED_INT_SIZE = 64
 """Integer and bool array constants up to this size stay in the term (keyed by value)."""
@@ -151,12 +162,7 @@ def close_program(program: Program, *, lift_constants: bool = True) -> ClosedPro
         if cls is Op:  # the primitive's record: a primitive defined again is another program
             entry = (*entry, REGISTRY[node.op])  # type: ignore[union-attr]
         entries.append(entry)
-        for name in ("var", "vars"):
-            bound = getattr(node, name, None)
-            if isinstance(bound, Var):
-                binders.add(bound)
-            elif isinstance(bound, tuple):
-                binders.update(v for v in bound)
+        binders.update(bound_vars(node)[0])  # type: ignore[arg-type]
     for node in order:
         if isinstance(node, Var) and node not in binders:
             outer.append(node)

@@ -34,7 +34,6 @@ from .symbolic_forward import ForwardPass, format_symbolic_delta, is_atomic
 __all__ = ["ExtractedDelta", "check_extracted", "extract", "unbound_top_level"]
 
 
-
 @dataclass(frozen=True)
 class ExtractedDelta:
     """``λ inputs. let <bindings> in (value, delta)`` (Eq. 6): ``value`` is a variable or
@@ -62,9 +61,6 @@ class ExtractedDelta:
     def graph(self) -> Any:
         """The extracted Delta as a graphviz drawing (:mod:`dualarr.show.drawing`)."""
         return view("stage_graph")(self)
-
-
-
 
 
 def _lambda_vars(delta: dl.Delta) -> set[Var]:
@@ -188,4 +184,3 @@ def check_extracted(extracted: ExtractedDelta) -> None:
             if free:
                 names = ", ".join(sorted(v.hint for v in free))
                 raise DualarrError(f"the Delta mentions unbound {names}", op="Eq. 6")
-

@@ -47,7 +47,7 @@ from ..vectorise.bot import vectorise
 from ..vectorise.simplify import simplify
 from . import delta as dl
 from .dual import Dual, DualAlgebra
-from .reverse import LOOP_RULES, CotangentAlgebra, forward, reverse_seeds
+from .reverse import LOOP_TANGENT, LOOP_TRANSPOSE, CotangentAlgebra, forward, reverse_seeds
 
 __all__ = ["LoopDerivatives", "derivatives"]
 
@@ -202,63 +202,63 @@ def _template(
     )
 
 
-class _MapAccumRules:
-    """The transpose and tangent of :class:`~dualarr.ad.delta.MapAccum` (the
-    :class:`~dualarr.ad.reverse.LoopRule` filed in ``LOOP_RULES``)."""
+@LOOP_TRANSPOSE.register(dl.MapAccum)
+def transpose_loop(
+    alg: CotangentAlgebra[Any], d: dl.MapAccum, cotangents: Mapping[int, Any]
+) -> list[Any]:
+    """The cotangent loop on the saved residuals, xs and invariants: the cotangent
+    of each operand Delta (initial carries, xs, invariants; None for int ones)."""
+    loop = d.loop
+    found = derivatives(loop)
+    carries_n = len(loop.carry_vars)
 
-    def transpose(
-        self, alg: CotangentAlgebra[Any], d: dl.MapAccum, cotangents: Mapping[int, Any]
-    ) -> list[Any]:
-        loop = d.loop
-        found = derivatives(loop)
-        carries_n = len(loop.carry_vars)
+    def cotangent(k: int) -> Any:
+        c = cotangents.get(k)
+        return c if c is not None else alg.zeros(loop.shapes[k], loop.dtypes[k])
 
-        def cotangent(k: int) -> Any:
-            c = cotangents.get(k)
-            return c if c is not None else alg.zeros(loop.shapes[k], loop.dtypes[k])
-
-        inputs = [
-            *(cotangent(j) for j in found.float_carries),
-            *(alg.zeros(loop.const_vars[j].shape, loop.const_vars[j].dtype)
-              for j in found.float_consts),
-            *d.residuals,
-            *d.xs,
-            *(cotangent(carries_n + o) for o in found.float_ys),
-            *d.consts,
-        ]  # fmt: skip
-        reverse = found.cotangent
-        outs = alg.map_accum(reverse, inputs, body_runner(reverse))
-        fc, fk = len(found.float_carries), len(found.float_consts)
-        result: list[Any] = [None] * (carries_n + len(loop.x_vars) + len(loop.const_vars))
-        for at, j in enumerate(found.float_carries):
-            result[j] = outs[at]
-        for at, j in enumerate(found.float_consts):
-            result[carries_n + len(loop.x_vars) + j] = outs[fc + at]
-        for at, j in enumerate(found.float_xs):
-            result[carries_n + j] = outs[fc + fk + at]
-        return result
-
-    def tangent(self, alg: Algebra[Any], d: dl.MapAccum, tangents: Sequence[Any]) -> list[Any]:
-        loop = d.loop
-        found = derivatives(loop)
-        carries_n, xs_n = len(loop.carry_vars), len(loop.x_vars)
-        consts_at = carries_n + xs_n
-        inputs = [
-            *(tangents[j] for j in found.float_carries),
-            *d.residuals,
-            *d.xs,
-            *(tangents[carries_n + j] for j in found.float_xs),
-            *d.consts,
-            *(tangents[consts_at + j] for j in found.float_consts),
-        ]
-        forward_loop = found.tangent
-        outs = alg.map_accum(forward_loop, inputs, body_runner(forward_loop))
-        result: list[Any] = [None] * len(loop.shapes)
-        for at, j in enumerate(found.float_carries):
-            result[j] = outs[at]
-        for at, o in enumerate(found.float_ys):
-            result[carries_n + o] = outs[len(found.float_carries) + at]
-        return result
+    inputs = [
+        *(cotangent(j) for j in found.float_carries),
+        *(alg.zeros(loop.const_vars[j].shape, loop.const_vars[j].dtype)
+          for j in found.float_consts),
+        *d.residuals,
+        *d.xs,
+        *(cotangent(carries_n + o) for o in found.float_ys),
+        *d.consts,
+    ]  # fmt: skip
+    reverse = found.cotangent
+    outs = alg.map_accum(reverse, inputs, body_runner(reverse))
+    fc, fk = len(found.float_carries), len(found.float_consts)
+    result: list[Any] = [None] * (carries_n + len(loop.x_vars) + len(loop.const_vars))
+    for at, j in enumerate(found.float_carries):
+        result[j] = outs[at]
+    for at, j in enumerate(found.float_consts):
+        result[carries_n + len(loop.x_vars) + j] = outs[fc + at]
+    for at, j in enumerate(found.float_xs):
+        result[carries_n + j] = outs[fc + fk + at]
+    return result
 
 
-LOOP_RULES.register(dl.MapAccum)(_MapAccumRules())
+@LOOP_TANGENT.register(dl.MapAccum)
+def tangent_loop(alg: Algebra[Any], d: dl.MapAccum, tangents: Sequence[Any]) -> list[Any]:
+    """The tangent loop on the saved residuals, xs and invariants and the operand
+    Deltas' tangents: the tangent of each result (None for int ones)."""
+    loop = d.loop
+    found = derivatives(loop)
+    carries_n, xs_n = len(loop.carry_vars), len(loop.x_vars)
+    consts_at = carries_n + xs_n
+    inputs = [
+        *(tangents[j] for j in found.float_carries),
+        *d.residuals,
+        *d.xs,
+        *(tangents[carries_n + j] for j in found.float_xs),
+        *d.consts,
+        *(tangents[consts_at + j] for j in found.float_consts),
+    ]
+    forward_loop = found.tangent
+    outs = alg.map_accum(forward_loop, inputs, body_runner(forward_loop))
+    result: list[Any] = [None] * len(loop.shapes)
+    for at, j in enumerate(found.float_carries):
+        result[j] = outs[at]
+    for at, o in enumerate(found.float_ys):
+        result[carries_n + o] = outs[len(found.float_carries) + at]
+    return result

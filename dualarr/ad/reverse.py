@@ -63,26 +63,21 @@ TRANSPOSE_RULES: RuleTable[TransposeRule] = RuleTable("transpose")
 (``book/rules.md §6.2``), used by the reverse pass and so by the transposition."""
 
 
-class LoopRule(Protocol):
-    """The derivatives of a loop's Delta (:class:`~dualarr.ad.delta.MapAccum`), both
-    loops over the body's derivatives (horde-ad's mapAccum; not in the paper)."""
+LoopTranspose: TypeAlias = Callable[
+    [CotangentAlgebra[Any], dl.MapAccum, Mapping[int, Any]], list[Any]
+]
+"""The transpose of a loop's Delta (:class:`~dualarr.ad.delta.MapAccum`; horde-ad's
+mapAccum, not in the paper): the cotangent of each operand Delta (None where it gets
+none) from the cotangents of the loop's results, by result number (a missing one is 0)."""
 
-    def transpose(
-        self, alg: CotangentAlgebra[Any], d: dl.MapAccum, cotangents: Mapping[int, Any]
-    ) -> list[Any]:
-        """The cotangent of each operand Delta (None where it gets none) from the
-        cotangents of the loop's results, by result number (a missing one is zero)."""
-        ...
+LoopTangent: TypeAlias = Callable[[Algebra[Any], dl.MapAccum, Sequence[Any]], list[Any]]
+"""The tangent of a loop's Delta: the tangent of each result (None for one that is not
+float) from the tangent of each operand Delta."""
 
-    def tangent(self, alg: Algebra[Any], d: dl.MapAccum, tangents: Sequence[Any]) -> list[Any]:
-        """The tangent of each result (None for a result that is not float) from the
-        tangent of each operand Delta."""
-        ...
-
-
-LOOP_RULES: RuleTable[LoopRule] = RuleTable("loop derivative")
-"""The transpose and the tangent of a loop's Delta, filed by :mod:`dualarr.ad.loops`,
-which derives them from the body with the pipeline itself."""
+LOOP_TRANSPOSE: RuleTable[LoopTranspose] = RuleTable("loop transpose")
+LOOP_TANGENT: RuleTable[LoopTangent] = RuleTable("loop tangent")
+"""A loop Delta's transpose and tangent, both loops over the body's derivatives, filed
+by :mod:`dualarr.ad.loops`, which derives them from the body with the pipeline itself."""
 
 
 @dataclass
@@ -121,9 +116,7 @@ class ReverseState:
             self.dfrag[share.id] = share.delta
         self.accum[share.id] = c if old is None else alg.add(old, c, share.dtype)
 
-    def add_to_loop(
-        self, alg: CotangentAlgebra[Any], loop: dl.MapAccum, k: int, c: Any
-    ) -> None:
+    def add_to_loop(self, alg: CotangentAlgebra[Any], loop: dl.MapAccum, k: int, c: Any) -> None:
         """``accum[id][k] += c``: a loop's Delta collects the cotangent of each of its
         results, and is transposed once, when its id is the largest left."""
         collected = self.accum.get(loop.id)
@@ -197,7 +190,7 @@ def eval_delta(
                 assert isinstance(loop, dl.MapAccum)
                 state.add_to_loop(alg, loop, k, c)
             case dl.MapAccum():  # reached from the pending heap: c holds every result's
-                cotangents = LOOP_RULES[dl.MapAccum].transpose(alg, d, c)
+                cotangents = LOOP_TRANSPOSE[dl.MapAccum](alg, d, c)  # type: ignore[arg-type]
                 for kid, ct in zip(dl.delta_children(d), cotangents, strict=True):
                     if ct is not None and not isinstance(kid, dl.Zero):
                         stack.append((ct, kid))
@@ -212,8 +205,16 @@ def eval_delta(
                     if not isinstance(x, dl.Zero):
                         stack.append((alg.element(c, q), x))
             case (
-                dl.Scale() | dl.Index() | dl.Gather() | dl.Scatter() | dl.SumOuter()
-                | dl.Replicate() | dl.Transpose() | dl.Reshape() | dl.Convert() | dl.Contract()
+                dl.Scale()
+                | dl.Index()
+                | dl.Gather()
+                | dl.Scatter()
+                | dl.SumOuter()
+                | dl.Replicate()
+                | dl.Transpose()
+                | dl.Reshape()
+                | dl.Convert()
+                | dl.Contract()
                 | dl.Structural()
             ):
                 if isinstance(d, dl.Index):
@@ -224,9 +225,7 @@ def eval_delta(
                 assert_never(d)
 
 
-def backprop(
-    alg: CotangentAlgebra[Any], state: ReverseState, stats: ReverseStats
-) -> ReverseState:
+def backprop(alg: CotangentAlgebra[Any], state: ReverseState, stats: ReverseStats) -> ReverseState:
     """Evaluate the pending Share nodes, largest id first, each exactly once."""
     while state.pending:
         i, c, d = state.take_largest()
@@ -340,7 +339,7 @@ def _forward_node(
         case dl.Structural(construct=construct, params=params, delta=x):
             return alg.structural(construct, [v(x)], dict(params))
         case dl.MapAccum():
-            return LOOP_RULES[dl.MapAccum].tangent(alg, d, [v(x) for x in dl.delta_children(d)])
+            return LOOP_TANGENT[dl.MapAccum](alg, d, [v(x) for x in dl.delta_children(d)])
         case dl.LoopOutput(index=k, delta=loop):
             return values[loop][k]
         case _:

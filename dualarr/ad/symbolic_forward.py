@@ -81,7 +81,6 @@ def forward_pass(program: Program) -> ForwardPass:
     return ForwardPass(program, value, delta)
 
 
-
 # --------------------------------------------------------------------------------------
 # Printing a symbolic Delta
 # --------------------------------------------------------------------------------------

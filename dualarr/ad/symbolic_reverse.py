@@ -76,4 +76,3 @@ def symbolic_reverse(
         for k in positions
     )
     return SharedGradient(extracted, dt, gradients, positions)
-

@@ -36,10 +36,11 @@ from typing import Any, TypeAlias, cast
 
 import numpy as np
 
-from ..interp.algebra import Algebra, IndexFn
-from ..lang.errors import format_shape
+from ..interp.algebra import Algebra, BodyRunner, IndexFn
+from ..lang.errors import UnsupportedError, format_shape
 from ..lang.terms import (
     DType,
+    MapAccum,
     Shape,
     Structural,
     assert_never,
@@ -81,9 +82,7 @@ class LetForm:
     def __str__(self) -> str:
         """One binding a line, ``let s3 = Add s1 s2 in``, then the body and Γ."""
         g = _Gamma()
-        text = dl.format_delta(
-            self.root, g.value, g.fn, lambda i, rhs: f"let s{i} = {rhs} in"
-        )
+        text = dl.format_delta(self.root, g.value, g.fn, lambda i, rhs: f"let s{i} = {rhs} in")
         if g.lines:
             text += "\nwhere\n" + "\n".join("  " + line for line in g.lines)
         return text
@@ -259,7 +258,14 @@ CExpr: TypeAlias = (
     CScale
     | CContract
     | CScatter
-    | CGather | CEmbed | CReplicate | CSumOuter | CTranspose | CReshape | CConvert | CIndex
+    | CGather
+    | CEmbed
+    | CReplicate
+    | CSumOuter
+    | CTranspose
+    | CReshape
+    | CConvert
+    | CIndex
     | CStructural
 )
 """A cotangent expression: the transpose of one structural Delta constructor."""
@@ -330,7 +336,6 @@ class LinearProgram:
         return format_program(self)
 
     __repr__ = __str__
-
 
 
 # --------------------------------------------------------------------------------------
@@ -406,6 +411,22 @@ class RecordingAlgebra:
         shape, dtype = construct.result_type(params, [a.shape], [a.dtype])
         return self._bind(CStructural(construct, tuple(params.items()), a), shape, dtype)
 
+    def zeros(self, shape: Shape, dtype: DType) -> Cot:
+        raise _no_loops()
+
+    def map_accum(self, loop: MapAccum, inputs: Sequence[Any], body: BodyRunner) -> list[Cot]:
+        raise _no_loops()
+
+
+def _no_loops() -> UnsupportedError:
+    """Transposition as rewriting covers the paper's Deltas; a loop's Delta (horde-ad's
+    mapAccum) is transposed by the reverse pass into a loop (:mod:`dualarr.ad.loops`)."""
+    return UnsupportedError(
+        "transposition as a linear program covers the Deltas of the paper; a loop's "
+        "Delta is transposed by the reverse pass (da.vjp, da.grad, da.pipeline)",
+        op="transpose_delta",
+    )
+
 
 class RecordingState(ReverseState):
     """The reverse pass's state, writing DMap statements: a contribution is ``Onehot``,
@@ -423,6 +444,9 @@ class RecordingState(ReverseState):
         if share.id not in self.accum:
             super().add_to_share(alg, share, DVar(share.id))
         self.algebra.body.append(Onehot(DVar(share.id), c))
+
+    def add_to_loop(self, alg: Any, loop: dl.MapAccum, k: int, c: Any) -> None:
+        raise _no_loops()
 
     def take_largest(self) -> tuple[int, Any, dl.Delta]:
         i, _, d = super().take_largest()

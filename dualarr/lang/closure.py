@@ -162,7 +162,7 @@ def close_program(program: Program, *, lift_constants: bool = True) -> ClosedPro
         if cls is Op:  # the primitive's record: a primitive defined again is another program
             entry = (*entry, REGISTRY[node.op])  # type: ignore[union-attr]
         entries.append(entry)
-        binders.update(bound_vars(node)[0])  # type: ignore[arg-type]
+        binders.update(bound_vars(node)[0])
     for node in order:
         if isinstance(node, Var) and node not in binders:
             outer.append(node)

@@ -930,15 +930,11 @@ class MapAccum(TermBase):
 
     @property
     def shape(self) -> Shape:
-        raise DtypeError(
-            "a loop has several results; read one with LoopOutput", op="mapAccum"
-        )
+        raise DtypeError("a loop has several results; read one with LoopOutput", op="mapAccum")
 
     @property
     def dtype(self) -> DType:
-        raise DtypeError(
-            "a loop has several results; read one with LoopOutput", op="mapAccum"
-        )
+        raise DtypeError("a loop has several results; read one with LoopOutput", op="mapAccum")
 
 
 @dataclass(frozen=True, eq=False, repr=False, slots=True)

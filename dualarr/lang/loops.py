@@ -1,9 +1,10 @@
-"""Loops: ``da.scan`` and ``da.fori_loop``, traced once into a :class:`~dualarr.lang.terms.MapAccum`.
+"""Loops: ``da.scan`` and ``da.fori_loop``, traced once into one loop node.
 
 As ``jax.lax.scan``: ``scan(f, init, xs)`` runs ``carry, y = f(carry, x)`` over the rows
 of ``xs`` and returns the final carry and the stacked ``y``; carries, xs and ys are any
 trees (tuples, lists, dicts) of arrays.  The body ``f`` is called **once**, on traced
-values, so the program's size does not depend on the number of steps (horde-ad's
+values, so the program's size does not depend on the number of steps: one
+:class:`~dualarr.lang.terms.MapAccum` node (horde-ad's
 ``tmapAccumL``; the paper has no loops).  What the body reads from outside (traced
 values of the enclosing program, computed before the loop) becomes the loop's
 invariant inputs, so the body is a closed term.
@@ -62,7 +63,7 @@ def scan(
     xs_leaves, xs_tree = optree.tree_flatten(xs)
     xs_terms = [ensure_tensor(leaf, "scan").term for leaf in xs_leaves]
     steps = _length(xs_terms, length)
-    carry_hint, x_hint = (param_hints(f, 2, "c") + ["x"])[:2]
+    carry_hint, x_hint = param_hints(f, 2, "c")
     carry_vars = tuple(new_var("scan", carry_hint, c.shape, c.dtype) for c in carries)
     x_vars = tuple(new_var("scan", x_hint, x.shape[1:], x.dtype) for x in xs_terms)
     carry_in = optree.tree_unflatten(carry_tree, [Tensor(v) for v in carry_vars])

@@ -1,0 +1,213 @@
+"""Loops through AD (#38): gradients of ``da.scan`` equal the unrolled program's and
+JAX's ``lax.scan``'s, in both modes; the loop is never unrolled.
+
+The programs are random (:mod:`loop_programs`): several carries (vectors and a scalar),
+xs and ys as trees, ``reverse``, ``length`` without xs, a loop invariant read from
+outside the body.  The unrolled program is the same body in a Python loop (what tracing
+does without ``da.scan``); JAX's values are stored (``data/scan_oracles.json``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from loop_programs import LoopCase, draw_case, inputs, program, python_scan
+
+import dualarr as da
+import dualarr.numpy as dnp
+from dualarr.ad import delta as dl
+from dualarr.ad.dual import Dual, DualAlgebra
+from dualarr.interp.evaluate import Interpreter, NumpyAlgebra
+from dualarr.lang.terms import LoopOutput, MapAccum, count_nodes, postorder
+
+ORACLES = json.loads((Path(__file__).parent / "data" / "scan_oracles.json").read_text())["cases"]
+MODES = ("interpret", "compiled")
+
+
+def _grads(f: Any, args: list[np.ndarray], mode: str) -> tuple[Any, tuple[np.ndarray, ...]]:
+    positions = tuple(range(len(args)))
+    value, grads = da.value_and_grad(f, argnums=positions, mode=mode)(*args)
+    return value, grads
+
+
+@st.composite
+def loop_cases(draw: st.DrawFn) -> LoopCase:
+    return draw_case(lambda options: draw(st.sampled_from(list(options))))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=loop_cases(), seed=st.integers(0, 2**16))
+def test_scan_gradients_equal_the_unrolled_programs(case: LoopCase, seed: int) -> None:
+    args = inputs(case, seed)
+    looped = program(case, dnp, da.scan)
+    unrolled = program(case, dnp, python_scan)
+    want_value, want = _grads(unrolled, args, "interpret")
+    for mode in MODES:
+        value, got = _grads(looped, args, mode)
+        np.testing.assert_allclose(value, want_value, rtol=1e-12, atol=1e-12)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("record", ORACLES, ids=lambda r: f"seed{r['seed']}")
+@pytest.mark.parametrize("mode", MODES)
+def test_scan_gradients_equal_jax_lax_scan(record: dict[str, Any], mode: str) -> None:
+    case = LoopCase.from_json(record["case"])
+    args = inputs(case, record["seed"])
+    value, grads = _grads(program(case, dnp, da.scan), args, mode)
+    np.testing.assert_allclose(value, record["value"], rtol=1e-12)
+    for g, w in zip(grads, record["grads"], strict=True):
+        np.testing.assert_allclose(np.ravel(g), w, rtol=1e-9, atol=1e-12)
+
+
+def test_the_oracle_cases_are_the_seeded_draws() -> None:
+    """The stored cases are what ``make_scan_oracles.py`` draws (the grammar and the
+    oracle file agree), and they cover every feature the issue names."""
+    for record in ORACLES:
+        rng = random.Random(record["seed"])
+        assert draw_case(lambda o: rng.choice(list(o))).to_json() == LoopCase.from_json(
+            record["case"]
+        ).to_json()
+    cases = [LoopCase.from_json(r["case"]) for r in ORACLES]
+    assert any(c.reverse for c in cases) and any(not c.reverse for c in cases)
+    assert any(c.xs == 0 for c in cases) and any(c.xs == 2 for c in cases)
+    assert any(c.carries == 2 for c in cases) and any(len(c.y_exprs) == 2 for c in cases)
+
+
+def _chain(steps: int) -> Any:
+    def f(y0: Any, idx: Any) -> Any:
+        def body(y: Any, _: Any) -> Any:
+            return dnp.tanh(y * y[::-1] + 0.5 * y[idx]), None
+
+        y, _ = da.scan(body, y0, length=steps)
+        return dnp.sum(y)
+
+    return f
+
+
+def test_the_program_has_the_same_size_at_every_stage_for_100_and_10000_steps() -> None:
+    """Counted, not timed: every stage of the pipeline has as many nodes for 10² steps
+    as for 10⁴ (the loop is one node whose body is traced once)."""
+    y0, idx = np.linspace(-1, 1, 8), np.arange(8)[::-1].copy()
+
+    def sizes(steps: int) -> list[int]:
+        p = da.pipeline(_chain(steps), y0, idx)
+        counted = [
+            count_nodes(p.source.outputs),
+            count_nodes(p.vectorised.outputs),
+            count_nodes(p.gradient.terms()),
+            len(p.python.splitlines()),
+            dl.size([p.forward.delta]).nodes,
+        ]
+        return counted
+
+    assert sizes(100) == sizes(10_000)
+
+
+def test_the_loops_gradient_is_a_loop_in_the_opposite_direction() -> None:
+    y0, idx = np.linspace(-1, 1, 8), np.arange(8)[::-1].copy()
+    p = da.pipeline(_chain(50), y0, idx)
+    loops = [n for n in postorder(p.gradient.terms()) if isinstance(n, MapAccum)]
+    assert {n.reverse for n in loops} == {False, True}  # the primal loop and its transpose
+    assert all(n.length == 50 for n in loops)
+
+
+def test_the_dual_run_saves_one_residual_stack_per_carry_and_one_delta_node() -> None:
+    """D of a loop (interpret mode): one Delta node for the whole loop, holding the
+    stacked carries each step received, however many steps."""
+    x = np.linspace(0.1, 1.0, 4)
+    program_ = da.trace(_chain(30), x, np.arange(4))
+    (var, idx_var) = program_.inputs
+    alg = DualAlgebra(NumpyAlgebra())
+    env = {var: Dual(x, dl.Input(0, var.shape, var.dtype)), idx_var: np.arange(4)}
+    (out,) = Interpreter(alg).run(program_.outputs, env)
+    loops = [d for d in dl.delta_postorder([out.delta]) if isinstance(d, dl.MapAccum)]
+    assert len(loops) == 1
+    (residual,) = loops[0].residuals
+    assert residual.shape == (30, 4)
+    assert dl.size([out.delta]).nodes < 10
+
+
+def test_vjp_and_jvp_of_a_scan_are_adjoint() -> None:
+    rng = np.random.default_rng(3)
+    x, w = rng.uniform(-1, 1, (6, 3)), rng.uniform(-1, 1, 3)
+
+    def f(x: Any, w: Any) -> Any:
+        def body(c: Any, xi: Any) -> Any:
+            c2 = dnp.sin(c * w) + xi
+            return c2, c2 * c2
+
+        c, ys = da.scan(body, w, x, reverse=True)
+        return dnp.concatenate([c, ys.reshape(-1)])
+
+    tx, tw = rng.uniform(-1, 1, x.shape), rng.uniform(-1, 1, w.shape)
+    _, jvp_out = da.jvp(f, (x, w), (tx, tw))
+    ct = rng.uniform(-1, 1, jvp_out.shape)
+    _, pullback = da.vjp(f, x, w)
+    gx, gw = pullback(ct)
+    assert np.isclose(np.sum(jvp_out * ct), np.sum(gx * tx) + np.sum(gw * tw), rtol=1e-12)
+
+
+def test_grad_of_grad_through_a_scan_equals_the_unrolled_programs() -> None:
+    rng = np.random.default_rng(4)
+    x, w = rng.uniform(-1, 1, (4, 3)), rng.uniform(-1, 1, 3)
+
+    def make(scan: Any) -> Any:
+        def loss(w: Any) -> Any:
+            c, ys = scan(lambda c, xi: (dnp.tanh(c * w + xi), dnp.sum(c * c)), w, x)
+            return dnp.sum(c) + dnp.sum(ys)
+
+        def inner(w: Any) -> Any:
+            return dnp.sum(da.grad(loss)(w) * w)
+
+        return inner
+
+    for mode in MODES:
+        got = da.grad(make(da.scan), mode=mode)(w)
+        want = da.grad(make(python_scan), mode=mode)(w)
+        np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+def test_a_scan_inside_a_scan_and_fori_loop() -> None:
+    rng = np.random.default_rng(5)
+    x, w = rng.uniform(-1, 1, (3, 2)), rng.uniform(-1, 1, 2)
+
+    def make(scan: Any) -> Any:
+        def f(x: Any, w: Any) -> Any:
+            def outer(c: Any, xi: Any) -> Any:
+                d, ys = scan(lambda d, xj: (d * w + xj * c, dnp.sum(d)), c, dnp.stack([xi, xi]))
+                return dnp.tanh(d), dnp.sum(ys)
+
+            c, ys = scan(outer, w, x)
+            return dnp.sum(c) + dnp.sum(ys)
+
+        return f
+
+    for mode in MODES:
+        got = da.grad(make(da.scan), argnums=(0, 1), mode=mode)(x, w)
+        want = da.grad(make(python_scan), argnums=(0, 1), mode=mode)(x, w)
+        for g, h in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, h, rtol=1e-10)
+
+    def power(w: Any) -> Any:
+        return dnp.sum(da.fori_loop(1, 4, lambda i, c: c * w + i, w))
+
+    np.testing.assert_allclose(da.grad(power)(w), 4 * w**3 + 2 * w + 2, 1e-12)
+
+
+def test_loop_output_nodes_read_one_loop() -> None:
+    x = np.ones((3, 2))
+
+    def f(x: Any) -> Any:
+        (a, b), ys = da.scan(lambda c, xi: ((c[0] + xi, c[1] * 2.0), c[0]), (x[0], x[1]), x)
+        return a + b + ys[0]
+
+    outs = [n for n in postorder(da.trace(f, x).outputs) if isinstance(n, LoopOutput)]
+    assert len({id(o.loop) for o in outs}) == 1

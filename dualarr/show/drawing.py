@@ -805,6 +805,28 @@ def _label_delta_contract(input_names: Mapping[int, str], d: dl.Contract) -> str
     return f"Contract {d.spec}\n{short_value(d.factor)}"
 
 
+@DELTA_LABELS.register(dl.MapAccum)
+def _label_delta_map_accum(input_names: Mapping[int, str], d: dl.MapAccum) -> str:
+    """``s7 = MapAccumL 5``: a loop's Delta, bound like a Share (horde-ad's
+    DeltaMapAccum; not in the paper); its operands are the tangents of its inputs."""
+    return f"s{d.id} = MapAccum{'R' if d.loop.reverse else 'L'} {d.loop.length}"
+
+
+@DELTA_LABELS.register(dl.LoopOutput)
+def _label_delta_loop_output(input_names: Mapping[int, str], d: dl.LoopOutput) -> str:
+    """``s7.0``: the tangent of result ``k`` of a loop."""
+    loop = d.delta
+    return f"s{loop.id}.{d.index}" if isinstance(loop, dl.MapAccum) else f"LoopOutput {d.index}"
+
+
+def _delta_type(d: dl.Delta) -> str:
+    """A Delta's type, or a loop's tuple of result types."""
+    if isinstance(d, dl.MapAccum):
+        types = [type_name(s, t) for s, t in zip(d.shapes, d.dtypes, strict=True)]
+        return "(" + ", ".join(types) + ")"
+    return type_name(d.shape, d.dtype)
+
+
 def _delta_sketch(
     root: dl.Delta,
     highlight: dl.Delta | None,
@@ -819,12 +841,12 @@ def _delta_sketch(
     sketch = _Sketch()
     for d in order:
         key = f"d{number[id(d)]}"
-        look = {"shape": "doubleoctagon"} if isinstance(d, dl.Share) else {}
+        look = {"shape": "doubleoctagon"} if isinstance(d, dl.Share | dl.MapAccum) else {}
         if d is highlight:
             look |= {"style": "rounded,filled", "fillcolor": "gold"}
         elif id(d) in finished:
             look |= {"style": "rounded,filled", "fillcolor": "gray90"}
-        lines = [_delta_head(d, input_names), type_name(d.shape, d.dtype)]
+        lines = [_delta_head(d, input_names), _delta_type(d)]
         if d in values:
             lines.append(f"value {short_value(values[d])}")
         if d in cotangents:

@@ -267,8 +267,16 @@ def test_a_loop_is_drawn_once_in_a_frame() -> None:
     assert list(frames.titles.values()) == ["mapAccumL 1000"]
     (frame,) = frames.titles
     inside = {frames.labels[k].split("|")[0] for k, f in frames.around.items() if f == (frame,)}
-    assert inside == {"c", "xi", "w1", "add", "mul", "t1 = tanh", "sumOuter",
-                      "t2 = mapAccumL 1000 (λc; xi; w1)"}  # fmt: skip
+    assert inside == {
+        "c",
+        "xi",
+        "w1",
+        "add",
+        "mul",
+        "t1 = tanh",
+        "sumOuter",
+        "t2 = mapAccumL 1000 (λc; xi; w1)",
+    }
     outside = [frames.labels[k].split("|")[0] for k, f in frames.around.items() if not f]
     assert sorted(outside) == sorted(
         ["x", "w", "0", "index", "t2.0", "t2.1", "sumOuter", "sumOuter", "add", "value"]
@@ -341,9 +349,15 @@ def hand_delta() -> tuple[dl.MapAccum, dl.Delta]:
     xs = (np.ones((5, 3)),)
     consts = (np.array([0.5, 0.25, 0.125]),)
     d = dl.MapAccum(
-        7, loop, residuals, xs, consts, (dl.Input(0, (3,), f64),), (dl.Zero((5, 3), f64),),
+        7,
+        loop,
+        residuals,
+        xs,
+        consts,
+        (dl.Input(0, (3,), f64),),
+        (dl.Zero((5, 3), f64),),
         (dl.Input(1, (3,), f64),),
-    )  # fmt: skip
+    )
     root = dl.Add(dl.SumOuter(dl.LoopOutput(0, d)), dl.SumOuter(dl.LoopOutput(1, d)))
     return d, root
 
@@ -367,9 +381,15 @@ def test_a_symbolic_loops_delta_prints_its_primal_terms() -> None:
     x, w = program.inputs
     f64 = DType.FLOAT64
     d = dl.MapAccum(
-        3, loop, (LoopOutput(1, loop),), (x,), (w,), (dl.Zero((3,), f64),),
-        (dl.Input(0, (5, 3), f64),), (dl.Zero((3,), f64),),
-    )  # fmt: skip
+        3,
+        loop,
+        (LoopOutput(1, loop),),
+        (x,),
+        (w,),
+        (dl.Zero((3,), f64),),
+        (dl.Input(0, (5, 3), f64),),
+        (dl.Zero((3,), f64),),
+    )
     text = format_symbolic_delta(dl.Add(dl.LoopOutput(0, d), dl.LoopOutput(0, d)))
     first, last = text.split("\n")
     assert first.startswith("s3 = MapAccumL 5 [Zero[3]] [Input 0] [Zero[3]] residuals [")

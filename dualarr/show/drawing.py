@@ -10,7 +10,9 @@ variables are named as in the text, and only the program's outputs carry a label
 (``value``, ``gradient of x``).  A concrete Delta can show a value and a cotangent on
 each node, as micrograd's ``draw_dot`` does (:func:`delta_graph`, :func:`reverse_graph`
 for the reverse pass of Fig. 17).  The fused kernels of a generated program (§7.5) are
-drawn as their expression trees, one box per kernel (:func:`kernel_graph`).
+drawn as their expression trees, one box per kernel (:func:`kernel_graph`).  A loop
+(horde-ad's mapAccum) is a frame labelled ``mapAccumL 1000`` holding its body once, its
+binders reading the loop's inputs by dotted edges; a loop in a body is a frame inside it.
 
 Wide drawings are laid out left-to-right (``rankdir="auto"``, :data:`MAX_WIDTH`) so that
 their labels stay readable where a notebook or the book scales them to the page.
@@ -886,7 +888,9 @@ def reverse_cotangents(
     (:func:`~dualarr.ad.reverse.reverse_steps`, up to the current one): an evaluated
     Share's whole cotangent, a pending Share's ``accum`` so far, an Input's ``grad`` so
     far, the root's ``seed`` (if given); and the Shares already evaluated."""
-    shares = {d.id: d for d in dl.delta_postorder([root]) if isinstance(d, dl.Share)}
+    shares = {
+        d.id: d for d in dl.delta_postorder([root]) if isinstance(d, dl.Share | dl.MapAccum)
+    }
     inputs = {d.index: d for d in dl.delta_postorder([root]) if isinstance(d, dl.Input)}
     cotangents: dict[dl.Delta, Any] = {} if seed is None else {root: seed}
     done: list[dl.Delta] = []

@@ -11,6 +11,11 @@ cotangents) and declared with its type above the program (``k1 : float64[1000,10
 ``constant_table`` gives their values by those names.  Printing is iterative and linear
 in the size of the DAG (up to the length of the text).
 
+A loop (horde-ad's mapAccum; not in the paper) prints its body once, as a lambda over its
+carries, slices and loop invariants, whatever its length:
+``let t2 = mapAccumL 5 (\\(c; xi; w). (c'; y)) (init) (xs) (consts) in``, its results read
+as ``t2.0``, ``t2.1``.
+
 A Delta (paper Fig. 16) prints one ``Share`` a line (:func:`print_delta`), with its index
 functions in full: ``s1 = Gather [5] Input 0 (\\[i]. [4 - i])``, also where a concrete run
 tabulated them (:func:`index_fn_text` reads the table back as a function).
@@ -413,10 +418,6 @@ def loop_head(node: MapAccum) -> str:
     return f"mapAccum{'R' if node.reverse else 'L'} {node.length}"
 
 
-def _group(texts: Sequence[str]) -> str:
-    return ", ".join(texts)
-
-
 @RENDERINGS.register(MapAccum)
 def _render_map_accum(printer: Printer, node: MapAccum) -> tuple[str, int]:
     """``mapAccumL 5 (\\(c; x; w). (c'; y)) (init) (xs) (consts)`` (horde-ad's
@@ -426,13 +427,15 @@ def _render_map_accum(printer: Printer, node: MapAccum) -> tuple[str, int]:
     invariants."""
     var, ref = printer._var, printer._ref
     params = "; ".join(
-        _group([var(v) for v in vs]) for vs in (node.carry_vars, node.x_vars, node.const_vars)
+        ", ".join([var(v) for v in vs]) for vs in (node.carry_vars, node.x_vars, node.const_vars)
     )
-    results = "; ".join(_group([ref(t, LOWEST) for t in ts]) for ts in (node.carry_outs, node.ys))
+    results = "; ".join(
+        ", ".join([ref(t, LOWEST) for t in ts]) for ts in (node.carry_outs, node.ys)
+    )
     inner = printer._lambda_body(node, f"({results})")
     sep = "" if inner.startswith("\n") else " "
     inputs = " ".join(
-        f"({_group([ref(t, LOWEST) for t in ts])})" for ts in (node.inits, node.xs, node.consts)
+        f"({', '.join([ref(t, LOWEST) for t in ts])})" for ts in (node.inits, node.xs, node.consts)
     )
     return f"{loop_head(node)} (\\({params}).{sep}{inner}) {inputs}", APP
 

@@ -581,16 +581,18 @@ def format_delta(
 ) -> str:
     """The Delta DAG in the paper's notation, one line per Share node (id order):
     ``s3 = SumOuter s2`` (or as ``binding`` writes it, e.g. ``let s3 = … in``); other
-    nodes are written inline."""
+    nodes are written inline.  A loop's Delta is bound like a Share,
+    ``s7 = MapAccumL 5 [init deltas] [xs deltas] [const deltas] residuals […] xs […]
+    consts […]`` (its saved primal values by ``describe``), and read as ``s7.0``."""
     order = delta_postorder([root])
     text: dict[Delta, str] = {}
     lines: list[str] = []
 
     def ref(d: Delta) -> str:
-        if isinstance(d, Share):
+        if isinstance(d, Share | MapAccum):
             return f"s{d.id}"
         inner = text[d]
-        return inner if isinstance(d, Zero | Input) else f"({inner})"
+        return inner if isinstance(d, Zero | Input | LoopOutput) else f"({inner})"
 
     for d in order:
         match d:
@@ -629,7 +631,27 @@ def format_delta(
                 text[d] = "FromList [" + ", ".join(ref(x) for x in xs) + "]"
             case Structural(construct=construct, delta=x):
                 text[d] = f"{construct.heading(d.arguments).capitalize()} {ref(x)}"
+            case MapAccum(id=i, loop=loop):
+                # a loop's Delta is bound like a Share (horde-ad's DeltaMapAccum): its
+                # tangent inputs, then the primal values its transpose reads
+                deltas = (d.init_deltas, d.xs_deltas, d.const_deltas)
+                saved = zip(
+                    ("residuals", "xs", "consts"), (d.residuals, d.xs, d.consts), strict=True
+                )
+                head = f"MapAccum{'R' if loop.reverse else 'L'} {loop.length}"
+                rhs = " ".join(
+                    [
+                        head,
+                        *("[" + ", ".join(ref(x) for x in group) + "]" for group in deltas),
+                        *(f"{name} [{', '.join(describe(v) for v in vs)}]" for name, vs in saved),
+                    ]
+                )
+                lines.append(binding(i, rhs))
+                text[d] = f"s{i}"
+            case LoopOutput(index=k, delta=x):
+                text[d] = f"{ref(x)}.{k}"
             case _:
                 assert_never(d)
-    lines.append(ref(root) if isinstance(root, Share) else text[root])
+    shared = isinstance(root, Share | MapAccum)
+    lines.append(ref(root) if shared else text[root])
     return "\n".join(lines)

@@ -10,7 +10,9 @@ variables are named as in the text, and only the program's outputs carry a label
 (``value``, ``gradient of x``).  A concrete Delta can show a value and a cotangent on
 each node, as micrograd's ``draw_dot`` does (:func:`delta_graph`, :func:`reverse_graph`
 for the reverse pass of Fig. 17).  The fused kernels of a generated program (§7.5) are
-drawn as their expression trees, one box per kernel (:func:`kernel_graph`).
+drawn as their expression trees, one box per kernel (:func:`kernel_graph`).  A loop
+(horde-ad's mapAccum) is a frame labelled ``mapAccumL 1000`` holding its body once, its
+binders reading the loop's inputs by dotted edges; a loop in a body is a frame inside it.
 
 Wide drawings are laid out left-to-right (``rankdir="auto"``, :data:`MAX_WIDTH`) so that
 their labels stay readable where a notebook or the book scales them to the page.
@@ -59,6 +61,8 @@ from ..lang.terms import (
     Index,
     Iota,
     Let,
+    LoopOutput,
+    MapAccum,
     Op,
     Replicate,
     Reshape,
@@ -84,8 +88,10 @@ from .printer import (
     host_array,
     index_fn_text,
     input_names,
+    loop_head,
     print_term,
     render_contraction,
+    term_type,
 )
 
 if TYPE_CHECKING:
@@ -180,7 +186,10 @@ class _Sketch:
         rankdir: RankDir = "auto",
         max_width: float = MAX_WIDTH,
         clusters: Sequence[str] = (),
+        parents: Sequence[int | None] = (),
     ) -> Drawing:
+        """The Graphviz drawing, each of ``clusters`` (its label) a box, inside box
+        ``parents[k]`` where given (a loop's frame inside the frame of its loop)."""
         layout = self.layout(rankdir, max_width)
         drawing = _drawing_type()(name=name)
         drawing.layout = layout
@@ -194,8 +203,16 @@ class _Sketch:
             (drawing if cluster is None else boxes[cluster]).node(key, label, **look)
         for tail, head, look in self.edges:
             drawing.edge(tail, head, **look)
-        for box in boxes:
-            drawing.subgraph(box)
+        parent = list(parents) + [None] * (len(boxes) - len(parents))
+        depth = [0] * len(boxes)
+        for k in range(len(boxes)):
+            above = parent[k]
+            while above is not None:
+                depth[k] += 1
+                above = parent[above]
+        for k in sorted(range(len(boxes)), key=lambda k: -depth[k]):  # inner boxes first
+            above = parent[k]
+            (drawing if above is None else boxes[above]).subgraph(boxes[k])
         return drawing
 
 
@@ -396,6 +413,21 @@ def _label_share(printer: Printer, node: Share) -> str:
     return f"share{node.id}"
 
 
+@LABELS.register(MapAccum)
+def _label_map_accum(printer: Printer, node: MapAccum) -> str:
+    """``mapAccumL 5 (λc; x; w)``: the loop and its binders (carries, slices, loop
+    invariants); its body is drawn in the loop's frame (horde-ad's mapAccum)."""
+    groups = (node.carry_vars, node.x_vars, node.const_vars)
+    params = "; ".join(", ".join(printer.names.get(v.id, v.hint) for v in vs) for vs in groups)
+    return f"{loop_head(node)} (λ{params})"
+
+
+@LABELS.register(LoopOutput)
+def _label_loop_output(printer: Printer, node: LoopOutput) -> str:
+    """``t1.0``: result ``k`` of the loop, by the loop's name in the text."""
+    return f"{printer.names.get(id(node.loop), 'loop')}.{node.index}"
+
+
 def _named(name: str) -> TermLabel:
     """The rule of a construct labelled by its name alone (``cond``, ``floor``)."""
 
@@ -467,6 +499,8 @@ def term_graph(
     nodes = _TermNodes.of(roots, bindings, every_binding)
     marked = {id(n) for n in highlight}
     group_of = {id(n): k for k, (_, members) in enumerate(groups) for n in members}
+    frames = _LoopFrames.of(nodes, [*roots, *bound.values()])
+    first = len(groups)  # the boxes: the groups, then one frame a loop
     sketch = _Sketch()
     for node in nodes.order:
         if isinstance(node, Var) and node in bound:
@@ -476,8 +510,16 @@ def term_graph(
         look = {"shape": "ellipse" if isinstance(node, Var) else "box"}
         if id(node) in marked:
             look |= {"style": "rounded,filled", "fillcolor": "gold"}
-        label = f"{_binding_head(node, printer, nodes)}\n{type_name(node.shape, node.dtype)}"
-        sketch.node(nodes.key(node), label, look, group_of.get(id(node)))
+        label = f"{_binding_head(node, printer, nodes)}\n{term_type(node)}"
+        frame = frames.frame(node)
+        cluster = group_of.get(id(node), None if frame is None else first + frame)
+        sketch.node(nodes.key(node), label, look, cluster)
+        if isinstance(node, MapAccum):  # its body's results, and its binders' inputs
+            for result in node.body:
+                sketch.edge(nodes.key(node), nodes.key(result), style="solid")
+            for var, given in zip(node.binders, node.inputs, strict=True):
+                sketch.edge(nodes.key(var), nodes.key(given), style="dotted")
+            continue
         scoped = bound_vars(node)[1] if type(node) in INDEX_FUNCTION_CONSTRUCTS else ()
         for position, kid in enumerate(children(node)):
             style = "dashed" if position in scoped else "solid"
@@ -486,7 +528,70 @@ def term_graph(
     for k, (root, label) in enumerate(zip(roots, shown, strict=True)):
         sketch.node(f"out{k}", label, {"shape": "plain"})
         sketch.edge(f"out{k}", nodes.key(root))
-    return sketch.drawing(name, rankdir, max_width, [label for label, _ in groups])
+    titles = [label for label, _ in groups] + [loop_head(loop) for loop in frames.loops]
+
+    def box(frame: int | None) -> int | None:
+        return None if frame is None else first + frame
+
+    parents = [box(frames.common([frames.frame(n) for n in members])) for _, members in groups]
+    parents += [box(f) for f in frames.parent]
+    return sketch.drawing(name, rankdir, max_width, titles, parents)
+
+
+@dataclass
+class _LoopFrames:
+    """The frames of a term drawing (horde-ad's mapAccum; not in the paper): one box a
+    loop, holding its ``MapAccum`` node, its binders and its body, drawn once whatever
+    the loop's length; a loop inside a body is a frame inside its loop's frame.
+
+    Each node is drawn in the innermost frame holding all its uses: a use inside a body
+    (the loop's results, binders, and what they read) is in the loop's frame, a use as
+    a loop's input is in the frame around the loop.  A closed node used both inside
+    and outside a body is drawn outside."""
+
+    loops: list[MapAccum]
+    parent: list[int | None]  # each frame's enclosing frame
+    where: dict[int, int | None]  # each node's frame
+
+    @staticmethod
+    def of(nodes: _TermNodes, outside: Sequence[Term]) -> _LoopFrames:
+        frames = _LoopFrames([], [], {})
+        uses: dict[int, list[int | None]] = {}
+        top = {id(n) for n in outside}
+        for node in reversed(nodes.order):  # every use before its operands
+            here = None if id(node) in top else frames.common(uses.pop(id(node), []))
+            frames.where[id(node)] = here
+            inner: frozenset[int] = frozenset()
+            if isinstance(node, MapAccum):
+                frames.where[id(node)] = len(frames.loops)
+                inner = frozenset(id(t) for t in (*node.body, *node.binders))
+                frames.loops.append(node)
+                frames.parent.append(here)
+            for kid in nodes.operands(node):
+                frame = frames.where[id(node)] if id(kid) in inner else here
+                uses.setdefault(id(kid), []).append(frame)
+        return frames
+
+    def frame(self, node: Term) -> int | None:
+        """The frame ``node`` is drawn in (``None``: outside every loop)."""
+        return self.where.get(id(node))
+
+    def _outward(self, frame: int) -> list[int]:
+        chain = [frame]
+        while (above := self.parent[chain[-1]]) is not None:
+            chain.append(above)
+        return chain
+
+    def common(self, frames: Sequence[int | None]) -> int | None:
+        """The innermost frame holding all of ``frames`` (``None``: the top level)."""
+        if not frames or None in frames:
+            return None
+        chain = self._outward(frames[0])  # type: ignore[arg-type]
+        for frame in set(frames[1:]):
+            if frame not in chain:
+                around = set(self._outward(frame))  # type: ignore[arg-type]
+                chain = [f for f in chain if f in around]
+        return chain[0] if chain else None
 
 
 @dataclass
@@ -505,17 +610,25 @@ class _TermNodes:
         roots: Sequence[Term], bindings: Sequence[tuple[Var, Term]], every_binding: bool
     ) -> _TermNodes:
         bound = dict(bindings)
+        nodes = _TermNodes(bound, [], {}, {})
+        nodes.order = postorder(
+            [*(v for v, _ in bindings if every_binding), *roots], nodes.operands
+        )
+        nodes.number = {id(n): k for k, n in enumerate(nodes.order)}
+        for var, term in bindings:  # a bound term's node -> the variable that labels it
+            if not isinstance(term, Var) and id(term) in nodes.number:
+                nodes.owner.setdefault(id(term), var)
+        return nodes
 
-        def operands(node: Term) -> tuple[Term, ...]:
-            return (bound[node],) if isinstance(node, Var) and node in bound else children(node)
-
-        order = postorder([*(v for v, _ in bindings if every_binding), *roots], operands)
-        number = {id(n): k for k, n in enumerate(order)}
-        owner: dict[int, Var] = {}  # a bound term's node -> the variable that labels it
-        for var, term in bindings:
-            if not isinstance(term, Var) and id(term) in number and id(term) not in owner:
-                owner[id(term)] = var
-        return _TermNodes(bound, order, number, owner)
+    def operands(self, node: Term) -> tuple[Term, ...]:
+        """What ``node`` is drawn reading: a bound variable its term, a loop its inputs,
+        its body and its binders (drawn in its frame even where the body reads none),
+        any other node its children."""
+        if isinstance(node, Var) and node in self.bound:
+            return (self.bound[node],)
+        if isinstance(node, MapAccum):
+            return (*children(node), *node.binders)
+        return children(node)
 
     def key(self, node: Term) -> str:
         """The drawing's key of ``node``; a bound variable's is its term's, unless it is
@@ -694,6 +807,28 @@ def _label_delta_contract(input_names: Mapping[int, str], d: dl.Contract) -> str
     return f"Contract {d.spec}\n{short_value(d.factor)}"
 
 
+@DELTA_LABELS.register(dl.MapAccum)
+def _label_delta_map_accum(input_names: Mapping[int, str], d: dl.MapAccum) -> str:
+    """``s7 = MapAccumL 5``: a loop's Delta, bound like a Share (horde-ad's
+    DeltaMapAccum; not in the paper); its operands are the tangents of its inputs."""
+    return f"s{d.id} = MapAccum{'R' if d.loop.reverse else 'L'} {d.loop.length}"
+
+
+@DELTA_LABELS.register(dl.LoopOutput)
+def _label_delta_loop_output(input_names: Mapping[int, str], d: dl.LoopOutput) -> str:
+    """``s7.0``: the tangent of result ``k`` of a loop."""
+    loop = d.delta
+    return f"s{loop.id}.{d.index}" if isinstance(loop, dl.MapAccum) else f"LoopOutput {d.index}"
+
+
+def _delta_type(d: dl.Delta) -> str:
+    """A Delta's type, or a loop's tuple of result types."""
+    if isinstance(d, dl.MapAccum):
+        types = [type_name(s, t) for s, t in zip(d.shapes, d.dtypes, strict=True)]
+        return "(" + ", ".join(types) + ")"
+    return type_name(d.shape, d.dtype)
+
+
 def _delta_sketch(
     root: dl.Delta,
     highlight: dl.Delta | None,
@@ -708,12 +843,12 @@ def _delta_sketch(
     sketch = _Sketch()
     for d in order:
         key = f"d{number[id(d)]}"
-        look = {"shape": "doubleoctagon"} if isinstance(d, dl.Share) else {}
+        look = {"shape": "doubleoctagon"} if isinstance(d, dl.Share | dl.MapAccum) else {}
         if d is highlight:
             look |= {"style": "rounded,filled", "fillcolor": "gold"}
         elif id(d) in finished:
             look |= {"style": "rounded,filled", "fillcolor": "gray90"}
-        lines = [_delta_head(d, input_names), type_name(d.shape, d.dtype)]
+        lines = [_delta_head(d, input_names), _delta_type(d)]
         if d in values:
             lines.append(f"value {short_value(values[d])}")
         if d in cotangents:
@@ -751,7 +886,9 @@ def reverse_cotangents(
     (:func:`~dualarr.ad.reverse.reverse_steps`, up to the current one): an evaluated
     Share's whole cotangent, a pending Share's ``accum`` so far, an Input's ``grad`` so
     far, the root's ``seed`` (if given); and the Shares already evaluated."""
-    shares = {d.id: d for d in dl.delta_postorder([root]) if isinstance(d, dl.Share)}
+    shares = {
+        d.id: d for d in dl.delta_postorder([root]) if isinstance(d, dl.Share | dl.MapAccum)
+    }
     inputs = {d.index: d for d in dl.delta_postorder([root]) if isinstance(d, dl.Input)}
     cotangents: dict[dl.Delta, Any] = {} if seed is None else {root: seed}
     done: list[dl.Delta] = []

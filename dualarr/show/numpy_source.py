@@ -25,6 +25,7 @@ from ..lang.names import Namer
 from ..lang.program import Program
 from ..lang.tensor import NumpyCall
 from ..lang.terms import (
+    FreeVars,
     IdSupply,
     Term,
     TermBase,
@@ -60,12 +61,25 @@ class _Listing:
         return _call(call, self.written, self.names)
 
 
+def _top_level_calls(program: Program) -> list[NumpyCall]:
+    """The calls made outside any loop body: a call a ``da.scan`` body made reads the
+    body's variables (its carries, its slices), which no ``let`` at the top can see, so
+    it is shown as part of its loop."""
+    free = FreeVars(ignore=program.inputs)
+    return [
+        call
+        for call in program.numpy_calls
+        if not any(free(t) for t in [*call.results, *_terms(call.args), *_terms(call.kwargs)])
+    ]
+
+
 def _listing(program: Program) -> _Listing:
     supply = IdSupply(program.supply.next_id)  # names only: the program is not changed
     named: dict[int, Var] = {}
     inputs = {id(v) for v in program.inputs}
     order: list[tuple[Var, Term, NumpyCall]] = []
-    for call in program.numpy_calls:
+    calls = _top_level_calls(program)
+    for call in calls:
         for result in call.results:
             if id(result) in named or id(result) in inputs:
                 continue
@@ -73,7 +87,7 @@ def _listing(program: Program) -> _Listing:
             named[id(result)] = var
             order.append((var, result, call))
     roots = [*(t for _, t, _ in order), *program.outputs]
-    for call in program.numpy_calls:
+    for call in calls:
         roots.extend(_terms(call.args) + _terms(call.kwargs))
     body: dict[int, Term] = {}
     written: dict[int, Term] = {}

@@ -11,6 +11,11 @@ cotangents) and declared with its type above the program (``k1 : float64[1000,10
 ``constant_table`` gives their values by those names.  Printing is iterative and linear
 in the size of the DAG (up to the length of the text).
 
+A loop (horde-ad's mapAccum; not in the paper) prints its body once, as a lambda over its
+carries, slices and loop invariants, whatever its length:
+``let t2 = mapAccumL 5 (\\(c; xi; w). (c'; y)) (init) (xs) (consts) in``, its results read
+as ``t2.0``, ``t2.1``.
+
 A Delta (paper Fig. 16) prints one ``Share`` a line (:func:`print_delta`), with its index
 functions in full: ``s1 = Gather [5] Input 0 (\\[i]. [4 - i])``, also where a concrete run
 tabulated them (:func:`index_fn_text` reads the table back as a function).
@@ -47,6 +52,8 @@ from ..lang.terms import (
     Index,
     Iota,
     Let,
+    LoopOutput,
+    MapAccum,
     Op,
     Replicate,
     Reshape,
@@ -124,6 +131,15 @@ def _trivial(node: Term) -> bool:
         or (isinstance(node, Const) and node.value.ndim == 0)
         or is_named_constant(node)
     )
+
+
+def term_type(node: Term) -> str:
+    """``float64[3]``, or a loop's tuple of result types ``(float64[3], float64[5])``
+    (a :class:`MapAccum` has several results and no one ``shape``)."""
+    if isinstance(node, MapAccum):
+        types = [type_name(s, d) for s, d in zip(node.shapes, node.dtypes, strict=True)]
+        return "(" + ", ".join(types) + ")"
+    return type_name(node.shape, node.dtype)
 
 
 def input_names(inputs: Sequence[Var]) -> list[str]:
@@ -399,6 +415,39 @@ def _render_build1(printer: Printer, node: Build1) -> tuple[str, int]:
     return f"build1 {node.size} (\\{printer._var(node.var)}.{sep}{inner})", APP
 
 
+def loop_head(node: MapAccum) -> str:
+    """``mapAccumL 5`` (``mapAccumR`` for a loop run from its last row)."""
+    return f"mapAccum{'R' if node.reverse else 'L'} {node.length}"
+
+
+@RENDERINGS.register(MapAccum)
+def _render_map_accum(printer: Printer, node: MapAccum) -> tuple[str, int]:
+    """``mapAccumL 5 (\\(c; x; w). (c'; y)) (init) (xs) (consts)`` (horde-ad's
+    ``mapAccumL``/``mapAccumR``; not in the paper): the body as a lambda over its carries,
+    its slices and its loop invariants, returning its next carries then its rows of the
+    ``ys``, the lets of its scope inside; then the initial carries, the xs and the
+    invariants."""
+    var, ref = printer._var, printer._ref
+    params = "; ".join(
+        ", ".join([var(v) for v in vs]) for vs in (node.carry_vars, node.x_vars, node.const_vars)
+    )
+    results = "; ".join(
+        ", ".join([ref(t, LOWEST) for t in ts]) for ts in (node.carry_outs, node.ys)
+    )
+    inner = printer._lambda_body(node, f"({results})")
+    sep = "" if inner.startswith("\n") else " "
+    inputs = " ".join(
+        f"({', '.join([ref(t, LOWEST) for t in ts])})" for ts in (node.inits, node.xs, node.consts)
+    )
+    return f"{loop_head(node)} (\\({params}).{sep}{inner}) {inputs}", APP
+
+
+@RENDERINGS.register(LoopOutput)
+def _render_loop_output(printer: Printer, node: LoopOutput) -> tuple[str, int]:
+    """``t1.0``: result ``k`` of a loop (its final carries, then its stacked ys)."""
+    return f"{printer._ref(node.loop, ATOM)}.{node.index}", ATOM
+
+
 @RENDERINGS.register(Index)
 def _render_index(printer: Printer, node: Index) -> tuple[str, int]:
     ix = ", ".join(printer._ref(i, LOWEST) for i in node.index)
@@ -609,7 +658,7 @@ def primal_text(value: Any) -> str:
     if isinstance(value, Term):
         text = print_term(value)
         if "\n" in text or len(text) > 60:
-            return f"<{type_name(value.shape, value.dtype)}>"
+            return f"<{term_type(value)}>"
         atomic = isinstance(value, Var) or (isinstance(value, Const) and value.shape == ())
         return text if atomic or is_named_constant(value) else f"({text})"
     shape = getattr(value, "shape", None)
@@ -697,9 +746,9 @@ def structure(term: Term) -> str:
             for f in dataclasses.fields(node)
             if f.init and not (isinstance(node, Var) and f.name in ("shape", "dtype"))
         ]
-        typ = type_name(node.shape, node.dtype)
+        typ = term_type(node)
         lines.append(f"  %{number[id(node)]} = {type(node).__name__}({', '.join(fields)}) : {typ}")
-    head = f"<{type(term).__name__} {type_name(term.shape, term.dtype)}, {len(order)} nodes:"
+    head = f"<{type(term).__name__} {term_type(term)}, {len(order)} nodes:"
     return head + "\n" + "\n".join(lines) + ">"
 
 

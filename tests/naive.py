@@ -44,6 +44,8 @@ from dualarr.lang.terms import (
     Index,
     Iota,
     Let,
+    LoopOutput,
+    MapAccum,
     Op,
     Replicate,
     Reshape,
@@ -106,8 +108,11 @@ def _sinc_derivative(order: int) -> Callable[[Scalar], Scalar]:
             for n in range(first, first + 90):  # d^k/dx^k of (-1)^n (pi x)^2n / (2n+1)!
                 power = 2 * n - order
                 total += (
-                    (-1) ** n * mpmath.pi ** (2 * n) * mpmath.factorial(2 * n)
-                    / (mpmath.factorial(power) * mpmath.factorial(2 * n + 1)) * t**power
+                    (-1) ** n
+                    * mpmath.pi ** (2 * n)
+                    * mpmath.factorial(2 * n)
+                    / (mpmath.factorial(power) * mpmath.factorial(2 * n + 1))
+                    * t**power
                 )
             return float(total)
 
@@ -199,7 +204,31 @@ def naive_eval(term: Term, env: Mapping[Var, Array]) -> Array:
         return _eval(term, {var: np.asarray(value) for var, value in env.items()})
 
 
+def _loop(loop: MapAccum, env: dict[Var, Array]) -> list[Array]:
+    """A loop step by step: row t of each xs in, row t of each ys out (§ horde-ad's
+    mapAccum), the carries threaded through."""
+    carries = [_eval(c, env) for c in loop.inits]
+    xs = [_eval(x, env) for x in loop.xs]
+    consts = [_eval(k, env) for k in loop.consts]
+    n_carries = len(carries)
+    ys = [
+        _zeros(s, d) for s, d in zip(loop.shapes[n_carries:], loop.dtypes[n_carries:], strict=True)
+    ]
+    steps = range(loop.length - 1, -1, -1) if loop.reverse else range(loop.length)
+    for t in steps:
+        values = [*carries, *(x[t] for x in xs), *consts]
+        inner = {**env, **dict(zip(loop.binders, values, strict=True))}
+        outs = [_eval(b, inner) for b in loop.body]
+        carries = outs[:n_carries]
+        for y, row in zip(ys, outs[n_carries:], strict=True):
+            y[t] = row
+    return [*carries, *ys]
+
+
 def _eval(term: Term, env: dict[Var, Array]) -> Array:
+    if isinstance(term, LoopOutput):
+        assert isinstance(term.loop, MapAccum)
+        return np.array(_loop(term.loop, env)[term.index], dtype=term.dtype.numpy())
     shape, dtype = term.shape, term.dtype
     np_dtype = dtype.numpy()
     match term:

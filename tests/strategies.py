@@ -80,6 +80,8 @@ from dualarr.lang.terms import (
     Index,
     Iota,
     Let,
+    LoopOutput,
+    MapAccum,
     Op,
     Replicate,
     Reshape,
@@ -192,6 +194,7 @@ class GenConfig:
     max_build_nesting: int = 3
     max_dim: int = 4
     sharing: bool = True
+    loops: bool = True
 
 
 def _is_suffix(small: Shape, big: Shape) -> bool:
@@ -407,6 +410,8 @@ class TermGen:
             opts.append(("transpose", 2))
         if shape:
             opts.append(("rev", 1))
+        if self.config.loops and env.work <= 16:
+            opts.append(("loop", 1))
         return opts
 
     # -- leaves ------------------------------------------------------------------------
@@ -814,6 +819,42 @@ class TermGen:
         axis = self._int(0, len(shape) - 1)
         return Rev(axis, self.gen_term(shape, dtype, env, depth, exact))
 
+    def _g_loop(self, shape: Shape, dtype: DType, env: Env, depth: int, exact: bool) -> Term:
+        """One result of a loop (horde-ad's mapAccum; ``da.scan``): a final carry, or the
+        stacked ys when ``shape`` has an outer dimension.  The body is closed: it reads
+        its carries, one row of an xs and a loop invariant computed outside."""
+        self.stats["loop"] += 1
+        as_ys = bool(shape) and shape[0] <= 3 and self._flip()
+        length = shape[0] if as_ys else self._int(1, 3)
+        carry_shape = self._dims(self._int(0, 1), 4) if as_ys else shape
+        carry_dtype = self._pick((F64, dtype)) if as_ys else dtype
+        carry_exact = exact or carry_dtype is not F64
+        carry = self._fresh("c", carry_shape, carry_dtype)
+        binders = [Binding(carry, None, carry_exact)]
+        inits = (self.gen_term(carry_shape, carry_dtype, env, depth, carry_exact),)
+        xs: tuple[Term, ...] = ()
+        x_vars: tuple[Var, ...] = ()
+        if self._flip():
+            row = self._dims(self._int(0, 1), 3)
+            x_var = self._fresh("x", row, F64)
+            xs, x_vars = (self.gen_term((length, *row), F64, env, depth, exact),), (x_var,)
+            binders.append(Binding(x_var, None, exact))
+        consts: tuple[Term, ...] = ()
+        const_vars: tuple[Var, ...] = ()
+        if self._flip():
+            k_shape = self._dims(self._int(0, 1), 3)
+            k_var = self._fresh("k", k_shape, F64)
+            consts, const_vars = (self.gen_term(k_shape, F64, env, depth, exact),), (k_var,)
+            binders.append(Binding(k_var, None, exact))
+        body_env = Env(tuple(binders), env.work * max(1, length), env.builds)
+        body: list[Term] = [self.gen_term(carry_shape, carry_dtype, body_env, depth, carry_exact)]
+        if as_ys:
+            body.append(self.gen_term(shape[1:], dtype, body_env, depth, exact))
+        loop = MapAccum(
+            length, self._flip(), (carry,), x_vars, const_vars, inits, xs, consts, tuple(body)
+        )
+        return LoopOutput(1 if as_ys else 0, loop)
+
     def _g_reshape(self, shape: Shape, dtype: DType, env: Env, depth: int, exact: bool) -> Term:
         n = _prod(shape)
         rank = self._int(0 if n == 1 else 1, 3)
@@ -948,6 +989,20 @@ def rename_bound_vars(term: Term, fresh: Callable[[Var], Var]) -> Term:
                 return Gather(sh, kids[0], tuple(renamed[v] for v in vs), tuple(kids[1:]))
             case Scatter(outer_shape=sh, vars=vs):
                 return Scatter(sh, kids[0], tuple(renamed[v] for v in vs), tuple(kids[1:]))
+            case MapAccum():
+                c, x = len(node.inits), len(node.xs)
+                k = c + x + len(node.consts)
+                return MapAccum(
+                    node.length,
+                    node.reverse,
+                    tuple(renamed[v] for v in node.carry_vars),
+                    tuple(renamed[v] for v in node.x_vars),
+                    tuple(renamed[v] for v in node.const_vars),
+                    kids[:c],
+                    kids[c : c + x],
+                    kids[c + x : k],
+                    kids[k:],
+                )
             case _:
                 return rebuild(node, kids)
 

@@ -14,6 +14,10 @@ reads give 0, out-of-range writes are dropped).  An index function that is not s
 index work (:func:`dualarr.lang.indexing.is_scalar_index_work`) is evaluated by a generated
 Python loop over its grid.  Integer ``//`` and ``%`` call ``helpers.quot`` /
 ``helpers.rem`` (``a // 0 == a``, ``a % 0 == a``).  Every traversal is iterative.
+
+A loop (:class:`~dualarr.lang.terms.MapAccum`, horde-ad's mapAccum; not in the paper)
+is a Python ``for`` around its body's code, a nested scope like an index function's:
+the source's size does not depend on the number of steps.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Recycled result buffers: a call site writes into the array it returned last time once
 nothing else holds it.
 
-Generated code calls each kernel at one place, once per call of the program, and each
-output of a compiled program leaves it at one place: each such site keeps a
-:class:`SpareBuffer`.  A steady loop of gradients then allocates no new memory for its
+Generated code calls each kernel at one place, once per call of the program (once per
+step inside a loop, where a carry holds the previous step's result, so that buffer is
+not free), and each output of a compiled program leaves it at one place: each such site
+keeps a :class:`SpareBuffer`.  A steady loop of gradients then allocates no new memory for its
 temporaries, nor for results its caller dropped, as a runtime with its own memory pool
 would do (fresh pages of a large array cost about as much as computing it).
 """

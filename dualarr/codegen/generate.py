@@ -14,6 +14,10 @@ reads give 0, out-of-range writes are dropped).  An index function that is not s
 index work (:func:`dualarr.lang.indexing.is_scalar_index_work`) is evaluated by a generated
 Python loop over its grid.  Integer ``//`` and ``%`` call ``helpers.quot`` /
 ``helpers.rem`` (``a // 0 == a``, ``a % 0 == a``).  Every traversal is iterative.
+
+A loop (:class:`~dualarr.lang.terms.MapAccum`, horde-ad's mapAccum; not in the paper)
+is a Python ``for`` around its body's code, a nested scope like an index function's:
+the source's size does not depend on the number of steps.
 """
 
 from __future__ import annotations
@@ -61,6 +65,8 @@ from ..lang.terms import (
     Index,
     Iota,
     Let,
+    LoopOutput,
+    MapAccum,
     Op,
     Replicate,
     Reshape,
@@ -411,6 +417,8 @@ class _Generator:
         self.views: dict[str, str] = {}  # ``x[::-1]`` in the function body -> its name
         self.view_text: dict[str, str] = {}  # and back
         self.owner: dict[str, Term] = {}  # a ``tN`` name -> the node its line computes
+        self.loop_names: dict[Term, list[str]] = {}  # a loop -> the names of its results
+        self.invariants: dict[Var, Term] = {}  # a loop's invariant variable -> its value
 
     # -- analysis ------------------------------------------------------------------
 
@@ -440,6 +448,11 @@ class _Generator:
             raise DualarrError(f"variable {var.hint}#{var.id} is bound twice", op="codegen")
         self.binder.update(self.top_lets)
         self.binder.update(binder)
+        for node in plain:  # a loop invariant is a let around its loop: see _emit_loop
+            if isinstance(node, MapAccum):
+                for var, const in zip(node.const_vars, node.consts, strict=True):
+                    self.binder[var] = Let(var, const, var)
+                    self.invariants[var] = const
         known = set(self.inputs) | self.binder.keys()
         for node in plain:
             if isinstance(node, Var) and node not in known:
@@ -469,9 +482,17 @@ class _Generator:
             for kid in self._operands(node):
                 target = self._resolve(kid)
                 self.uses[target] = self.uses.get(target, 0) + 1
-                inside = isinstance(node, Gather | Scatter) and self.home[target] is node
+                inside = isinstance(node, Gather | Scatter | MapAccum) and (
+                    self.home[target] is node
+                )
                 if self.home[target] is not self.home[node] and not inside:
                     self.cross.add(target)
+            if isinstance(node, MapAccum):  # a result the body computes before the loop
+                self.cross.update(
+                    target
+                    for target in map(self._resolve, node.body)
+                    if self.home[target] is not node
+                )
             if isinstance(node, Cond):  # strict: both branches computed first
                 self.cross.update((self._resolve(node.if_true), self._resolve(node.if_false)))
         self.bulk: dict[Term, bool] = {}
@@ -495,8 +516,9 @@ class _Generator:
     def _fusable(self, node: Term) -> bool:
         """An elementwise operation a kernel can hold: a primitive of
         :data:`dualarr.codegen.kernels.FUSABLE` (or ``if``) on float64 and booleans, in
-        the function body (not inside an index function)."""
-        if self.home[node] is not _TOP:
+        the function body or a loop's body (not inside an index function)."""
+        home = self.home[node]
+        if home is not _TOP and not isinstance(home, MapAccum):
             return False
         if isinstance(node, Var):  # a let-bound name of a kernel expression: an alias
             binder = self.binder.get(node)
@@ -590,6 +612,9 @@ class _Generator:
         match node:
             case Var():
                 binder = self.binder.get(node)
+                if node in self.invariants:  # the invariant's own name
+                    self.text[node] = (self._named(self.invariants[node]), _ATOM, 0)
+                    return
                 if node not in self.names:
                     self.names[node] = self.namer.fresh(node.hint)
                 name = self.names[node]
@@ -612,6 +637,12 @@ class _Generator:
                 return
             case Gather() | Scatter():
                 self._emit_indexed(node)
+                return
+            case MapAccum():
+                self._emit_loop(node)
+                return
+            case LoopOutput(index=k, loop=loop):
+                self.text[node] = (self.loop_names[loop][k], _ATOM, 0)
                 return
             case _:
                 pass
@@ -1049,7 +1080,7 @@ class _Generator:
                     "share nodes are let-converted (Fig. 20) before code generation",
                     op="codegen",
                 )
-            case Var() | Let() | Build1() | Gather() | Scatter():
+            case Var() | Let() | Build1() | Gather() | Scatter() | MapAccum() | LoopOutput():
                 raise AssertionError(f"{type(node).__name__} is emitted elsewhere")
             case Structural():
                 return self._structural(node), _ATOM
@@ -1084,7 +1115,10 @@ class _Generator:
 
     def _operands(self, node: Term) -> tuple[Term, ...]:
         """What a node's code reads: :meth:`_kids`, except that an elementwise operation
-        reads a replicated scalar next to a full array as the scalar (broadcasting)."""
+        reads a replicated scalar next to a full array as the scalar (broadcasting), and
+        a loop reads its invariants through their variables (lets around it)."""
+        if isinstance(node, MapAccum):  # its invariants are read through their lets
+            return (*node.inits, *node.xs, *node.body)
         if not isinstance(node, Op):
             return self._kids(node)
         return _broadcast_operands(node.args)
@@ -1204,6 +1238,63 @@ class _Generator:
         self.text[node] = (result, _ATOM, 0)
         self.owner[result] = node
 
+    def _emit_loop(self, loop: MapAccum) -> None:
+        """A loop (horde-ad's mapAccum; not in the paper) as a Python ``for`` around its
+        body's lines, so the program's size does not depend on the number of steps.
+
+        Before it: each carry's name bound to its initial value, each ys stack allocated
+        (``xp.empty``).  Each step binds the row of every xs it reads, runs the body's
+        lines (the innermost scope of what reads the loop's variables: names, kernels),
+        writes its row of every stack, then rebinds every carry in one assignment, so
+        that no next carry reads another's new value.  The invariants are lets around
+        the loop (:meth:`_analyse`): what the body computes from them alone was placed
+        before it.  Nothing is written in place but the fresh stacks, and each name
+        holds its array, so a recycled kernel buffer is never one a carry still holds."""
+        count = len(loop.carry_vars)
+        carries = [self._binder_name(v) for v in loop.carry_vars]
+        rows = [self._ref(y, 0) for y in loop.ys]
+        nexts = [self._ref(c, 0) for c in loop.carry_outs]
+        body = self.chunks.pop(loop, _Chunk([])).lines
+        inits = [self._ref(i, 0) for i in loop.inits]
+        xs = [self._named(x) for x in loop.xs]
+        lines = self._lines(loop)
+        lines.extend(f"{c} = {i}" for c, i in zip(carries, inits, strict=True))
+        stacks = [self.namer.fresh("ys", numbered=True) for _ in loop.ys]
+        for stack, shape, dtype in zip(
+            stacks, loop.shapes[count:], loop.dtypes[count:], strict=True
+        ):
+            lines.append(f"{stack} = xp.empty({_shape(shape)}, dtype=xp.{dtype})")
+        step = self.namer.fresh("step", numbered=True)
+        order = f"{loop.length - 1}, -1, -1" if loop.reverse else str(loop.length)
+        lines.append(f"for {step} in range({order}):")
+        block = [
+            f"{self.names[v]} = {x}[{step}, ...]"
+            for v, x in zip(loop.x_vars, xs, strict=True)
+            if v in self.names  # a row the body reads
+        ]
+        block += body
+        block += [f"{s}[{step}, ...] = {y}" for s, y in zip(stacks, rows, strict=True)]
+        changed = [(c, n) for c, n in zip(carries, nexts, strict=True) if c != n]
+        if changed:
+            targets = ", ".join(c for c, _ in changed)
+            block.append(f"{targets} = " + ", ".join(n for _, n in changed))
+        lines.extend("    " + line for line in block or ["pass"])
+        self.loop_names[loop] = [*carries, *stacks]
+
+    def _binder_name(self, var: Var) -> str:
+        """The name of a variable a loop binds (given now when its body never reads it)."""
+        if var not in self.names:
+            self.names[var] = self.namer.fresh(var.hint)
+        return self.names[var]
+
+    def _named(self, node: Term) -> str:
+        """The node's text, given a name first when it is an expression."""
+        text = self._ref(node, 0)
+        if not text.isidentifier():
+            self._bind(node, text)
+            text = self.text[node][0]
+        return text
+
 
 def _operation_count(expr: KernelExpr) -> int:
     count, stack = 0, [expr]
@@ -1286,11 +1377,13 @@ def _statement_spans(lines: Sequence[str]) -> Iterator[tuple[int, int]]:
         yield start, len(lines)
 
 
-def _reads_and_binds(statement: Sequence[str]) -> tuple[set[str], list[str]]:
+def _reads_and_binds(statement: Sequence[str], nested: bool = False) -> tuple[set[str], list[str]]:
     """The names a top-level statement of generated code may read, and those it binds
     (``t1 = ...``, ``i1, j1 = ...``, ``(i1,) = ...``).  The reads are every identifier
-    outside comment lines and binding targets: more than the names read (an attribute, a
-    word of a string), which can only keep a value longer, never free it early."""
+    outside comment lines and the statement's own binding targets: more than the names
+    read (an attribute, a word of a string), which can only keep a value longer, never
+    free it early.  A name bound inside a block (a loop's body rebinding its carries,
+    which may run no step) counts as read, and as bound only when ``nested``."""
     reads: set[str] = set()
     binds: list[str] = []
     for k, line in enumerate(statement):
@@ -1299,8 +1392,11 @@ def _reads_and_binds(statement: Sequence[str]) -> tuple[set[str], list[str]]:
             continue
         binding = _BINDING.match(text)
         if binding is not None:
-            if k == 0:
-                binds.extend(_IDENTIFIER.findall(binding.group(1)))
+            targets = _IDENTIFIER.findall(binding.group(1))
+            if k == 0 or nested:
+                binds.extend(targets)
+            if k > 0:
+                reads.update(targets)
             text = text[binding.end() :]
         reads.update(_IDENTIFIER.findall(text))
     return reads, binds
@@ -1365,7 +1461,8 @@ class _Segment:
 def _segments(code: GeneratedCode, namespace: dict[str, Any], where: str) -> list[_Segment]:
     """The body's statements in pieces of :data:`SEGMENT_STATEMENTS`, each a function of
     the names it reads (:func:`_reads_and_binds`) from the parameters and the earlier
-    pieces, returning those a later piece reads."""
+    pieces, returning those a later piece reads (a loop's carries, rebound in its block,
+    included)."""
     statements = [*code.statements, f"{_RESULTS} = {code.results}"]
     pieces = [
         statements[start : start + SEGMENT_STATEMENTS]
@@ -1377,7 +1474,7 @@ def _segments(code: GeneratedCode, namespace: dict[str, Any], where: str) -> lis
         load: set[str] = set()
         store: set[str] = set()
         for statement in piece:
-            read, bind = _reads_and_binds(statement.split("\n"))
+            read, bind = _reads_and_binds(statement.split("\n"), nested=True)
             load |= read
             store.update(bind)
         loads.append(load)

@@ -63,7 +63,10 @@ class LoopCase:
 def draw_expr(choose: Choose, carries: int, xs: int, depth: int) -> Expr:
     """A random vector expression over the carries, the rows of the xs, ``w``, ``s``."""
     leaves: list[Expr] = [
-        *(("c", j) for j in range(carries)), *(("x", j) for j in range(xs)), ("w",), ("s",)
+        *(("c", j) for j in range(carries)),
+        *(("x", j) for j in range(xs)),
+        ("w",),
+        ("s",),
     ]
     if depth == 0 or choose([True, False, False]):
         leaf: Expr = choose(leaves)

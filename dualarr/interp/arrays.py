@@ -450,7 +450,7 @@ class ArrayAlgebra(Algebra[Array]):
             for shape, dtype in zip(loop.shapes[carries_n:], loop.dtypes[carries_n:], strict=True)
         ]
         for t in loop_steps(loop):
-            outs = body(self, [*carries, *(x[t] for x in xs), *consts])
+            outs = body(self, [*carries, *(x[t, ...] for x in xs), *consts])
             carries = [xp.asarray(c) for c in outs[:carries_n]]
             for stack, y in zip(stacks, outs[carries_n:], strict=True):
                 stack[t, ...] = y

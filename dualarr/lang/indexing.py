@@ -236,8 +236,9 @@ def is_scalar_index_work(term: Term, variables: frozenset[Var] | set[Var], fv: F
     for node in order:
         if fv(node).isdisjoint(dependent):
             continue
-        if node.shape != () or not isinstance(
-            node, Var | Const | Op | Cond | Let | Index | FromIntegral | Floor
+        if (
+            not isinstance(node, Var | Const | Op | Cond | Let | Index | FromIntegral | Floor)
+            or node.shape != ()
         ):
             return False
         if isinstance(node, Index) and not fv(node.array).isdisjoint(dependent):

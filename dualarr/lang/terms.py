@@ -1350,7 +1350,7 @@ def distinct_binders(roots: Sequence[Term]) -> list[Term]:
         mapping: dict[Var, Term] = {
             v: fresh_var(supply, v.hint, v.shape, v.dtype) for v in variables
         }
-        inner = substitute_free([kids[k] for k in scoped], mapping, fv)
+        inner = substitute_free([kids[k] for k in scoped], mapping, fv, supply)
         new_kids = list(kids)
         for k, term in zip(scoped, inner, strict=True):
             new_kids[k] = term

@@ -886,9 +886,7 @@ def reverse_cotangents(
     (:func:`~dualarr.ad.reverse.reverse_steps`, up to the current one): an evaluated
     Share's whole cotangent, a pending Share's ``accum`` so far, an Input's ``grad`` so
     far, the root's ``seed`` (if given); and the Shares already evaluated."""
-    shares = {
-        d.id: d for d in dl.delta_postorder([root]) if isinstance(d, dl.Share | dl.MapAccum)
-    }
+    shares = {d.id: d for d in dl.delta_postorder([root]) if isinstance(d, dl.Share | dl.MapAccum)}
     inputs = {d.index: d for d in dl.delta_postorder([root]) if isinstance(d, dl.Input)}
     cotangents: dict[dl.Delta, Any] = {} if seed is None else {root: seed}
     done: list[dl.Delta] = []

@@ -30,11 +30,8 @@ def demo(n: int) -> str:
         f"== bot_steps  (the bulk-operation transform, §5: {len(stages.bot_steps)} rules)",
     ]
     for step in stages.bot_steps:
-        lines += [
-            f"{step.number}. {step.rule} ({step.figure})",
-            f"   {step.before}",
-            f"   ==> {step.after}",
-        ]
+        lines += [f"{step.number}. {step.rule} ({step.figure})", f"   {step.before}",
+                  f"   ==> {step.after}"]
     lines += [
         "",
         "== vectorised  (after the bot and simplification; no build1 is left)",

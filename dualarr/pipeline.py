@@ -136,7 +136,9 @@ class CompiledGradient:
     ``fuse`` (default: the ``fuse`` setting) groups its elementwise work into kernels
     (§7.5, :mod:`dualarr.codegen.kernels`)."""
 
-    def __init__(self, program: Program, gradient: LetProgram, fuse: bool | None = None) -> None:
+    def __init__(
+        self, program: Program, gradient: LetProgram, fuse: bool | None = None
+    ) -> None:
         self.program = program
         self.gradient = gradient
         self.compiled = CompiledProgram(

@@ -130,9 +130,9 @@ def _symbol_names(names: Sequence[str], shapes: Sequence[Shape]) -> list[list[st
 
     def spelled(prefixes: Sequence[str]) -> list[list[str]]:
         return [
-            [prefix]
-            if shape == ()
-            else [prefix + "".join(f"_{i}" for i in index) for index in np.ndindex(*shape)]
+            [prefix] if shape == () else [
+                prefix + "".join(f"_{i}" for i in index) for index in np.ndindex(*shape)
+            ]
             for prefix, shape in zip(prefixes, shapes, strict=True)
         ]
 
@@ -250,7 +250,9 @@ def sympy_gradient(
             f"of {max_scalars} (one symbol and one derivative each)",
             op="sympy_gradient",
         )
-    spelled = _symbol_names([names[k] for k in floats], [program.inputs[k].shape for k in floats])
+    spelled = _symbol_names(
+        [names[k] for k in floats], [program.inputs[k].shape for k in floats]
+    )
     symbols: list[Array | None] = [None] * len(program.inputs)
     fixed: list[Array | None] = [None] * len(program.inputs)
     env: dict[Var, Array] = {}
@@ -276,7 +278,9 @@ def sympy_gradient(
     output = as_symbolic(output)
     value: Expr = output[()]
     flat = _flat_floor()
-    (differentiable,) = _rewrite([value], lambda e: flat(*e.args) if type(e) is sp.floor else None)
+    (differentiable,) = _rewrite(
+        [value], lambda e: flat(*e.args) if type(e) is sp.floor else None
+    )
     present = {node for node in subexpressions([value]) if isinstance(node, sp.Symbol)}
     gradients: list[Array] = []
     for k in floats:

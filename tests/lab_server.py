@@ -61,18 +61,10 @@ def jupyter_lab(
     with log_path.open("w") as log:
         server = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "jupyter",
-                "lab",
-                "--no-browser",
-                "--allow-root",
-                "--ServerApp.ip=127.0.0.1",
-                f"--ServerApp.port={port}",
-                "--ServerApp.port_retries=0",
-                f"--IdentityProvider.token={token}",
-                f"--ServerApp.root_dir={root}",
-                "--LabApp.expose_app_in_browser=True",
+                sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
+                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+                "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
                 f"--LabApp.user_settings_dir={state / 'user-settings'}",
                 f"--LabApp.workspaces_dir={state / 'workspaces'}",
             ],

@@ -108,11 +108,8 @@ def _sinc_derivative(order: int) -> Callable[[Scalar], Scalar]:
             for n in range(first, first + 90):  # d^k/dx^k of (-1)^n (pi x)^2n / (2n+1)!
                 power = 2 * n - order
                 total += (
-                    (-1) ** n
-                    * mpmath.pi ** (2 * n)
-                    * mpmath.factorial(2 * n)
-                    / (mpmath.factorial(power) * mpmath.factorial(2 * n + 1))
-                    * t**power
+                    (-1) ** n * mpmath.pi ** (2 * n) * mpmath.factorial(2 * n)
+                    / (mpmath.factorial(power) * mpmath.factorial(2 * n + 1)) * t**power
                 )
             return float(total)
 

@@ -19,13 +19,9 @@ def run_notebook(path: Path) -> Any:
     is kept as an error output for the caller to assert on."""
     for attempt in range(KERNEL_START_TRIES):
         notebook = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
-        client = NotebookClient(
-            notebook,
-            timeout=600,
-            kernel_name="python3",
-            allow_errors=True,
-            resources={"metadata": {"path": str(path.parent)}},
-        )
+        client = NotebookClient(notebook, timeout=600, kernel_name="python3",
+                                allow_errors=True,
+                                resources={"metadata": {"path": str(path.parent)}})
         try:
             client.execute()
         except RuntimeError as error:

@@ -79,7 +79,9 @@ def _finite_differences(
         for sign in (1.0, -1.0):
             moved = x.copy()
             moved[index] += sign * h[index]
-            full = [np.asarray(a, dtype=np.float64) if _is_float_array(a) else a for a in args]
+            full = [
+                np.asarray(a, dtype=np.float64) if _is_float_array(a) else a for a in args
+            ]
             full[position] = moved
             values.append(float(np.sum(np.asarray(np_f(*full), dtype=np.float64) * w)))
         grad[index] = (values[0] - values[1]) / (2 * h[index])

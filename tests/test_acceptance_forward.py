@@ -64,10 +64,8 @@ def test_t14_concat_build_cb1_value() -> None:
         return da.build1(
             7,
             lambda i: da.concatenate(
-                [
-                    da.concatenate([da.replicate(5, r), da.from_list([da.to_float(i)])]),
-                    da.replicate(13, r),
-                ]
+                [da.concatenate([da.replicate(5, r), da.from_list([da.to_float(i)])]),
+                 da.replicate(13, r)]
             ),
         )
 

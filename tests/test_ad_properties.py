@@ -29,11 +29,8 @@ def float_positions(gp: GeneratedProgram) -> list[int]:
 
 
 def directional_fd(
-    program: da.Program,
-    arrays: list[np.ndarray],
-    tangent: dict[int, np.ndarray],
-    c: np.ndarray,
-    h: float,
+    program: da.Program, arrays: list[np.ndarray], tangent: dict[int, np.ndarray],
+    c: np.ndarray, h: float,
 ) -> float:
     def at(sign: float) -> float:
         moved = [a + sign * h * tangent[k] if k in tangent else a for k, a in enumerate(arrays)]
@@ -64,9 +61,8 @@ def test_gradients_agree_with_finite_differences(gp: GeneratedProgram, seed: int
     cotangents = pullback(c)
     reverse = sum(float(np.sum(cotangents[k] * tangent[k])) for k in positions)
 
-    _, tangent_out = da.jvp(
-        f, arrays, [tangent.get(k, np.zeros(a.shape)) for k, a in enumerate(arrays)]
-    )
+    _, tangent_out = da.jvp(f, arrays, [tangent.get(k, np.zeros(a.shape))
+                                        for k, a in enumerate(arrays)])
     forward = float(np.sum(c * tangent_out))
     scale = float(np.sum(np.abs(c)))
     # a derivative that is not finite (atan2 at (0, 0), say) is a point where f has none

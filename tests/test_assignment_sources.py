@@ -54,23 +54,23 @@ def checks(cells: list[Any]) -> list[Any]:
 
 
 def stderr(cell: Any) -> str:
-    return "".join(
-        o.get("text", "") for o in cell.outputs if o.output_type == "stream" and o.name == "stderr"
-    )
+    return "".join(o.get("text", "") for o in cell.outputs
+                   if o.output_type == "stream" and o.name == "stderr")
 
 
 def errors(cells: list[Any]) -> list[Any]:
-    return [(c.source, o) for c in cells for o in c.get("outputs", []) if o.output_type == "error"]
+    return [(c.source, o) for c in cells for o in c.get("outputs", [])
+            if o.output_type == "error"]
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_student_notebook_holds_no_solution(name: str) -> None:
     text = (ASSIGNMENTS / f"{name}.ipynb").read_text()
     assert BEGIN not in text and END not in text
-    code = "\n".join(
-        "".join(c["source"]) for c in json.loads(text)["cells"] if c["cell_type"] == "code"
-    )
-    leaked = [line for line in answer_lines(ASSIGNMENTS / "source" / f"{name}.md") if line in code]
+    code = "\n".join("".join(c["source"]) for c in json.loads(text)["cells"]
+                     if c["cell_type"] == "code")
+    leaked = [line for line in answer_lines(ASSIGNMENTS / "source" / f"{name}.md")
+              if line in code]
     assert not leaked, leaked
 
 

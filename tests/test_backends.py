@@ -103,7 +103,9 @@ def test_gradients_agree_on_array_api_strict(gp: GeneratedProgram, mode: str) ->
 
 def test_scatter_add_fallback_adds_collisions_and_drops_out_of_range() -> None:
     backend = backend_of([strict([1.0])])
-    out = arrays.scatter(backend, strict([1.0, 2.0, 3.0, 4.0]), [strict([1, 1, -1, 3])], (4,), 1)
+    out = arrays.scatter(
+        backend, strict([1.0, 2.0, 3.0, 4.0]), [strict([1, 1, -1, 3])], (4,), 1
+    )
     np.testing.assert_array_equal(host(out), [0.0, 3.0, 0.0, 4.0])
 
 
@@ -117,9 +119,8 @@ indices = st.integers(-4, 9)
 
 @settings(max_examples=150, suppress_health_check=SLOW_OK)
 @given(
-    st.lists(
-        st.sampled_from([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan]), min_size=6, max_size=6
-    ),
+    st.lists(st.sampled_from([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan]), min_size=6,
+             max_size=6),
     st.lists(st.tuples(indices, indices), min_size=1, max_size=8),
     st.sampled_from([None, False]),
 )
@@ -158,11 +159,8 @@ def test_one_algebra_and_one_total_indexing_for_every_namespace() -> None:
     assert issubclass(NumpyAlgebra, arrays.ArrayAlgebra)
     assert [n for n, v in vars(NumpyAlgebra).items() if callable(v)] == ["__init__"]
     assert NumpyAlgebra().backend is get_backend("numpy")
-    for name, function in [
-        ("index", arrays.index_array),
-        ("gather", arrays.gather),
-        ("scatter", arrays.scatter),
-    ]:
+    for name, function in [("index", arrays.index_array), ("gather", arrays.gather),
+                           ("scatter", arrays.scatter)]:
         assert getattr(HELPERS, name).func is function, name
 
 
@@ -173,32 +171,15 @@ def _mlp(w: Any, b: Any, x: Any) -> Any:
 
 FLOAT32_PROGRAMS: list[tuple[str, Any, tuple[np.ndarray, ...]]] = [
     ("fig18", fig18, (np.linspace(0.5, 2.0, 7),)),
-    (
-        "transcendental",
-        lambda x: da.sum(da.sin(x) * da.exp(-x * x) + da.log1p(x * x)),
-        (np.linspace(-1.0, 1.0, 9),),
-    ),
-    (
-        "mlp",
-        _mlp,
-        (
-            np.linspace(-0.5, 0.5, 15).reshape(5, 3),
-            np.linspace(0, 0.3, 3),
-            np.linspace(-1.0, 1.0, 20).reshape(4, 5),
-        ),
-    ),
-    (
-        "gather-scatter",
-        lambda x: da.sum(
-            da.scatter((4,), x * x, lambda i: (i % 4,)) * da.gather((4,), x, lambda i: (3 - i,))
-        ),
-        (np.linspace(0.1, 1.0, 6),),
-    ),
-    (
-        "max-where",
-        lambda x: da.max(x) + da.sum(da.where(x > 0.2, x * 3.0, x / 2.0)),
-        (np.linspace(-1.0, 1.0, 8),),
-    ),
+    ("transcendental", lambda x: da.sum(da.sin(x) * da.exp(-x * x) + da.log1p(x * x)),
+     (np.linspace(-1.0, 1.0, 9),)),
+    ("mlp", _mlp, (np.linspace(-0.5, 0.5, 15).reshape(5, 3), np.linspace(0, 0.3, 3),
+                   np.linspace(-1.0, 1.0, 20).reshape(4, 5))),
+    ("gather-scatter", lambda x: da.sum(
+        da.scatter((4,), x * x, lambda i: (i % 4,)) * da.gather((4,), x, lambda i: (3 - i,))),
+     (np.linspace(0.1, 1.0, 6),)),
+    ("max-where", lambda x: da.max(x) + da.sum(da.where(x > 0.2, x * 3.0, x / 2.0)),
+     (np.linspace(-1.0, 1.0, 8),)),
 ]
 
 
@@ -221,11 +202,9 @@ def test_float32_generated_code_keeps_float32() -> None:
     assert "float64" not in p.python
 
 
-cupy_available = (
-    importlib.util.find_spec("cupy") is not None and bool(__import__("cupy").is_available())
-    if importlib.util.find_spec("cupy") is not None
-    else False
-)
+cupy_available = importlib.util.find_spec("cupy") is not None and bool(
+    __import__("cupy").is_available()
+) if importlib.util.find_spec("cupy") is not None else False
 
 
 @pytest.mark.gpu
@@ -252,7 +231,9 @@ def test_cupy_gradients_stay_on_the_device(mode: str) -> None:
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @settings(max_examples=80, suppress_health_check=SLOW_OK)
 @given(programs(float_only=True), st.sampled_from(da.api.MODES), st.integers(0, 2**31))
-def test_vjp_and_jvp_agree_on_array_api_strict(gp: GeneratedProgram, mode: str, seed: int) -> None:
+def test_vjp_and_jvp_agree_on_array_api_strict(
+    gp: GeneratedProgram, mode: str, seed: int
+) -> None:
     f = gp.function()
     rng = np.random.default_rng(seed)
     value, pullback = da.vjp(f, *gp.arrays, mode=mode)
@@ -281,6 +262,5 @@ def test_jacobian_on_array_api_strict(mode: str) -> None:
     got = da.jacobian(f, mode=mode)(strict(x))
     assert isinstance(got, StrictArray)
     np.testing.assert_allclose(host(got), want, rtol=1e-12)
-    np.testing.assert_allclose(
-        want, np.diag(np.exp(x) * x.sum()) + np.exp(x)[:, None] + np.eye(3)[::-1], rtol=1e-12
-    )
+    np.testing.assert_allclose(want, np.diag(np.exp(x) * x.sum()) + np.exp(x)[:, None]
+                               + np.eye(3)[::-1], rtol=1e-12)

@@ -19,10 +19,7 @@ BENCHMARKS = ROOT / "benchmarks"
 def run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(BENCHMARKS / script), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
     )
 
 
@@ -49,7 +46,7 @@ def test_bench_sharing_small() -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith("# bench_sharing.py  (")
     head = next(i for i, s in enumerate(lines) if s.split()[:3] == ["N", "Delta", "Share"])
-    rows = [s.split() for s in lines[head + 1 :] if not s.startswith("#")]
+    rows = [s.split() for s in lines[head + 1:] if not s.startswith("#")]
     assert [r[0] for r in rows] == ["200", "400", "800"]
     nodes = [int(r[1]) for r in rows]
     assert nodes[2] - nodes[1] == 2 * (nodes[1] - nodes[0])  # Delta nodes linear in N

@@ -58,18 +58,8 @@ def build_book(where: Path) -> Path:
     )
     html = where / "html"
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "sphinx",
-            "-W",
-            "--keep-going",
-            "-q",
-            "-b",
-            "html",
-            str(where / "book"),
-            str(html),
-        ],
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+         str(where / "book"), str(html)],
         capture_output=True,
         text=True,
         cwd=where,

@@ -198,9 +198,8 @@ def test_vectorise_keeps_sharing() -> None:
 
 
 def test_gather_of_a_closed_array_needs_no_diagonal() -> None:
-    p = da.pipeline(
-        lambda x: da.build1(4, lambda i: da.gather([2], x, lambda j: (i + j,))), np.arange(5.0)
-    )
+    p = da.pipeline(lambda x: da.build1(4, lambda i: da.gather([2], x, lambda j: (i + j,))),
+                    np.arange(5.0))
     assert str(p.vectorised) == r"\x. gather [4,2] x (\[i, j]. [i + j])"
     gathers = [n for n in postorder(p.vectorised.outputs) if isinstance(n, Gather)]
     assert len(gathers) == 1
@@ -211,15 +210,8 @@ def test_pipeline_prints_its_stages() -> None:
     text = str(p)
     assert "== source" in text and "== bot_steps" in text and "== vectorised" in text
     assert p.stages == (
-        "source",
-        "bot_steps",
-        "vectorised",
-        "forward",
-        "delta",
-        "shared",
-        "gradient",
-        "kernels",
-        "python",
+        "source", "bot_steps", "vectorised", "forward", "delta", "shared", "gradient",
+        "kernels", "python",
     )
     for stage in p.stages:
         assert f"== {stage}" in text
@@ -283,10 +275,7 @@ def test_simplification_steps_name_their_rule_and_rebuild_the_program() -> None:
     assert str(terms[0]) == str(p.vectorised.outputs[0])
     (step,) = steps
     assert (step.number, step.rule, step.kind, step.figure) == (
-        4,
-        "sumOuter-contract",
-        "simplification",
-        "simplification",
+        4, "sumOuter-contract", "simplification", "simplification"
     )
     assert step.label.startswith("sumOuter-contract (simplification: a sum of products")
     assert str(step.before) == r"sumOuter (x * gather [5] x (\[i]. [4 - i]))"
@@ -296,6 +285,7 @@ def test_simplification_steps_name_their_rule_and_rebuild_the_program() -> None:
     assert evaluate_many(list(step.whole), env)[0] == p.source(x)
     assert p.bot_steps == p.bot_steps[:3]  # the bot's own trace is unchanged
     assert [s.rule for s in p.bot_steps] == ["build1-op", "build1-index", "build1-index"]
+
 
 
 def test_every_construct_has_a_rule_in_each_bot_table() -> None:

@@ -46,6 +46,7 @@ def test_binary_operations_broadcast_as_numpy(shapes: Any, name: str, dtype: Any
     conforms(numpy_function(ours), theirs, [a, b])
 
 
+
 @settings(max_examples=25)
 @given(
     shapes=mutually_broadcastable_shapes(num_shapes=2, min_side=0, max_side=3, max_dims=3),
@@ -110,7 +111,9 @@ def test_broadcasting_lowers_to_core_constructs_only() -> None:
     assert str(program) == r"\a b. tr [1,0] (replicate 4 (reshape [3] a)) * replicate 3 b"
 
 
-@pytest.mark.parametrize(("left", "right"), [((3,), (4,)), ((2, 3), (3, 2)), ((2, 1, 3), (4, 2))])
+@pytest.mark.parametrize(
+    ("left", "right"), [((3,), (4,)), ((2, 3), (3, 2)), ((2, 1, 3), (4, 2))]
+)
 def test_shapes_that_do_not_broadcast_name_the_operation_and_shapes(
     left: tuple[int, ...], right: tuple[int, ...]
 ) -> None:

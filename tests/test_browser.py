@@ -121,22 +121,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     root = tmp_path_factory.mktemp("lab")
     shutil.copy(ROOT / "notebooks" / NOTEBOOK, root / NOTEBOOK)
     cells: list[dict[str, Any]] = [
-        {
-            "cell_type": "code",
-            "metadata": {},
-            "source": cell,
-            "outputs": [],
-            "execution_count": None,
-        }
+        {"cell_type": "code", "metadata": {}, "source": cell, "outputs": [],
+         "execution_count": None}
         for cell in WIDGET_CELLS
     ]
     kernel = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-    notebook = {
-        "cells": cells,
-        "metadata": {"kernelspec": kernel},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
+    notebook = {"cells": cells, "metadata": {"kernelspec": kernel}, "nbformat": 4,
+                "nbformat_minor": 5}
     (root / WIDGETS).write_text(json.dumps(notebook), encoding="utf-8")
     # A first start: user settings and workspaces of its own (answers given to an earlier
     # JupyterLab do not count), and the kit's configuration first, as .ci/lab uses it.
@@ -362,7 +353,9 @@ def test_each_widget_as_a_learner_sees_it(lab: tuple[str, str]) -> None:
                 expect(panel.locator(".jp-OutputArea-output").first).to_be_visible()
                 _fits(explorer, f"explorer tab {tab} at {width} px")
                 if tab in ("source", "forward", "gradient"):
-                    explorer.screenshot(path=str(shots / f"widget-explorer-{tab}-{width}px.png"))
+                    explorer.screenshot(
+                        path=str(shots / f"widget-explorer-{tab}-{width}px.png")
+                    )
         page.set_viewport_size({"width": 1400, "height": 1000})
 
         # The explorer: a bad program shows its error; run is disabled while it runs.

@@ -108,7 +108,9 @@ def _screenshots() -> Path:
 
 def _scroll_to(page: Any, element: Any) -> None:
     """Scroll so that ``element`` starts just below the book's sticky header."""
-    element.evaluate("e => window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 80)")
+    element.evaluate(
+        "e => window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 80)"
+    )
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -235,7 +237,7 @@ def _filmstrips(text: str) -> list[tuple[str, int, list[tuple[str, int]], str]]:
         end = text.find(close, strip.start())
         end = len(text) if end < 0 else end + len(close)
         owner = next((w for at, w in reversed(starts) if at < strip.start()), "")
-        body = text[strip.start() : end]
+        body = text[strip.start():end]
         frames = [(m.group(1), int(m.group(2))) for m in FRAME.finditer(body)]
         found.append((owner, int(strip.group(1)), frames, body))
     return found

@@ -55,22 +55,13 @@ def _shot(page: Any, name: str) -> None:
 def _env() -> dict[str, str]:
     """The environment of nbgrader's commands and servers: the venv's ``bin`` first (for
     ``alembic``), a short grading time limit."""
-    return {
-        **os.environ,
-        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-        "DUALARR_GRADING_TIMEOUT": "20",
-    }
+    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+            "DUALARR_GRADING_TIMEOUT": "20"}
 
 
 def nbgrader(course: Path, *args: str) -> str:
-    done = subprocess.run(
-        [str(BIN / "nbgrader"), *args],
-        cwd=course,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done = subprocess.run([str(BIN / "nbgrader"), *args], cwd=course, env=_env(),
+                          capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout + done.stderr
 
@@ -105,7 +96,9 @@ def _rows(page: Any, status: str, count: int) -> Any:
     from playwright.sync_api import expect
 
     for part in ("loading", "placeholder", "error"):
-        expect(page.locator(f"#{status}_assignments_list_{part}")).to_be_hidden(timeout=60_000)
+        expect(page.locator(f"#{status}_assignments_list_{part}")).to_be_hidden(
+            timeout=60_000
+        )
     rows = page.locator(f"#{status}_assignments_list > .list_item")
     expect(rows).to_have_count(count, timeout=60_000)
     return rows
@@ -114,8 +107,7 @@ def _rows(page: Any, status: str, count: int) -> Any:
 def _answer(source: str) -> str:
     """A solution cell as a student writes it: the solution without nbgrader's markers."""
     return "".join(
-        line
-        for line in source.splitlines(keepends=True)
+        line for line in source.splitlines(keepends=True)
         if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")
     ).rstrip()
 
@@ -173,10 +165,8 @@ def submitted(classroom: Path) -> Path:
     )
     answer = _read_answer(course)
     env = {**_env(), "JUPYTER_CONFIG_DIR": str(config)}
-    with (
-        jupyter_lab(home, course.parent / "student-lab", env) as (base, token),
-        _browser_on(base, token) as page,
-    ):
+    with jupyter_lab(home, course.parent / "student-lab", env) as (base, token), \
+            _browser_on(base, token) as page:
         _nbgrader_menu(page, "nbgrader:open-assignment-list")
         tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text="Assignments")
         expect(tab).to_be_visible(timeout=30_000)
@@ -205,8 +195,7 @@ def submitted(classroom: Path) -> Path:
         page.wait_for_function(
             "(path) => { const w = window.jupyterapp?.shell?.currentWidget;"
             " return w?.context?.path === path && w.context.isReady; }",
-            arg=path,
-            timeout=120_000,
+            arg=path, timeout=120_000,
         )
         index = page.evaluate(
             """() => {
@@ -228,8 +217,7 @@ def submitted(classroom: Path) -> Path:
         page.keyboard.insert_text(answer)
         typed = page.evaluate(
             "(k) => window.jupyterapp.shell.currentWidget.content.widgets[k]"
-            ".model.sharedModel.getSource()",
-            index,
+            ".model.sharedModel.getSource()", index,
         )
         assert typed == answer, f"the cell holds {typed!r}"
         expect(cell).to_contain_text("np.zeros(array.shape[len(ix) :], array.dtype)")
@@ -283,10 +271,8 @@ def test_instructor_sees_the_grade_in_the_formgrader(classroom: Path, submitted:
     assert (score, max_score) == (POINTS, MAX_POINTS)
     shown = f"{score:g} / {max_score:g}"  # as the formgrader rounds and writes it
 
-    with (
-        jupyter_lab(course, course.parent / "instructor-lab", _env()) as (base, token),
-        _browser_on(base, token) as page,
-    ):
+    with jupyter_lab(course, course.parent / "instructor-lab", _env()) as (base, token), \
+            _browser_on(base, token) as page:
         _nbgrader_menu(page, "nbgrader:open-formgrader")
         tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text="Formgrader")
         expect(tab).to_be_visible(timeout=30_000)
@@ -304,7 +290,9 @@ def test_instructor_sees_the_grade_in_the_formgrader(classroom: Path, submitted:
         _shot(page, "06-instructor-students")
 
         student.locator("td.name a").click()
-        expect(grader.locator(".breadcrumb li")).to_have_text(["Students", STUDENT], timeout=60_000)
+        expect(grader.locator(".breadcrumb li")).to_have_text(
+            ["Students", STUDENT], timeout=60_000
+        )
         submission = grader.locator("#main-table tr", has_text=ASSIGNMENT)
         expect(submission.locator("td.score")).to_have_text(shown, timeout=60_000)
         expect(submission.locator("td.code-score")).to_have_text(shown)

@@ -118,9 +118,7 @@ def _upload(lab: tuple[str, str], name: str, notebook: dict[str, Any]) -> None:
     base, token = lab
     body = json.dumps({"type": "notebook", "format": "json", "content": notebook})
     request = urllib.request.Request(
-        f"{base}/api/contents/{name}",
-        data=body.encode("utf-8"),
-        method="PUT",
+        f"{base}/api/contents/{name}", data=body.encode("utf-8"), method="PUT",
         headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
     )
     try:
@@ -134,18 +132,11 @@ def _cells_notebook(cells: list[str]) -> dict[str, Any]:
     kernel = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     return {
         "cells": [
-            {
-                "cell_type": "code",
-                "metadata": {},
-                "source": c,
-                "outputs": [],
-                "execution_count": None,
-            }
+            {"cell_type": "code", "metadata": {}, "source": c, "outputs": [],
+             "execution_count": None}
             for c in cells
         ],
-        "metadata": {"kernelspec": kernel},
-        "nbformat": 4,
-        "nbformat_minor": 5,
+        "metadata": {"kernelspec": kernel}, "nbformat": 4, "nbformat_minor": 5,
     }
 
 
@@ -153,7 +144,9 @@ def _check_focus(page: Any, root: Any, what: str) -> dict[str, Any]:
     """The gold nodes of ``root``'s drawing lie in its visible box (and on the screen),
     their labels at least MIN_LABEL_PX high; returns the measures."""
     page.wait_for_timeout(300)  # the drawing follows the heading: let it arrive
-    root.evaluate("r => r.querySelector('.dualarr-drawing').scrollIntoView({block: 'nearest'})")
+    root.evaluate(
+        "r => r.querySelector('.dualarr-drawing').scrollIntoView({block: 'nearest'})"
+    )
     with contextlib.suppress(Exception):  # if it never is, the measures below say why
         page.wait_for_function(IN_VIEW, arg=root.element_handle(), timeout=15_000)
     focus = root.evaluate(FOCUS)
@@ -161,12 +154,8 @@ def _check_focus(page: Any, root: Any, what: str) -> dict[str, Any]:
     assert focus["nodes"], f"{what}: no highlighted node in the drawing"
     box, view = focus["box"], focus["viewport"]
     for node in focus["nodes"]:
-        inside = (
-            node["left"] >= box["left"] - 1
-            and node["right"] <= box["right"] + 1
-            and node["top"] >= box["top"] - 1
-            and node["bottom"] <= box["bottom"] + 1
-        )
+        inside = (node["left"] >= box["left"] - 1 and node["right"] <= box["right"] + 1
+                  and node["top"] >= box["top"] - 1 and node["bottom"] <= box["bottom"] + 1)
         assert inside, f"{what}: node {node['label']} {node} outside its box {box}"
         assert node["top"] >= -1 and node["bottom"] <= view["height"] + 1, (what, node, view)
         assert node["fontPx"] >= MIN_LABEL_PX, f"{what}: labels {node['fontPx']:.1f} px"
@@ -195,20 +184,13 @@ def test_the_current_step_is_always_in_view_and_legible(lab: tuple[str, str]) ->
             heading = root.locator(".widget-html").first  # the step's heading, or rule
             backprop = "backprop" in name
             expect(heading).to_contain_text("step 1 of" if backprop else "1. ")
-            total = (
-                int(heading.inner_text().split(" of ", 1)[1].split(":", 1)[0]) if backprop else 0
-            )
+            total = int(heading.inner_text().split(" of ", 1)[1].split(":", 1)[0]) \
+                if backprop else 0
             step = 1
             while True:
                 focus = _check_focus(page, root, f"{name} step {step}")
-                measured.append(
-                    (
-                        name,
-                        step,
-                        round(min(n["fontPx"] for n in focus["nodes"]), 1),
-                        focus["scrolled"],
-                    )
-                )
+                measured.append((name, step, round(min(n["fontPx"] for n in focus["nodes"]), 1),
+                                 focus["scrolled"]))
                 root.screenshot(path=str(shots / f"stepper-{name}-step-{step}.png"))
                 following = root.get_by_role("button", name="next ▶")
                 if following.is_disabled():

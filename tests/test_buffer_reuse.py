@@ -88,8 +88,7 @@ def compiled(expression: Any, params: tuple[str, ...], shape: tuple[int, ...]) -
 @pytest.mark.parametrize("ufunc_kernel", [False, True], ids=["numexpr", "ufunc"])
 def test_a_kernel_writes_into_its_last_result_once_it_is_dropped(ufunc_kernel: bool) -> None:
     expression = (
-        Apply("exp", (Arg(0),))
-        if ufunc_kernel
+        Apply("exp", (Arg(0),)) if ufunc_kernel
         else Apply("add", (Apply("mul", (Arg(0), Arg(0))), Literal(1.0)))
     )
     kernel = compiled(expression, ("x",), X.shape)
@@ -123,16 +122,10 @@ def test_primitives_numpy_runs_faster_are_kernels_of_one_ufunc() -> None:
 
 def test_w5_calls_exp_log1p_sin_and_cos_as_kernels_of_their_own() -> None:
     fused = da.pipeline(w5, X, fuse=True)
-    alone = [
-        k
-        for k in fused.kernels.kernels
-        if isinstance(k.expression, Apply) and k.expression.op in UNFUSED
-    ]
+    alone = [k for k in fused.kernels.kernels if isinstance(k.expression, Apply)
+             and k.expression.op in UNFUSED]
     assert sorted(k.expression.op for k in alone) == [  # type: ignore[union-attr]
-        "cos",
-        "exp",
-        "log1p",
-        "sin",
+        "cos", "exp", "log1p", "sin"
     ]
     for kernel in alone:
         assert all(isinstance(a, Arg) for a in kernel.expression.args)  # type: ignore[union-attr]
@@ -197,11 +190,8 @@ def test_concurrent_calls_from_threads_each_get_their_own_result() -> None:
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=SLOW_OK)
-@given(
-    programs(float_only=True),
-    st.integers(0, 2**32 - 1),
-    st.lists(st.booleans(), min_size=4, max_size=4),
-)
+@given(programs(float_only=True), st.integers(0, 2**32 - 1), st.lists(st.booleans(), min_size=4,
+       max_size=4))
 def test_random_programs_keep_every_held_result_intact(
     gp: GeneratedProgram, seed: int, keep: list[bool]
 ) -> None:

@@ -129,7 +129,6 @@ def test_a_training_loop_reading_a_params_dict(mode: str) -> None:
 def test_every_transformation_sees_call_time_values() -> None:
     w = np.array([1.0, 2.0, 3.0])
     x = np.array([0.5, -0.5, 1.5])
-
     def vector(a: Any) -> Any:
         return a * w
 
@@ -375,7 +374,9 @@ PAIRED_FUNCTIONS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def _paired_results(name: str, a: np.ndarray, b: np.ndarray, mode: str) -> list[tuple[str, Any]]:
+def _paired_results(
+    name: str, a: np.ndarray, b: np.ndarray, mode: str
+) -> list[tuple[str, Any]]:
     f = PAIRED_FUNCTIONS[name]
 
     def scalar(x: Any, y: Any) -> Any:

@@ -129,9 +129,9 @@ def test_a_nan_gradient_at_a_singular_point_is_reported() -> None:
     sympy_check = report.check(SYMPY)
     assert "input 0 (x) element [0]: compiled nan vs SymPy 1" in sympy_check.detail
     assert "is the point singular" in sympy_check.detail
-    assert (
-        "1 element not checked (non-finite differences)" in report.check(FINITE_DIFFERENCES).detail
-    )
+    assert "1 element not checked (non-finite differences)" in report.check(
+        FINITE_DIFFERENCES
+    ).detail
 
 
 def test_tolerance_override() -> None:
@@ -177,7 +177,9 @@ def test_large_inputs_use_random_directions() -> None:
 # ======================================================================================
 
 
-_SIN_WITH_WRONG_SIGN = dataclasses.replace(REGISTRY["sin"], partials=(lambda m, x, y: -m.cos(x),))
+_SIN_WITH_WRONG_SIGN = dataclasses.replace(
+    REGISTRY["sin"], partials=(lambda m, x, y: -m.cos(x),)
+)
 """``sin`` with d sin x = -cos x: a sign error in one derivative rule (Fig. 14)."""
 
 
@@ -202,7 +204,9 @@ def test_a_sign_error_in_one_rule_fails_and_names_the_input(
     assert "FAILED" in str(report) and "FAIL" in report._repr_html_()
 
 
-def test_the_worst_element_is_named(monkeypatch: pytest.MonkeyPatch, fresh_caches: None) -> None:
+def test_the_worst_element_is_named(
+    monkeypatch: pytest.MonkeyPatch, fresh_caches: None
+) -> None:
     """The angle with the largest cos (0 of 0.1, 1.4, 3.0) has the largest error."""
 
     def angles_only(angles: T) -> T:
@@ -234,7 +238,9 @@ def test_float32_inputs_use_float32_tolerances() -> None:
     assert "rtol 0.0001" in report.check(SYMPY).detail
 
 
-def _afcnn_mnist2(glyph: T, w1: T, b1: T, w2: T, b2: T, w3: T, b3: T) -> T:
+def _afcnn_mnist2(
+    glyph: T, w1: T, b1: T, w2: T, b2: T, w3: T, b3: T
+) -> T:
     """T21's ``afcnnMnist2 logistic softMax1``, summed."""
 
     def logistic(x: T) -> T:

@@ -37,19 +37,10 @@ BIN = Path(sys.executable).parent
 
 
 def nbgrader(course: Path, *args: str, cwd: Path | None = None) -> str:
-    env = {
-        **os.environ,
-        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-        "DUALARR_GRADING_TIMEOUT": "20",
-    }
-    done = subprocess.run(
-        [str(BIN / "nbgrader"), *args],
-        cwd=cwd or course,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+           "DUALARR_GRADING_TIMEOUT": "20"}
+    done = subprocess.run([str(BIN / "nbgrader"), *args], cwd=cwd or course, env=env,
+                          capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout + done.stderr
 
@@ -123,21 +114,18 @@ def edited_check(cells: Cells, solved: Cells) -> None:
 
 def tamper(cells: Cells, solved: Cells) -> None:
     answer(cells, solved, "read")
-    edit(
-        cells,
-        "evaluate",
-        "raise NotImplementedError()\n\n\n"
-        "def check(*args, **kwargs):\n    print('✔ passed')\n\n\n"
-        "import dualarr.teach.scratch as _s\n"
-        "_s.check = check\n"
-        "_s.grading.check = check\n"
-        "_s.grading.run_task = lambda *a, **k: None",
-    )
+    edit(cells, "evaluate", "raise NotImplementedError()\n\n\n"
+         "def check(*args, **kwargs):\n    print('✔ passed')\n\n\n"
+         "import dualarr.teach.scratch as _s\n"
+         "_s.check = check\n"
+         "_s.grading.check = check\n"
+         "_s.grading.run_task = lambda *a, **k: None")
 
 
 def memory(cells: Cells, solved: Cells) -> None:
     answer(cells, solved, "read")
-    edit(cells, "evaluate", "hoard = [bytearray(2**30) for _ in range(64)]\n    return hoard")
+    edit(cells, "evaluate", "hoard = [bytearray(2**30) for _ in range(64)]\n"
+                            "    return hoard")
 
 
 STUDENTS: dict[str, tuple[Callable[[Cells, Cells], None] | None, int]] = {
@@ -178,29 +166,15 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if change is not None:
             change(notebook["cells"], solved)
         path.write_text(json.dumps(notebook))
-        nbgrader(
-            course,
-            "submit",
-            ASSIGNMENT,
-            "--course=dualarr",
-            exchange,
-            f"--student={student}",
-            cwd=home,
-        )
+        nbgrader(course, "submit", ASSIGNMENT, "--course=dualarr", exchange,
+                 f"--student={student}", cwd=home)
         if student in SECOND_POINTS:
             nbgrader(course, "fetch_assignment", SECOND, "--course=dualarr", exchange, cwd=home)
             if student == "solutions":
                 for path in (home / SECOND).glob("*.ipynb"):
                     shutil.copyfile(course / "source" / SECOND / path.name, path)
-            nbgrader(
-                course,
-                "submit",
-                SECOND,
-                "--course=dualarr",
-                exchange,
-                f"--student={student}",
-                cwd=home,
-            )
+            nbgrader(course, "submit", SECOND, "--course=dualarr", exchange,
+                     f"--student={student}", cwd=home)
     for assignment in (ASSIGNMENT, SECOND):
         nbgrader(course, "collect", assignment)
         nbgrader(course, "autograde", assignment, "--create", "--force")
@@ -229,11 +203,8 @@ def test_each_submission_gets_the_points_of_the_checks_it_passes(course: Path) -
 def test_the_stubs_feedback_holds_each_checks_hint(course: Path) -> None:
     page = (course / "feedback" / "stubs" / ASSIGNMENT / NOTEBOOK).with_suffix(".html")
     text = page.read_text()
-    for hint in (
-        "§5.2: a read outside the array",
-        "Fig. 7 / §3: check the construct",
-        "§3.3: a binder calls the Python function",
-    ):
+    for hint in ("§5.2: a read outside the array", "Fig. 7 / §3: check the construct",
+                 "§3.3: a binder calls the Python function"):
         assert hint in text, hint
     wrong = (course / "feedback" / "half" / ASSIGNMENT / NOTEBOOK).with_suffix(".html")
     assert "✔ a.read" in wrong.read_text() and "✘ a.trace" in wrong.read_text()

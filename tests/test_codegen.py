@@ -77,7 +77,6 @@ def test_fig18_source_is_readable_python_and_reimports(tmp_path: Path) -> None:
 def test_a_gather_with_data_dependent_indices_runs_on_an_index_grid() -> None:
     x = np.arange(10.0)
     idx = np.array([3, 0, 12, -1, 9])
-
     def f(x: Any, j: Any) -> Any:
         return dualarr.gather((5,), x, lambda i: ((j[i] * 2 + i) % 11,))
 
@@ -281,17 +280,8 @@ def test_an_in_range_injective_scatter_is_a_slice_assignment() -> None:
     np.testing.assert_array_equal(dualarr.grad(tail_reversed, mode="interpret")(m), want)
 
 
-SPECS = [
-    "a,a->",
-    "ab,b->a",
-    "ab,ab->",
-    "ab,ab->ba",
-    "ab,bc->ac",
-    "ab,ac->bc",
-    "abc,bc->a",
-    "ab,b->ab",
-    "abc,ac->ab",
-]
+SPECS = ["a,a->", "ab,b->a", "ab,ab->", "ab,ab->ba", "ab,bc->ac", "ab,ac->bc", "abc,bc->a",
+         "ab,b->ab", "abc,ac->ab"]
 
 
 @settings(max_examples=120, deadline=None)
@@ -368,7 +358,9 @@ def test_constant_indices_are_range_checked_at_code_generation(
 
 @settings(max_examples=100, suppress_health_check=SLOW_OK, deadline=None)
 @given(programs(), st.integers(1, 4))
-def test_segments_pass_each_value_on_until_its_last_reader(gp: GeneratedProgram, size: int) -> None:
+def test_segments_pass_each_value_on_until_its_last_reader(
+    gp: GeneratedProgram, size: int
+) -> None:
     """Segments of a long body are functions: each reads only parameters and values
     earlier segments handed on, hands on only what a later one reads, and lets go of
     what no later one reads."""

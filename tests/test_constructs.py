@@ -267,10 +267,8 @@ def test_scatter_adds_collisions_and_drops_out_of_range() -> None:
             if t < 3:
                 expected[t] += X[i, j]
     np.testing.assert_allclose(got, expected)
-    histogram = run(
-        lambda ix: da.scatter([4], da.replicate(6, 1.0), lambda k: ix[k]),
-        np.array([0, 1, 1, 3, 3, 3]),
-    )
+    histogram = run(lambda ix: da.scatter([4], da.replicate(6, 1.0), lambda k: ix[k]),
+                    np.array([0, 1, 1, 3, 3, 3]))
     np.testing.assert_allclose(histogram, [1, 2, 0, 3])
 
 
@@ -297,15 +295,12 @@ def test_sum_outer_replicate_transpose_reshape() -> None:
 
 def test_from_list_stack_concatenate() -> None:
     np.testing.assert_allclose(run(lambda x: da.from_list([x[0], x[2] * 2]), X), [X[0], X[2] * 2])
-    np.testing.assert_allclose(
-        run(lambda x: da.stack([x, x + 1], axis=2), X), np.stack([X, X + 1], axis=2)
-    )
-    np.testing.assert_allclose(
-        run(lambda x: da.concatenate([x, x[:1]]), X), np.concatenate([X, X[:1]])
-    )
-    np.testing.assert_allclose(
-        run(lambda x: da.concatenate([x, x * 2], axis=1), X), np.concatenate([X, X * 2], axis=1)
-    )
+    np.testing.assert_allclose(run(lambda x: da.stack([x, x + 1], axis=2), X),
+                               np.stack([X, X + 1], axis=2))
+    np.testing.assert_allclose(run(lambda x: da.concatenate([x, x[:1]]), X),
+                               np.concatenate([X, X[:1]]))
+    np.testing.assert_allclose(run(lambda x: da.concatenate([x, x * 2], axis=1), X),
+                               np.concatenate([X, X * 2], axis=1))
     assert FromList in kinds(lambda x: da.from_list([x, x]), X)
 
 
@@ -359,7 +354,9 @@ def test_dot_matmul_softmax_logsumexp_relu() -> None:
     np.testing.assert_allclose(run(da.dot, X[:, 0], X), X[:, 0] @ X)
     e = np.exp(X - X.max(axis=1, keepdims=True))
     np.testing.assert_allclose(run(da.softmax, X), e / e.sum(axis=1, keepdims=True))
-    np.testing.assert_allclose(run(lambda x: da.logsumexp(x, 0), X), np.log(np.exp(X).sum(axis=0)))
+    np.testing.assert_allclose(
+        run(lambda x: da.logsumexp(x, 0), X), np.log(np.exp(X).sum(axis=0))
+    )
     np.testing.assert_allclose(run(da.logsumexp, X), np.log(np.exp(X).sum()))
     np.testing.assert_allclose(run(da.relu, X), np.maximum(X, 0))
 

@@ -379,3 +379,4 @@ def test_every_construct_has_a_label() -> None:
     assert [c.__name__ for c in term_constructors() if c not in LABELS] == []
     assert [c.__name__ for c in typing.get_args(dl.Delta) if c not in DELTA_LABELS] == []
     assert set(typing.get_args(Term)) >= INDEX_FUNCTION_CONSTRUCTS
+

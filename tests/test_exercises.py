@@ -406,15 +406,8 @@ def test_softplus_wrong_answers() -> None:
             ["dl.Add adds two Deltas; one of yours is a float"],
         ),
     ],
-    ids=[
-        "2.0 * dx",
-        "x * x * dx",
-        "dx * 0.5",
-        "-dx",
-        "Scale + Scale",
-        "Scale swapped",
-        "Add a float",
-    ],
+    ids=["2.0 * dx", "x * x * dx", "dx * 0.5", "-dx", "Scale + Scale", "Scale swapped",
+         "Add a float"],
 )
 def test_a_rule_computing_with_deltas_as_numbers_is_pointed_to_the_constructors(
     op: str, rule: Callable[..., Any], fragments: list[str]
@@ -426,12 +419,9 @@ def test_a_rule_computing_with_deltas_as_numbers_is_pointed_to_the_constructors(
     ("op", "rule"),
     [
         ("softplus", lambda x, y, dx: dl.Scale(np.exp(x) / (1 + np.exp(x)), dx)),
-        (
-            "hypot",
-            lambda a, b, y, d_a, d_b: dl.Add(
-                dl.Scale(a / np.sqrt(a * a + b * b), d_a), dl.Scale(b / np.sqrt(a * a + b * b), d_b)
-            ),
-        ),
+        ("hypot", lambda a, b, y, d_a, d_b: dl.Add(
+            dl.Scale(a / np.sqrt(a * a + b * b), d_a), dl.Scale(b / np.sqrt(a * a + b * b), d_b)
+        )),
         ("cube", lambda x, y, dx: dl.Scale(3.0 * y / x, dx)),
         ("cube", lambda x, y, dx: 2.0 * dx),
     ],
@@ -484,10 +474,8 @@ def test_rule_with_a_wrong_shape() -> None:
         (
             "cube",
             lambda x, y, dx: dl.Scale((3.0 * x * x).reshape(-1), dx),
-            [
-                "on a single number (rank 0), x = 0.5: your Delta, run forward, gives the "
-                "derivative [0.75] of shape [1]; finite differences give 0.75 of shape []"
-            ],
+            ["on a single number (rank 0), x = 0.5: your Delta, run forward, gives the "
+             "derivative [0.75] of shape [1]; finite differences give 0.75 of shape []"],
         ),
         (
             "hypot",
@@ -500,17 +488,15 @@ def test_rule_with_a_wrong_shape() -> None:
         (
             "cube",
             lambda x, y, dx: (
-                dl.Scale(3.0 * x[0] * x[0], dl.SumOuter(dx))
-                if x.ndim == 2
+                dl.Scale(3.0 * x[0] * x[0], dl.SumOuter(dx)) if x.ndim == 2
                 else dl.Scale(3.0 * x * x, dx)
             ),
-            [
-                "on a matrix (shape [2,3]), x = [[-2, -1, -0.5], [0, 0.5, 1]]: your rule "
-                "returned a Delta of shape [3], the output has shape [2,3]"
-            ],
+            ["on a matrix (shape [2,3]), x = [[-2, -1, -0.5], [0, 0.5, 1]]: your rule "
+             "returned a Delta of shape [3], the output has shape [2,3]"],
         ),
     ],
-    ids=["loop on rank 0", "np.vectorize on empty", "reshape on rank 0", "fromiter", "rank 2"],
+    ids=["loop on rank 0", "np.vectorize on empty", "reshape on rank 0", "fromiter",
+         "rank 2"],
 )
 def test_delta_rule_shape_edges(op: str, rule: Callable[..., Any], fragments: list[str]) -> None:
     """Issue #36's gap in assignment 02: a rule was only run on vectors of test points,
@@ -518,18 +504,13 @@ def test_delta_rule_shape_edges(op: str, rule: Callable[..., Any], fragments: li
     an elementwise primitive's rule runs on every shape (da.grad of a scalar function
     gives it rank 0).  Now a single number, an empty array and a matrix are checked."""
     feedback = check_delta_rule(op, rule)
-    failed_with(
-        feedback,
-        *fragments,
-        "Hint: an elementwise primitive's Delta rule runs on arrays of every shape",
-    )
+    failed_with(feedback, *fragments, "Hint: an elementwise primitive's Delta rule runs on "
+                "arrays of every shape")
     hints = [d for d in feedback.details if d.startswith("Hint:")]
     solutions = ["exp(x - y)", "a / y", "b / y", "3 * x", "3.0 * x", "x ** 2"]
     assert not any(s.replace(" ", "") in h.replace(" ", "") for s in solutions for h in hints)
     rules: dict[str, Callable[..., Any]] = {
-        "softplus": softplus_rule,
-        "cube": cube_rule,
-        "hypot": hypot_rule,
+        "softplus": softplus_rule, "cube": cube_rule, "hypot": hypot_rule
     }
     good = rules[op]
     passed = check_delta_rule(op, good)
@@ -725,7 +706,6 @@ def test_scatter_prediction_as_a_function() -> None:
     notebook): the checker calls it, and a stub is a failing verdict, not an error."""
     assert check_scatter_prediction(lambda: [(7, lambda i: i), (7, lambda i: i + 1)]).passed
     failed_with(check_scatter_prediction(not_implemented), "the prediction is not implemented")
-
     def raises() -> Any:
         return 1 / 0
 

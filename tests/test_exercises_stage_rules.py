@@ -222,10 +222,8 @@ def test_let_conversion_exponential_walk() -> None:
         ),
         (
             lambda d: (
-                [
-                    (k, next(n for n in dl.delta_postorder([d]) if getattr(n, "id", None) == k))
-                    for k, _ in let_form(d)[0]
-                ],
+                [(k, next(n for n in dl.delta_postorder([d]) if getattr(n, "id", None) == k))
+                 for k, _ in let_form(d)[0]],
                 d,
             ),
             ["`let s1 = s1`", "the Share itself becomes the variable"],
@@ -245,16 +243,8 @@ def test_let_conversion_exponential_walk() -> None:
         (lambda d: 1 / 0, ["raised ZeroDivisionError"]),
     ],
     ids=[
-        "highest first",
-        "twice",
-        "share itself",
-        "root only",
-        "extra",
-        "body",
-        "no pair",
-        "string id",
-        "not a delta",
-        "raises",
+        "highest first", "twice", "share itself", "root only", "extra", "body", "no pair",
+        "string id", "not a delta", "raises",
     ],
 )
 def test_let_conversion_wrong_answers(
@@ -390,15 +380,8 @@ def with_mistake(constructor: type, wrong: Rule) -> Rule:
 
 
 RULE_ANSWERS = [
-    "argsort",
-    "add.at",
-    "sum(axis=0)",
-    "broadcast_to",
-    "y * c",
-    "y*c",
-    "c.sum",
-    "np.transpose(c,",
-    "inverse permutation",
+    "argsort", "add.at", "sum(axis=0)", "broadcast_to", "y * c", "y*c", "c.sum",
+    "np.transpose(c,", "inverse permutation",
 ]
 
 
@@ -486,23 +469,15 @@ def unchecked_scatter(d: dl.Delta, c: np.ndarray) -> Any:
         (dl.Scale, lambda d, c: "no", ["returned a str, not an array"]),
     ],
     ids=[
-        "scale no factor",
-        "scale divides",
-        "sumouter shape",
-        "replicate first row",
-        "replicate mean",
-        "transpose same perm",
-        "reshape F order",
-        "index shape",
-        "gather buffered",
-        "gather unchecked",
-        "gather reads",
-        "scatter unchecked",
-        "scatter zeros",
-        "not an array",
+        "scale no factor", "scale divides", "sumouter shape", "replicate first row",
+        "replicate mean", "transpose same perm", "reshape F order", "index shape",
+        "gather buffered", "gather unchecked", "gather reads", "scatter unchecked",
+        "scatter zeros", "not an array",
     ],
 )
-def test_transposition_wrong_answers(constructor: type, wrong: Rule, fragments: list[str]) -> None:
+def test_transposition_wrong_answers(
+    constructor: type, wrong: Rule, fragments: list[str]
+) -> None:
     name = constructor.__name__
     feedback = check_transposition_rules(with_mistake(constructor, wrong), [name])
     failed_with(feedback, "1 of 1 constructor not right yet", *fragments)
@@ -577,14 +552,8 @@ FIRST_AXIS_ONLY = guarded_with(lambda k, n: (k >= 0) & (k < n), axes=1)
         (dl.Scatter, FIRST_AXIS_ONLY, ["Scatter [3,4] u", "in either axis are dropped"]),
     ],
     ids=[
-        "index unguarded",
-        "index first axis",
-        "gather unguarded",
-        "gather negative",
-        "gather off by one",
-        "gather first axis",
-        "scatter negative",
-        "scatter first axis",
+        "index unguarded", "index first axis", "gather unguarded", "gather negative",
+        "gather off by one", "gather first axis", "scatter negative", "scatter first axis",
     ],
 )
 def test_transposition_answers_without_the_range_guard_fail_naming_the_total_semantics(
@@ -749,7 +718,9 @@ def test_reverse_pass_smallest_id_first_reevaluating_is_exponential() -> None:
     ],
     ids=["smallest first", "first collected first", "overwrite accum"],
 )
-def test_reverse_pass_wrong_orders_and_accumulation(answer: Rule, fragments: list[str]) -> None:
+def test_reverse_pass_wrong_orders_and_accumulation(
+    answer: Rule, fragments: list[str]
+) -> None:
     feedback = check_reverse_pass(answer)
     failed_with(feedback, "on Delta DAGs", *fragments)
     no_answer_in_hints(feedback, PASS_ANSWERS)
@@ -946,9 +917,7 @@ def test_reverse_pass_rows_with_a_dimension_of_size_one() -> None:
     ):
         feedback = check_reverse_pass(answer, shared=shared)
         failed_with(
-            feedback,
-            fragment,
-            "has shape [3], but Input 0 has shape [1,3]",
+            feedback, fragment, "has shape [3], but Input 0 has shape [1,3]",
             "its dimensions of size 1 included",
         )
         no_answer_in_hints(feedback, [*PASS_ANSWERS, "squeeze", "c[q]"])
@@ -1016,8 +985,7 @@ def test_student_check_cells_fail_on_the_stubs(
     checks = [source for source, tags in cells if "check" in tags]
     if not checks:  # a hand-kept student notebook: its stored outputs
         stored = [
-            cell
-            for cell in notebook["cells"]
+            cell for cell in notebook["cells"]
             if cell["cell_type"] == "code" and "".join(cell["source"]).startswith("check_")
         ]
         assert stored

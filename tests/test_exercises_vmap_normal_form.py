@@ -91,8 +91,7 @@ def test_batching_rule_solutions_pass() -> None:
 def test_batching_rule_stubs_fail_with_the_intended_message() -> None:
     failed_with(
         check_transpose_batching_rule(transpose_stub),
-        "is not a permutation",
-        "one entry more than e.perm",
+        "is not a permutation", "one entry more than e.perm",
     )
     failed_with(check_replicate_batching_rule(not_implemented), "is not implemented yet")
     failed_with(check_transpose_batching_rule(not_implemented), "is not implemented yet")
@@ -139,6 +138,8 @@ def test_wrong_batching_rules_never_raise(
         failed_with(check(rule), fragment)
 
 
+
+
 def test_batching_hints_do_not_give_the_answer() -> None:
     text = "\n".join(
         hints(feedback)
@@ -174,7 +175,10 @@ def test_teaching_vmap_agrees_with_da_vmap_and_a_loop(case: Any, seed: int) -> N
     got = program(*args)
     (axis,) = case.in_axes
     loop = np.stack(
-        [np.asarray(da.trace(case.function, row)(row)) for row in np.moveaxis(args[0], axis, 0)]
+        [
+            np.asarray(da.trace(case.function, row)(row))
+            for row in np.moveaxis(args[0], axis, 0)
+        ]
     )
     assert np.allclose(got, loop)
     assert np.allclose(got, da.vmap(case.function, case.in_axes)(*args))
@@ -183,10 +187,8 @@ def test_teaching_vmap_agrees_with_da_vmap_and_a_loop(case: Any, seed: int) -> N
 def test_teaching_vmap_uses_the_rules_given() -> None:
     x = np.arange(6.0).reshape(2, 3)
     mine = teaching_vmap(
-        lambda v: da.replicate(2, v),
-        x,
-        transpose_rule=transpose_rule,
-        replicate_rule=replicate_rule,
+        lambda v: da.replicate(2, v), x,
+        transpose_rule=transpose_rule, replicate_rule=replicate_rule,
     )
     assert str(mine) == "\\x. tr [1,0,2] (replicate 2 x)"
     assert np.array_equal(mine(x), np.stack([np.stack([r, r]) for r in x]))
@@ -197,15 +199,8 @@ def test_teaching_vmap_uses_the_rules_given() -> None:
 # --------------------------------------------------------------------------------------
 
 INDEXABLE = (
-    core.Var,
-    core.Const,
-    core.FromList,
-    core.Scatter,
-    core.Contract,
-    core.Share,
-    core.ArgMin,
-    core.ArgMax,
-    core.ArgSort,
+    core.Var, core.Const, core.FromList, core.Scatter,
+    core.Contract, core.Share, core.ArgMin, core.ArgMax, core.ArgSort,
 )
 PAPER_FOUR = (core.Var, core.Const, core.FromList, core.Scatter)
 
@@ -222,10 +217,8 @@ def normal_with(forms: tuple[type, ...], gathers_too: bool = False) -> Callable[
             restricted = isinstance(node, core.Index) or (
                 gathers_too and isinstance(node, core.Gather)
             )
-            if (
-                restricted
-                and isinstance(node, core.Index | core.Gather)
-                and not isinstance(node.array, forms)
+            if restricted and isinstance(node, core.Index | core.Gather) and not isinstance(
+                node.array, forms
             ):
                 return False
         return True
@@ -279,11 +272,8 @@ def test_the_cases_cover_both_verdicts() -> None:
 def test_normal_form_stubs_fail_with_the_intended_message() -> None:
     feedback = check_no_build1(root_only)
     failed_with(
-        feedback,
-        "build1 in the bound value of a let",
-        "expected False",
-        "your function says True",
-        "Does your walk reach every one of these places?",
+        feedback, "build1 in the bound value of a let", "expected False",
+        "your function says True", "Does your walk reach every one of these places?",
     )
     failed_with(check_normal_form(not_implemented), "is not implemented yet")
     failed_with(check_no_build1(not_implemented), "is not implemented yet")
@@ -292,35 +282,26 @@ def test_normal_form_stubs_fail_with_the_intended_message() -> None:
 def test_walks_that_miss_places_or_recurse() -> None:
     failed_with(
         check_no_build1(shallow_walk),
-        "build1 in the index function of a gather",
-        "build1 in the bound value of a let",
+        "build1 in the index function of a gather", "build1 in the bound value of a let",
         "in the index function of a gather",
     )
     failed_with(
-        check_no_build1(recursive_walk),
-        "RecursionError",
-        "2 of",
-        "core.postorder",
+        check_no_build1(recursive_walk), "RecursionError", "2 of", "core.postorder",
     )
 
 
 def test_normal_form_typical_wrong_answers() -> None:
     failed_with(
-        check_normal_form(no_build1),
-        "index of an elementwise operation",
-        "property (2)",
+        check_normal_form(no_build1), "index of an elementwise operation", "property (2)",
         "applied to an elementwise operation (add)",
     )
     failed_with(
-        check_normal_form(normal_with(PAPER_FOUR)),
-        "index of an argmax (dualarr)",
-        "expected True (normal)",
-        "dualarr's normal form also",
+        check_normal_form(normal_with(PAPER_FOUR)), "index of an argmax (dualarr)",
+        "expected True (normal)", "dualarr's normal form also",
     )
     failed_with(
         check_normal_form(normal_with(INDEXABLE, gathers_too=True)),
-        "gather of a transposed array",
-        "gather and scatter are other constructs",
+        "gather of a transposed array", "gather and scatter are other constructs",
     )
     failed_with(check_no_build1(is_normal), "property (1) is only about build1")
 
@@ -371,9 +352,7 @@ def test_hand_made_names_say_what_is_hidden() -> None:
             assert isinstance(violation, core.Build1), case.name
         elif case.name.startswith("index of a") and "(dualarr)" not in case.name:
             normal = case.name in {
-                "index of a let-bound variable",
-                "index of a constant",
-                "index of a fromList",
+                "index of a let-bound variable", "index of a constant", "index of a fromList",
                 "index of a scatter",
             }
             assert (violation is None) == normal, case.name
@@ -385,16 +364,8 @@ def test_hand_made_names_say_what_is_hidden() -> None:
 # --------------------------------------------------------------------------------------
 
 PUSHED = (
-    core.Op,
-    core.Transpose,
-    core.Index,
-    core.Let,
-    core.Replicate,
-    core.Iota,
-    core.Gather,
-    core.SumOuter,
-    core.Cond,
-    core.Build1,
+    core.Op, core.Transpose, core.Index, core.Let, core.Replicate, core.Iota,
+    core.Gather, core.SumOuter, core.Cond, core.Build1,
 )
 
 
@@ -435,44 +406,35 @@ def test_every_construct_is_the_array_of_an_index_in_some_case() -> None:
 def test_a_check_that_lists_what_it_rejects_fails_on_the_rare_constructs() -> None:
     feedback = check_normal_form(rejects_a_list)
     failed_with(
-        feedback,
-        "wrong on 3 of",
-        "index of a reshape",
-        "index of a fromIntegral",
-        "index of a floor",
-        "Theorem 5.1 names the constructs an index may stand on",
+        feedback, "wrong on 3 of", "index of a reshape", "index of a fromIntegral",
+        "index of a floor", "Theorem 5.1 names the constructs an index may stand on",
     )
 
 
 def test_the_normal_forms_of_dualarr_all_count() -> None:
     argmax_only = normal_with((*PAPER_FOUR, core.Contract, core.Share, core.ArgMax))
     failed_with(
-        check_normal_form(argmax_only),
-        "wrong on 2 of",
-        "index of an argmin (dualarr)",
-        "index of an argsort (dualarr)",
-        "dualarr's normal form also",
+        check_normal_form(argmax_only), "wrong on 2 of", "index of an argmin (dualarr)",
+        "index of an argsort (dualarr)", "dualarr's normal form also",
     )
 
 
 def test_an_index_out_of_range_is_normal() -> None:
     feedback = check_normal_form(rejects_out_of_range)
     failed_with(
-        feedback,
-        "an index out of range (§5.2), of a variable",
-        "expected True (normal)",
+        feedback, "an index out of range (§5.2), of a variable", "expected True (normal)",
         "its total semantics, §5.2",
     )
 
 
 def test_a_build1_of_size_0_is_a_build1() -> None:
     def sized(term: core.Term) -> bool:
-        return not any(isinstance(n, core.Build1) and n.size > 0 for n in core.postorder([term]))
+        return not any(
+            isinstance(n, core.Build1) and n.size > 0 for n in core.postorder([term])
+        )
 
     failed_with(
-        check_no_build1(sized),
-        "wrong on 1 of",
-        "build1 over an empty range (size 0)",
+        check_no_build1(sized), "wrong on 1 of", "build1 over an empty range (size 0)",
         "a build1 all the same",
     )
 
@@ -483,11 +445,9 @@ def test_edge_hints_do_not_give_the_answer() -> None:
         for feedback in (
             check_normal_form(rejects_a_list),
             check_normal_form(rejects_out_of_range),
-            check_no_build1(
-                lambda t: (
-                    not any(isinstance(n, core.Build1) and n.size > 0 for n in core.postorder([t]))
-                )
-            ),
+            check_no_build1(lambda t: not any(
+                isinstance(n, core.Build1) and n.size > 0 for n in core.postorder([t])
+            )),
         )
     )
     assert text.count("Hint:") >= 3

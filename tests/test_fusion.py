@@ -421,7 +421,9 @@ def unit_exprs(depth: int) -> st.SearchStrategy[KernelExpr]:
         st.tuples(smaller, smaller).map(lambda p: op("mul", *p)),
         smaller.map(lambda e: op("sqrt", e)),
         smaller.map(lambda e: op("sigmoid", e)),
-        st.tuples(smaller, smaller).map(lambda p: op("div", p[0], op("add", p[1], Literal(1.0)))),
+        st.tuples(smaller, smaller).map(
+            lambda p: op("div", p[0], op("add", p[1], Literal(1.0)))
+        ),
     )
 
 
@@ -481,7 +483,9 @@ def float_exprs(depth: int) -> st.SearchStrategy[KernelExpr]:
 
 
 def kernel_exprs() -> st.SearchStrategy[tuple[KernelExpr, DType]]:
-    return st.one_of(float_exprs(3).map(lambda e: (e, F64)), bool_exprs(2).map(lambda e: (e, BOOL)))
+    return st.one_of(
+        float_exprs(3).map(lambda e: (e, F64)), bool_exprs(2).map(lambda e: (e, BOOL))
+    )
 
 
 def used_args(expr: KernelExpr) -> set[int]:
@@ -510,9 +514,9 @@ def renumbered(expr: KernelExpr) -> KernelExpr:
     return go(expr)
 
 
-def kernel_of(
-    expr: KernelExpr, dtype: DType, inputs: Sequence[np.ndarray]
-) -> tuple[Kernel, list[np.ndarray]]:
+def kernel_of(expr: KernelExpr, dtype: DType, inputs: Sequence[np.ndarray]) -> tuple[
+    Kernel, list[np.ndarray]
+]:
     """A kernel of ``expr`` (over ``x``, ``y``, ``z``) and the arrays it reads."""
     used = sorted(used_args(expr))
     names = tuple(("x", "y", "z")[k] for k in used)
@@ -859,29 +863,18 @@ def test_a_cupy_namespace_runs_the_elementwise_kernel(
 
 # -- a view of pending work: the slice moves onto the kernel's arguments --------------
 
-UNARY = {
-    "sin": (da.sin, np.sin),
-    "neg": (lambda a: -a, np.negative),
-    "square": (lambda a: a * a, np.square),
-}
-BINARY = {
-    "add": (np.add, np.add),
-    "mul": (np.multiply, np.multiply),
-    "sub": (np.subtract, np.subtract),
-}
+UNARY = {"sin": (da.sin, np.sin), "neg": (lambda a: -a, np.negative),
+         "square": (lambda a: a * a, np.square)}
+BINARY = {"add": (np.add, np.add), "mul": (np.multiply, np.multiply),
+          "sub": (np.subtract, np.subtract)}
 
 
 @st.composite
 def sliced_elementwise(draw: st.DrawFn) -> tuple[list[tuple[str, str]], slice, float]:
     """A chain of elementwise steps on ``x`` and ``y``, then a slice of it (a reversal or
     a window), then one more step that reads the slice and ``x``."""
-    steps = draw(
-        st.lists(
-            st.tuples(st.sampled_from(sorted({*UNARY, *BINARY})), st.sampled_from(["x", "y", "c"])),
-            min_size=1,
-            max_size=4,
-        )
-    )
+    steps = draw(st.lists(st.tuples(st.sampled_from(sorted({*UNARY, *BINARY})),
+                                     st.sampled_from(["x", "y", "c"])), min_size=1, max_size=4))
     start = draw(st.integers(0, 4))
     stop = draw(st.integers(start + 1, 9))
     cut = draw(st.sampled_from([slice(None, None, -1), slice(start, stop), slice(stop, start, -1)]))
@@ -1124,11 +1117,8 @@ SPECIAL = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e300, -1e22, 5e-324, np.pi, 1e-3
 @given(
     st.sampled_from(["sin", "cos"]),
     st.booleans(),
-    st.lists(
-        st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(SPECIAL),
-        min_size=1,
-        max_size=40,
-    ),
+    st.lists(st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(SPECIAL),
+             min_size=1, max_size=40),
     st.sampled_from(["contiguous", "reversed", "strided", "transposed"]),
 )
 def test_sin_and_cos_kernels_agree_with_numpy_on_any_layout(
@@ -1201,7 +1191,6 @@ def test_without_the_library_sin_and_cos_fall_back_to_numexpr(monkeypatch: Any) 
 def test_w5_gradient_runs_the_vector_math_library_and_matches_the_formula() -> None:
     """W5's fused gradient calls the library's ``sin`` and ``cos`` kernels (the ``vml``
     extra, which the test command installs) and agrees with the closed form."""
-
     def w5(x: da.Tensor) -> da.Tensor:
         return da.sum(da.sin(x) * da.exp(-x * x) + da.log1p(x * x))
 
@@ -1248,9 +1237,8 @@ def test_a_program_without_sin_or_cos_never_loads_the_vector_math_library() -> N
     )
     environment = {k: v for k, v in os.environ.items() if k != "MKL_NUM_THREADS"}
     environment.update(DUALARR_FUSE="1", DUALARR_FUSE_MIN_SIZE="65536", DUALARR_VECTOR_MATH="1")
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=False, env=environment
-    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=False, env=environment)
     assert done.returncode == 0, done.stderr
     loaded = importlib.util.find_spec(VECTOR_MATH_MODULE) is not None
     assert (VECTOR_MATH_MODULE in done.stdout) == loaded, done.stdout

@@ -393,7 +393,9 @@ def test_a_negative_literal_keeps_its_grouping() -> None:
     """``a - -2.5``, ``(-2.5) ** a`` and ``-(a - b)`` are written as the tree groups
     them; ``-(a - b)`` is not ``b - a`` (``-0.0`` against ``0.0`` at ``a == b``)."""
     a, b = Arg(0), Arg(1)
-    assert kernels.numexpr_text(Apply("neg", (Apply("sub", (a, b)),)), ("a", "b")) == ("-(a - b)")
+    assert kernels.numexpr_text(Apply("neg", (Apply("sub", (a, b)),)), ("a", "b")) == (
+        "-(a - b)"
+    )
     assert kernels.numexpr_text(Apply("pow", (Literal(-2.5), a)), ("a",)) == "(-2.5) ** a"
     x = np.array([1.0, 0.0, -3.0])
     with da.config.fusing(True):

@@ -283,8 +283,8 @@ def test_modes_are_checked_and_interpret_agrees() -> None:
 
     np.testing.assert_allclose(da.grad(f)(x), da.grad(f, mode="interpret")(x))
     np.testing.assert_allclose(
-        da.jacobian(lambda x: da.exp(x) * x)(x),
-        da.jacobian(lambda x: da.exp(x) * x, mode="interpret")(x),
+        da.jacobian(lambda x: da.exp(x) * x)(x), da.jacobian(lambda x: da.exp(x) * x,
+                                                             mode="interpret")(x)
     )
     with pytest.raises(DualarrError, match="unknown mode 'fast'"):
         da.grad(f, mode="fast")

@@ -117,7 +117,9 @@ def test_fuse_chooses_the_program_and_both_compute_the_same_gradient() -> None:
     value_fused, (grad_fused,) = fused_program(X)
     np.testing.assert_allclose(value_fused, value_unfused, rtol=1e-12)
     np.testing.assert_allclose(grad_fused, grad_unfused, rtol=1e-12, atol=1e-14)
-    expected = np.cos(X) * np.exp(-X * X) - 2 * X * np.sin(X) * np.exp(-X * X) + 2 * X / (1 + X * X)
+    expected = (
+        np.cos(X) * np.exp(-X * X) - 2 * X * np.sin(X) * np.exp(-X * X) + 2 * X / (1 + X * X)
+    )
     np.testing.assert_allclose(grad_fused, expected, rtol=1e-12, atol=1e-14)
 
 

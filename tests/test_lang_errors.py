@@ -59,73 +59,43 @@ def check(
 ARITY: list[Any] = [
     pytest.param(
         lambda: T(lambda x: da.build1(3, lambda i, j: x[i, j]), X),  # type: ignore[misc, arg-type]
-        da.ShapeError,
-        "build1",
-        ["1 index variable", "lambda (i, j)"],
-        id="build1",
+        da.ShapeError, "build1", ["1 index variable", "lambda (i, j)"], id="build1",
     ),
     pytest.param(
         lambda: T(lambda x: da.build1(3, 5), X),  # type: ignore[arg-type]
-        da.TracingError,
-        "build1",
-        ["got int"],
-        id="build1-not-callable",
+        da.TracingError, "build1", ["got int"], id="build1-not-callable",
     ),
     pytest.param(
         lambda: T(lambda x: da.build((3, 4), lambda i: x[i]), X),
-        da.ShapeError,
-        "build",
-        ["2 index variables", "[3,4]", "lambda (i)"],
-        id="build-too-few",
+        da.ShapeError, "build", ["2 index variables", "[3,4]", "lambda (i)"], id="build-too-few",
     ),
     pytest.param(
         lambda: T(lambda x: da.build((3,), lambda i, j: x[i, j]), X),
-        da.ShapeError,
-        "build",
-        ["1 index variable", "[3]"],
-        id="build-too-many",
+        da.ShapeError, "build", ["1 index variable", "[3]"], id="build-too-many",
     ),
     pytest.param(
         lambda: T(lambda x: da.gather((2,), x, lambda i, j: (i,)), X),
-        da.ShapeError,
-        "gather",
-        ["1 index variable", "[2]", "lambda (i, j)"],
-        id="gather",
+        da.ShapeError, "gather", ["1 index variable", "[2]", "lambda (i, j)"], id="gather",
     ),
     pytest.param(
         lambda: T(lambda v: da.scatter((3,), v, lambda i, *, k: (i,)), V),
-        da.ShapeError,
-        "scatter",
-        ["1 index variable", "[5]"],
-        id="scatter-keyword-only",
+        da.ShapeError, "scatter", ["1 index variable", "[5]"], id="scatter-keyword-only",
     ),
     pytest.param(
         lambda: T(lambda v: da.scatter((2,), v, lambda: (0,)), V),
-        da.ShapeError,
-        "scatter",
-        ["takes 0 variables", "[5]", "1 to 1"],
-        id="scatter-none",
+        da.ShapeError, "scatter", ["takes 0 variables", "[5]", "1 to 1"], id="scatter-none",
     ),
     pytest.param(
         lambda: T(lambda x: da.let(x, lambda: 1.0), X),  # type: ignore[misc, arg-type]
-        da.TracingError,
-        "let",
-        ["1 argument", "lambda ()"],
-        id="let-none",
+        da.TracingError, "let", ["1 argument", "lambda ()"], id="let-none",
     ),
     pytest.param(
         lambda: T(lambda x: da.let(x, lambda v, w: v), X),  # type: ignore[misc, arg-type]
-        da.TracingError,
-        "let",
-        ["1 argument", "lambda (v, w)"],
-        id="let-two",
+        da.TracingError, "let", ["1 argument", "lambda (v, w)"], id="let-two",
     ),
     pytest.param(
         lambda: T(lambda x: da.map(lambda r, s: r, x), X),  # type: ignore[misc, arg-type]
-        da.TracingError,
-        "map",
-        ["1 argument", "lambda (r, s)"],
-        id="map",
+        da.TracingError, "map", ["1 argument", "lambda (r, s)"], id="map",
     ),
 ]
 
@@ -151,80 +121,47 @@ def test_functions_with_defaults_or_star_args_are_accepted() -> None:
 SHAPES_AND_AXES: list[Any] = [
     pytest.param(
         lambda: T(lambda x: da.reshape(x, None), X),  # type: ignore[arg-type]
-        da.ShapeError,
-        "reshape",
-        ["an int or a sequence of ints", "None"],
-        id="reshape-None",
+        da.ShapeError, "reshape", ["an int or a sequence of ints", "None"], id="reshape-None",
     ),
     pytest.param(
         lambda: T(lambda x: da.reshape(x, (2.0, 6.0)), X),  # type: ignore[arg-type]
-        da.ShapeError,
-        "reshape",
-        ["dimension 0", "2.0"],
-        id="reshape-floats",
+        da.ShapeError, "reshape", ["dimension 0", "2.0"], id="reshape-floats",
     ),
     pytest.param(
         lambda: T(lambda x: da.reshape(x, (3, -2)), X),
-        da.ShapeError,
-        "reshape",
-        ["dimension 1", "-2"],
-        id="reshape-negative",
+        da.ShapeError, "reshape", ["dimension 1", "-2"], id="reshape-negative",
     ),
     pytest.param(
         lambda: T(lambda x: da.sum(x, axis=1.0), X),  # type: ignore[arg-type]
-        da.ShapeError,
-        "sum",
-        ["axis must be an int", "1.0"],
-        id="sum-float-axis",
+        da.ShapeError, "sum", ["axis must be an int", "1.0"], id="sum-float-axis",
     ),
     pytest.param(
         lambda: T(lambda x: da.max(x, axis=(0, 0)), X),
-        da.ShapeError,
-        "max",
-        ["axis 0 is repeated", "(0, 0)"],
-        id="max-repeated",
+        da.ShapeError, "max", ["axis 0 is repeated", "(0, 0)"], id="max-repeated",
     ),
     pytest.param(
         lambda: T(lambda x: da.min(x, axis=(0, -2)), X),
-        da.ShapeError,
-        "min",
-        ["repeated"],
-        id="min-repeated-negative",
+        da.ShapeError, "min", ["repeated"], id="min-repeated-negative",
     ),
     pytest.param(
         lambda: T(lambda x: da.min(x, axis=(0, 2)), X),
-        da.ShapeError,
-        "min",
-        ["axis 2", "rank 2"],
-        id="min-out-of-range",
+        da.ShapeError, "min", ["axis 2", "rank 2"], id="min-out-of-range",
     ),
     pytest.param(
         lambda: T(lambda x: da.mean(x, axis=(-3,)), X),
-        da.ShapeError,
-        "mean",
-        ["axis -3", "rank 2"],
-        id="mean-out-of-range",
+        da.ShapeError, "mean", ["axis -3", "rank 2"], id="mean-out-of-range",
     ),
     pytest.param(
         lambda: T(lambda x: x.max(axis="rows"), X),
-        da.ShapeError,
-        "numpy.max",
-        ["'rows'"],
-        id="max-str-axis",
+        da.ShapeError, "numpy.max", ["'rows'"], id="max-str-axis",
     ),
     pytest.param(
         lambda: T(lambda x: da.argmax(x, axis=(0, 1)), X),  # type: ignore[arg-type]
-        da.ShapeError,
-        "argmax",
-        ["axis must be an int", "(0, 1)"],
-        id="argmax-tuple",
+        da.ShapeError, "argmax", ["axis must be an int", "(0, 1)"], id="argmax-tuple",
     ),
     pytest.param(
         lambda: T(lambda x: da.sum(x, axis=da.floor(x[0, 0])), X),  # type: ignore[arg-type]
-        da.TracingError,
-        "sum",
-        ["static Python int"],
-        id="sum-traced-axis",
+        da.TracingError, "sum", ["static Python int"], id="sum-traced-axis",
     ),
 ]
 
@@ -264,73 +201,44 @@ def test_gradient_of_max_over_axes_goes_to_the_argmax(axis: tuple[int, ...]) -> 
 INPUTS: list[Any] = [
     pytest.param(
         lambda: T(total, RAGGED),
-        da.ShapeError,
-        "trace",
-        ["argument 0", "ragged", "dimension 1 has lengths 1 and 2"],
+        da.ShapeError, "trace", ["argument 0", "ragged", "dimension 1 has lengths 1 and 2"],
         id="trace-ragged",
     ),
     pytest.param(
         lambda: da.grad(total)(RAGGED),
-        da.ShapeError,
-        "trace",
-        ["argument 0", "ragged"],
-        id="grad-ragged",
+        da.ShapeError, "trace", ["argument 0", "ragged"], id="grad-ragged",
     ),
     pytest.param(
         lambda: da.grad(both, (0, 1))(V, [[1.0], [2.0, 3.0], []]),
-        da.ShapeError,
-        "trace",
-        ["argument 1", "lengths 0, 1 and 2"],
-        id="grad-ragged-second",
+        da.ShapeError, "trace", ["argument 1", "lengths 0, 1 and 2"], id="grad-ragged-second",
     ),
     pytest.param(
         lambda: T(lambda x: x[0] + da.constant(RAGGED), X),
-        da.ShapeError,
-        "constant",
-        ["the constant", "ragged"],
-        id="constant-ragged",
+        da.ShapeError, "constant", ["the constant", "ragged"], id="constant-ragged",
     ),
     pytest.param(
         lambda: T(lambda x: x[0, 0] + da.sum(RAGGED), X),
-        da.ShapeError,
-        "sum",
-        ["the argument", "ragged"],
-        id="argument-ragged",
+        da.ShapeError, "sum", ["the argument", "ragged"], id="argument-ragged",
     ),
     pytest.param(
         lambda: T(lambda x: x[0, :2] + [1.0, [2.0]], X),
-        da.ShapeError,
-        "add",
-        ["the operand", "mixes numbers and lists"],
-        id="operand-ragged",
+        da.ShapeError, "add", ["the operand", "mixes numbers and lists"], id="operand-ragged",
     ),
     pytest.param(
         lambda: T(lambda x: x[0] + [x[0, 0], 1.0, 2.0, 3.0], X),
-        da.TracingError,
-        "add",
-        ["traced values", "da.stack"],
-        id="list-of-traced",
+        da.TracingError, "add", ["traced values", "da.stack"], id="list-of-traced",
     ),
     pytest.param(
         lambda: T(total, np.array([1.0, "a"], dtype=object)),
-        da.UnsupportedError,
-        "trace",
-        ["argument 0", "object"],
-        id="object-array",
+        da.UnsupportedError, "trace", ["argument 0", "object"], id="object-array",
     ),
     pytest.param(
         lambda: T(total, "text"),
-        da.UnsupportedError,
-        "trace",
-        ["argument 0", "str"],
-        id="string",
+        da.UnsupportedError, "trace", ["argument 0", "str"], id="string",
     ),
     pytest.param(
         lambda: da.grad(total)(["a", "b"]),
-        da.UnsupportedError,
-        "trace",
-        ["argument 0", "<U1"],
-        id="list-of-strings",
+        da.UnsupportedError, "trace", ["argument 0", "<U1"], id="list-of-strings",
     ),
 ]
 
@@ -340,38 +248,23 @@ INPUTS: list[Any] = [
 DIVISION: list[Any] = [
     pytest.param(
         lambda: T(lambda x: x // V, X),
-        da.ShapeError,
-        "quot",
-        ["[3,4]", "[5]"],
-        id="floordiv-shapes",
+        da.ShapeError, "quot", ["[3,4]", "[5]"], id="floordiv-shapes",
     ),
     pytest.param(
         lambda: T(lambda x: x % V, X),
-        da.ShapeError,
-        "rem",
-        ["[3,4]", "[5]"],
-        id="mod-shapes",
+        da.ShapeError, "rem", ["[3,4]", "[5]"], id="mod-shapes",
     ),
     pytest.param(
         lambda: T(lambda x: np.floor_divide(x, V), X),
-        da.ShapeError,
-        "numpy.floor_divide",
-        ["[3,4]"],
-        id="ufunc-floor_divide",
+        da.ShapeError, "numpy.floor_divide", ["[3,4]"], id="ufunc-floor_divide",
     ),
     pytest.param(
         lambda: T(lambda x: np.remainder(V, x), X),
-        da.ShapeError,
-        "numpy.remainder",
-        ["[5]"],
-        id="ufunc-remainder",
+        da.ShapeError, "numpy.remainder", ["[5]"], id="ufunc-remainder",
     ),
     pytest.param(
         lambda: T(lambda x: x // "s", X),
-        da.TracingError,
-        "quot",
-        ["str"],
-        id="floordiv-str",
+        da.TracingError, "quot", ["str"], id="floordiv-str",
     ),
 ]
 
@@ -498,45 +391,27 @@ def test_float_division_gradients_agree_with_finite_differences(
 FORMAT_AND_HASH: list[Any] = [
     pytest.param(
         lambda: T(lambda x: f"{x[0, 0]:.2f}", X),
-        da.TracingError,
-        "format()",
-        ["float64[]", "repr"],
-        id="format-spec",
+        da.TracingError, "format()", ["float64[]", "repr"], id="format-spec",
     ),
     pytest.param(
         lambda: T(lambda x: format(x), X),
-        da.TracingError,
-        "format()",
-        ["float64[3,4]"],
-        id="format",
+        da.TracingError, "format()", ["float64[3,4]"], id="format",
     ),
     pytest.param(
         lambda: T(lambda x: "{}".format(x), X),  # noqa: UP032
-        da.TracingError,
-        "format()",
-        [],
-        id="str.format",
+        da.TracingError, "format()", [], id="str.format",
     ),
     pytest.param(
         lambda: T(lambda x: hash(x), X),
-        da.TracingError,
-        "hash()",
-        ["unhashable", "id(x)"],
-        id="hash",
+        da.TracingError, "hash()", ["unhashable", "id(x)"], id="hash",
     ),
     pytest.param(
         lambda: T(lambda x: {x}, X),
-        da.TracingError,
-        "hash()",
-        ["unhashable"],
-        id="set",
+        da.TracingError, "hash()", ["unhashable"], id="set",
     ),
     pytest.param(
         lambda: T(lambda x: {x: 1}[x], X),
-        da.TracingError,
-        "hash()",
-        ["unhashable"],
-        id="dict-key",
+        da.TracingError, "hash()", ["unhashable"], id="dict-key",
     ),
 ]
 
@@ -558,59 +433,35 @@ def test_str_and_repr_of_traced_values_still_work() -> None:
 DTYPES: list[Any] = [
     pytest.param(
         lambda: T(total, np.ones(3, np.float16)),
-        UnsupportedDtypeError,
-        "trace",
-        ["argument 0", "float16"],
-        id="trace-float16",
+        UnsupportedDtypeError, "trace", ["argument 0", "float16"], id="trace-float16",
     ),
     pytest.param(
         lambda: da.grad(total)(np.ones(3, np.float16)),
-        UnsupportedDtypeError,
-        "trace",
-        ["argument 0", "float16"],
-        id="grad-float16",
+        UnsupportedDtypeError, "trace", ["argument 0", "float16"], id="grad-float16",
     ),
     pytest.param(
         lambda: da.grad(total)(np.ones(3, np.complex64)),
-        UnsupportedDtypeError,
-        "trace",
-        ["argument 0", "complex64"],
-        id="grad-complex",
+        UnsupportedDtypeError, "trace", ["argument 0", "complex64"], id="grad-complex",
     ),
     pytest.param(
         lambda: T(total, da.ShapeSpec((3,), np.float16)),
-        UnsupportedDtypeError,
-        "ShapeSpec",
-        ["float16"],
-        id="shapespec-float16",
+        UnsupportedDtypeError, "ShapeSpec", ["float16"], id="shapespec-float16",
     ),
     pytest.param(
         lambda: T(lambda x: da.to_float(x, np.float16), X),
-        UnsupportedDtypeError,
-        "to_float",
-        ["float16"],
-        id="to_float-float16",
+        UnsupportedDtypeError, "to_float", ["float16"], id="to_float-float16",
     ),
     pytest.param(
         lambda: T(lambda x: x + da.constant([1, 2, 3, 4], np.complex64), X),
-        UnsupportedDtypeError,
-        "constant",
-        ["complex64"],
-        id="constant-complex",
+        UnsupportedDtypeError, "constant", ["complex64"], id="constant-complex",
     ),
     pytest.param(
         lambda: T(total, X)(np.ones((3, 4), np.uint8)),
-        da.DtypeError,
-        "total",
-        ["float64[3,4]", "uint8"],
-        id="call-uint8",
+        da.DtypeError, "total", ["float64[3,4]", "uint8"], id="call-uint8",
     ),
     pytest.param(
         lambda: T(total, X)(np.ones((3, 4), np.int32)),
-        da.DtypeError,
-        "total",
-        ["int32"],
-        id="call-int32",
+        da.DtypeError, "total", ["int32"], id="call-int32",
     ),
 ]
 

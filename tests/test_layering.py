@@ -41,10 +41,7 @@ def imports_of(path: Path) -> set[str]:
 
 def graph() -> dict[str, set[str]]:
     modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
-    edges = {
-        name: {t for t in imports_of(path) if t in modules and t != name}
-        for name, path in modules.items()
-    }  # noqa: E501
+    edges = {name: {t for t in imports_of(path) if t in modules and t != name} for name, path in modules.items()}  # noqa: E501
     # the package's face re-exports everything: it is the top, not part of the layers
     edges.pop("dualarr", None)
     for targets in edges.values():
@@ -90,17 +87,8 @@ def test_no_module_imports_itself_back() -> None:
 
 
 LAYERS = (
-    "lang",
-    "numpy",
-    "interp",
-    "vectorise",
-    "ad",
-    "codegen",
-    "show",
-    "constructs",
-    "top",
-    "teach",
-    "main",
+    "lang", "numpy", "interp", "vectorise", "ad", "codegen", "show", "constructs", "top",
+    "teach", "main"
 )
 """The pipeline's layers, bottom first: the language and tracing; NumPy's interface
 lowered to it (``dualarr.numpy``); its interpretations
@@ -143,9 +131,7 @@ def test_the_bottom_layers_import_nothing_above_them() -> None:
     assert edges["dualarr.lang.primitives"] <= {"dualarr.lang.errors"}
     assert edges["dualarr.lang.structure"] == set()
     assert edges["dualarr.lang.terms"] <= {
-        "dualarr.lang.errors",
-        "dualarr.lang.primitives",
-        "dualarr.lang.structure",
+        "dualarr.lang.errors", "dualarr.lang.primitives", "dualarr.lang.structure"
     }
     for low in ("dualarr.lang.terms", "dualarr.ad.delta", "dualarr.lang.tensor"):
         for view in ("dualarr.show.printer", "dualarr.show.drawing", "dualarr.lang.functions"):
@@ -194,11 +180,8 @@ def test_the_private_import_check_sees_names_and_spares_own_private_modules() ->
     def imports(source: str, path: Path) -> list[str]:
         node = ast.parse(source).body[0]
         assert isinstance(node, ast.ImportFrom)
-        return [
-            a.name
-            for a in node.names
-            if is_private(a.name) and not is_own_private_module(path, node, a.name)
-        ]
+        return [a.name for a in node.names if is_private(a.name)
+                and not is_own_private_module(path, node, a.name)]
 
     numpy_init = PACKAGE / "numpy" / "__init__.py"
     assert (PACKAGE / "numpy" / "_shape.py").exists()

@@ -40,18 +40,8 @@ CASES: list[tuple[str, type[da.DualarrError], str, Callable[[], Any]]] = [
     # binders given a lambda of the wrong arity
     ("build1 arity", da.DualarrError, "build1", traced(lambda x: dx.build1(3, lambda i, j: x[i]))),
     ("build arity", da.DualarrError, "build", traced(lambda x: dx.build((2, 2), lambda i: x[i]))),
-    (
-        "gather arity",
-        da.DualarrError,
-        "gather",
-        traced(lambda x: dx.gather((2,), x, lambda i, j: (i,))),
-    ),
-    (
-        "scatter arity",
-        da.DualarrError,
-        "scatter",
-        traced(lambda x: dx.scatter((2,), x, lambda: (0,))),
-    ),
+    ("gather arity", da.DualarrError, "gather", traced(lambda x: dx.gather((2,), x, lambda i, j: (i,)))),
+    ("scatter arity", da.DualarrError, "scatter", traced(lambda x: dx.scatter((2,), x, lambda: (0,)))),
     ("let arity", da.DualarrError, "let", traced(lambda x: dx.let(x, lambda: 1.0))),
     # argnums
     ("argnums float", da.DualarrError, "argnums", lambda: dx.grad(total, argnums=0.0)(X)),

@@ -66,12 +66,7 @@ def test_the_issues_examples_route_to_dualarr_numpy() -> None:
 
     program = da.trace(f, x)
     assert [call.name for call in program.numpy_calls] == [
-        "square",
-        "where",
-        "stack",
-        "matmul",
-        "sum",
-        "sum",
+        "square", "where", "stack", "matmul", "sum", "sum"
     ]
     expected = np.sum(w @ x) + np.sum(np.stack([x**2, np.where(c, x, -x)]))
     assert program(x) == pytest.approx(expected)

@@ -130,6 +130,7 @@ def test_integer_and_bool_reductions(data: st.DataObject, shape: tuple[int, ...]
     )
 
 
+
 @settings(max_examples=10)
 @given(data=st.data(), shape=SHAPES)
 def test_dtype_argument_converts_between_float_widths(

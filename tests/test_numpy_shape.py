@@ -29,7 +29,9 @@ def arrays(
 ) -> np.ndarray:
     """A float32 or float64 array (size-0 and size-1 axes included)."""
     shape = draw(
-        hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side)
+        hnp.array_shapes(
+            min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side
+        )
     )
     dtype = draw(FLOATS)
     elements = st.floats(-4, 4, allow_nan=False, width=32)
@@ -127,7 +129,9 @@ def test_atleast(x: np.ndarray) -> None:
     conforms(dnp.atleast_1d, np.atleast_1d, [x])
     conforms(dnp.atleast_2d, np.atleast_2d, [x])
     conforms(dnp.atleast_3d, np.atleast_3d, [x])
-    conforms(lambda a: dnp.atleast_2d(a, a)[1], lambda a: np.atleast_2d(a, a)[1], [x])
+    conforms(
+        lambda a: dnp.atleast_2d(a, a)[1], lambda a: np.atleast_2d(a, a)[1], [x]
+    )
 
 
 @EXAMPLES
@@ -184,7 +188,9 @@ def test_stack_family(data: st.DataObject) -> None:
         (dnp.hstack, np.hstack),
         (dnp.dstack, np.dstack),
     ):
-        conforms(lambda a, b, f=ours: f([a, b]), lambda a, b, f=theirs: f([a, b]), [x, y])
+        conforms(
+            lambda a, b, f=ours: f([a, b]), lambda a, b, f=theirs: f([a, b]), [x, y]
+        )
     if x.ndim <= 2:
         conforms(
             lambda a, b: dnp.column_stack((a, b)), lambda a, b: np.column_stack((a, b)), [x, y]
@@ -259,7 +265,9 @@ def test_split(data: st.DataObject) -> None:
     )
     points = data.draw(st.lists(st.integers(-5, 5), max_size=3))
     k = data.draw(st.integers(0, len(points)))
-    conforms(lambda a: dnp.split(a, points, ax)[k], lambda a: np.split(a, points, ax)[k], [x])
+    conforms(
+        lambda a: dnp.split(a, points, ax)[k], lambda a: np.split(a, points, ax)[k], [x]
+    )
 
 
 def test_hsplit_vsplit_dsplit() -> None:
@@ -397,7 +405,9 @@ def test_repeat(data: st.DataObject) -> None:
     conforms(lambda a: dnp.repeat(a, r), lambda a: np.repeat(a, r), [x])
     if x.ndim:
         ax = axis_of(data, x.ndim)
-        per = data.draw(st.lists(st.integers(0, 3), min_size=x.shape[ax], max_size=x.shape[ax]))
+        per = data.draw(
+            st.lists(st.integers(0, 3), min_size=x.shape[ax], max_size=x.shape[ax])
+        )
         conforms(lambda a: dnp.repeat(a, r, ax), lambda a: np.repeat(a, r, ax), [x])
         conforms(lambda a: dnp.repeat(a, per, ax), lambda a: np.repeat(a, per, ax), [x])
 
@@ -421,7 +431,9 @@ def test_roll(data: st.DataObject) -> None:
         axes = data.draw(st.lists(st.integers(-x.ndim, x.ndim - 1), min_size=1, max_size=3))
         shifts = data.draw(st.lists(st.integers(-9, 9), min_size=len(axes), max_size=len(axes)))
         conforms(lambda a: dnp.roll(a, shifts, axes), lambda a: np.roll(a, shifts, axes), [x])
-        conforms(lambda a: dnp.roll(a, shift, axes), lambda a: np.roll(a, shift, axes), [x])
+        conforms(
+            lambda a: dnp.roll(a, shift, axes), lambda a: np.roll(a, shift, axes), [x]
+        )
 
 
 @EXAMPLES
@@ -447,11 +459,12 @@ def test_rot90_and_flips(data: st.DataObject) -> None:
 @given(st.data())
 def test_pad_modes(data: st.DataObject) -> None:
     x = data.draw(arrays(min_dims=1, min_side=1))
-    widths = [
-        tuple(data.draw(st.lists(st.integers(0, 6), min_size=2, max_size=2))) for _ in range(x.ndim)
-    ]
+    widths = [tuple(data.draw(st.lists(st.integers(0, 6), min_size=2, max_size=2)))
+              for _ in range(x.ndim)]
     mode: Any = data.draw(st.sampled_from(["constant", "edge", "reflect", "symmetric", "wrap"]))
-    conforms(lambda a: dnp.pad(a, widths, mode), lambda a: np.pad(a, widths, mode), [x])
+    conforms(
+        lambda a: dnp.pad(a, widths, mode), lambda a: np.pad(a, widths, mode), [x]
+    )
     w = data.draw(st.integers(0, 3))
     conforms(lambda a: dnp.pad(a, w, mode), lambda a: np.pad(a, w, mode), [x])
 
@@ -543,7 +556,9 @@ def test_diagonal_and_trace(data: st.DataObject) -> None:
     offset = data.draw(st.integers(-4, 4))
     i = axis_of(data, x.ndim)
     j = data.draw(st.sampled_from([d - x.ndim for d in range(x.ndim) if d != i % x.ndim]))
-    conforms(lambda a: dnp.diagonal(a, offset, i, j), lambda a: np.diagonal(a, offset, i, j), [x])
+    conforms(
+        lambda a: dnp.diagonal(a, offset, i, j), lambda a: np.diagonal(a, offset, i, j), [x]
+    )
     conforms(lambda a: dnp.trace(a, offset, i, j), lambda a: np.trace(a, offset, i, j), [x])
     f64 = np.float64  # the diagonal converted to dtype, then summed (float32 widens)
     conforms(

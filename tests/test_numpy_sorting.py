@@ -74,11 +74,8 @@ def test_argsort(data: st.DataObject, dtype: Any) -> None:
 @given(data=st.data())
 def test_argsort_is_stable_on_ties(data: st.DataObject) -> None:
     shape = shapes(data)
-    x = np.asarray(
-        data.draw(
-            st.lists(st.integers(0, 2), min_size=int(np.prod(shape)), max_size=int(np.prod(shape)))
-        )
-    ).reshape(shape)
+    x = np.asarray(data.draw(st.lists(st.integers(0, 2), min_size=int(np.prod(shape)),
+                                      max_size=int(np.prod(shape))))).reshape(shape)
     axis = axes(data, x.ndim)
     want = np.argsort(x, axis=axis, kind="stable")
     np.testing.assert_array_equal(dnp.argsort(x, axis, kind="quicksort"), want)

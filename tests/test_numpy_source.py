@@ -20,7 +20,9 @@ def test_each_numpy_call_is_a_let_with_its_lowering_and_the_call_as_written() ->
     assert [call.name for call in program.numpy_calls] == ["roll", "sum", "mean"]
     lines = program.numpy_source().splitlines()
     assert lines[0] == "\\x."
-    assert lines[1].startswith("let roll = gather [5] x") and lines[1].endswith("# dnp.roll(x, 2)")
+    assert lines[1].startswith("let roll = gather [5] x") and lines[1].endswith(
+        "# dnp.roll(x, 2)"
+    )
     assert lines[2].startswith("let sum = sumOuter (roll * roll) in")
     assert lines[2].endswith("# dnp.sum(roll * roll)")
     assert lines[3].startswith("let mean = sumOuter x / 5.0 in")
@@ -52,12 +54,8 @@ def test_the_listing_evaluates_like_the_program() -> None:
 def test_the_drawing_boxes_each_calls_lowering_with_the_call_as_written() -> None:
     program = da.trace(_program, np.arange(5.0))
     source = program.numpy_graph().source
-    labels = [
-        line.split('label="', 1)[1].split('"')[0]
-        for line in source.splitlines()
-        if "subgraph cluster" in line or 'label="dnp.' in line
-        if 'label="' in line
-    ]
+    labels = [line.split('label="', 1)[1].split('"')[0] for line in source.splitlines()
+              if "subgraph cluster" in line or 'label="dnp.' in line if 'label="' in line]
     assert labels == ["dnp.roll(x, 2)", "dnp.sum(roll * roll)", "dnp.mean(x)"]
     roll_box = source.split("subgraph cluster_0 {", 1)[1].split("}", 1)[0]
     assert "gather [5]" in roll_box and "sumOuter" not in roll_box

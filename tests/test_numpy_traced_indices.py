@@ -82,7 +82,9 @@ def test_computed_indices_wrap_as_numpy_under_every_transformation(
     np.testing.assert_allclose(jvp_tangent, np.sum(weights * tangent[idx]))
     np.testing.assert_allclose(da.jit(f)(v), value)
     batch = np.stack([v, 2.0 * v + 1.0])
-    np.testing.assert_allclose(da.vmap(lambda x: x[computed(x, offsets)])(batch), batch[:, idx])
+    np.testing.assert_allclose(
+        da.vmap(lambda x: x[computed(x, offsets)])(batch), batch[:, idx]
+    )
 
 
 def test_the_issue_example_agrees_with_itself() -> None:

@@ -105,10 +105,7 @@ def test_core_dependencies() -> None:
     assert project["requires-python"] == ">=3.11"
     core = dict(split_requirement(r) for r in project["dependencies"])
     assert core == {
-        "numpy": ">=2.0",
-        "array-api-compat": ">=1.11",
-        "optree": ">=0.13",
-        "numexpr": ">=2.10",
+        "numpy": ">=2.0", "array-api-compat": ">=1.11", "optree": ">=0.13", "numexpr": ">=2.10"
     }
 
 
@@ -199,11 +196,8 @@ def test_apt_update_waits_while_another_apt_holds_the_lock(tmp_path: Path) -> No
         ["bash", "-c", f"{function}\n_dualarr_apt_update"],
         capture_output=True,
         text=True,
-        env={
-            **os.environ,
-            "PATH": f"{tmp_path}:{os.environ['PATH']}",
-            "DUALARR_APT_RETRY_SECONDS": "0",
-        },
+        env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}",
+             "DUALARR_APT_RETRY_SECONDS": "0"},
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -135,9 +135,8 @@ def sums_of_products(draw: DrawFn) -> GeneratedProgram:
 
 
 def jittered(gp: GeneratedProgram, rng: np.random.Generator) -> list[np.ndarray]:
-    return [
-        a + rng.uniform(-0.05, 0.05, a.shape) if a.dtype == np.float64 else a for a in gp.arrays
-    ]
+    return [a + rng.uniform(-0.05, 0.05, a.shape) if a.dtype == np.float64 else a
+            for a in gp.arrays]
 
 
 def close(a: float, b: float, scale: float, rtol: float) -> bool:

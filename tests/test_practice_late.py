@@ -70,18 +70,14 @@ def test_two_shares() -> None:
 
     assert_passed(compile_time.check_two_shares(example))
     assert_passed(compile_time.check_two_shares(compile_time.chain(3)))
-    assert_not_yet(
-        compile_time.check_two_shares(compile_time.chain(2)), hint="Add", answer="chain(3)"
-    )
+    assert_not_yet(compile_time.check_two_shares(compile_time.chain(2)),
+                   hint="Add", answer="chain(3)")
 
 
 def test_sum_chain_shares() -> None:
     assert_passed(compile_time.check_sum_chain_shares(lambda k: k))
-    assert_not_yet(
-        compile_time.check_sum_chain_shares(lambda k: k - 1),
-        hint="plain variable",
-        answer="shares = k",
-    )
+    assert_not_yet(compile_time.check_sum_chain_shares(lambda k: k - 1),
+                   hint="plain variable", answer="shares = k")
 
 
 def _specialise(source: str) -> str:
@@ -112,11 +108,8 @@ def test_mode_timing() -> None:
         return seconds
 
     assert_passed(compile_time.check_mode_timing(time_modes))
-    assert_not_yet(
-        compile_time.check_mode_timing(lambda f, x: {"compiled": 1.0}),
-        hint="'interpret'",
-        answer="timeit.repeat(lambda",
-    )
+    assert_not_yet(compile_time.check_mode_timing(lambda f, x: {"compiled": 1.0}),
+                   hint="'interpret'", answer="timeit.repeat(lambda")
 
 
 # --------------------------------------------------------------------------------------
@@ -170,16 +163,10 @@ def test_shifted_rows() -> None:
 
 def test_growth() -> None:
     assert_passed(vmap_practice.check_growth({"source": 2, "vectorised": 0}))
-    assert_not_yet(
-        vmap_practice.check_growth({"source": None, "vectorised": None}),
-        hint="nested loops",
-        answer="p = 2",
-    )
-    assert_not_yet(
-        vmap_practice.check_growth({"source": 2, "vectorised": 1}),
-        hint="does not change",
-        answer="p = 0",
-    )
+    assert_not_yet(vmap_practice.check_growth({"source": None, "vectorised": None}),
+                   hint="nested loops", answer="p = 2")
+    assert_not_yet(vmap_practice.check_growth({"source": 2, "vectorised": 1}),
+                   hint="does not change", answer="p = 0")
 
 
 # --------------------------------------------------------------------------------------
@@ -197,9 +184,8 @@ def _scatter_cotangent(c: np.ndarray, index: np.ndarray, n: int) -> np.ndarray:
 def test_scatter_cotangent() -> None:
     check = transposition_practice.check_scatter_cotangent
     assert_passed(check(_scatter_cotangent))
-    assert_not_yet(
-        check(lambda c, index, n: np.zeros(n)), hint="element that read", answer="np.add.at"
-    )
+    assert_not_yet(check(lambda c, index, n: np.zeros(n)), hint="element that read",
+                   answer="np.add.at")
 
     def assigned(c: np.ndarray, index: np.ndarray, n: int) -> np.ndarray:
         gradient = np.zeros(n)
@@ -250,11 +236,8 @@ def test_transposed_spec() -> None:
         return f"{output},{second}->{first}"
 
     assert_passed(transposition_practice.check_transposed_spec(transposed))
-    assert_not_yet(
-        transposition_practice.check_transposed_spec(lambda spec: spec),
-        hint="indices of u",
-        answer="a,b->ab",
-    )
+    assert_not_yet(transposition_practice.check_transposed_spec(lambda spec: spec),
+                   hint="indices of u", answer="a,b->ab")
 
     def swaps_operands(spec: str) -> str:
         inputs, output = spec.split("->")
@@ -267,11 +250,8 @@ def test_transposed_spec() -> None:
 def test_adjoint_sides() -> None:
     check = transposition_practice.check_adjoint_sides
     assert_passed(check(transposition_practice.adjoint_sides))
-    assert_not_yet(
-        check(lambda delta, program, v, u: (0.0, 0.0)),
-        hint="run_linear",
-        answer="np.sum(np.asarray(forward",
-    )
+    assert_not_yet(check(lambda delta, program, v, u: (0.0, 0.0)), hint="run_linear",
+                   answer="np.sum(np.asarray(forward")
 
     def both_from_the_delta(
         delta: dl.Delta, program: LinearProgram, v: Mapping[int, np.ndarray], u: np.ndarray
@@ -302,32 +282,34 @@ def test_w4_gradient() -> None:
     assert_passed(performance.check_w4_gradient(by_hand))
     assert_not_yet(
         performance.check_w4_gradient(lambda a, b: (np.zeros_like(a), np.zeros_like(b))),
-        hint="matrix of ones",
-        answer="b.T",
+        hint="matrix of ones", answer="b.T",
     )
 
 
 def test_w5_with_lets() -> None:
     def with_lets(x: da.Tensor) -> da.Tensor:
-        shared: da.Tensor = da.let(x * x, lambda xx: da.sum(da.sin(x) * da.exp(-xx) + da.log1p(xx)))
+        shared: da.Tensor = da.let(
+            x * x, lambda xx: da.sum(da.sin(x) * da.exp(-xx) + da.log1p(xx))
+        )
         return shared
 
     assert_passed(performance.check_w5_with_lets(with_lets))
-    assert_not_yet(
-        performance.check_w5_with_lets(performance.w5), hint="da.let(x * x", answer="da.log1p(xx)"
-    )
+    assert_not_yet(performance.check_w5_with_lets(performance.w5), hint="da.let(x * x",
+                   answer="da.log1p(xx)")
 
     def changed(x: da.Tensor) -> da.Tensor:
         shared: da.Tensor = da.let(x * x, lambda xx: da.sum(da.sin(x) * da.exp(-xx)))
         return shared
 
-    assert_not_yet(performance.check_w5_with_lets(changed), hint="must not change", answer="log1p")
+    assert_not_yet(performance.check_w5_with_lets(changed), hint="must not change",
+                   answer="log1p")
 
 
 def test_w6_gradient() -> None:
     check = performance.check_w6_gradient
     assert_passed(check(lambda x, idx, w: np.bincount(idx, weights=w, minlength=len(x))))
-    assert_not_yet(check(lambda x, idx, w: np.zeros_like(x)), hint="read x[k]", answer="bincount")
+    assert_not_yet(check(lambda x, idx, w: np.zeros_like(x)), hint="read x[k]",
+                   answer="bincount")
 
     def assigned(x: np.ndarray, idx: np.ndarray, w: np.ndarray) -> np.ndarray:
         gradient = np.zeros_like(x)
@@ -368,18 +350,16 @@ def test_broken_exp() -> None:
     pytest.importorskip("sympy")
     real = REGISTRY["exp"]
     assert_passed(sympy_checks.check_broken_exp(_with_broken_exp))
-    assert_not_yet(
-        sympy_checks.check_broken_exp(lambda f, *arrays: da.check_grad(f, *arrays)),
-        hint="dataclasses.replace",
-        answer="2 * y",
-    )
+    assert_not_yet(sympy_checks.check_broken_exp(lambda f, *arrays: da.check_grad(f, *arrays)),
+                   hint="dataclasses.replace", answer="2 * y")
 
     def never_restores(f: Callable[..., Any], *arrays: Any) -> GradCheckReport:
         REGISTRY["exp"] = dataclasses.replace(real, partials=(lambda m, x, y: 2 * y,))
         dualarr.api.clear_caches()
         return da.check_grad(f, *arrays)
 
-    assert_not_yet(sympy_checks.check_broken_exp(never_restores), hint="finally", answer="2 * y")
+    assert_not_yet(sympy_checks.check_broken_exp(never_restores), hint="finally",
+                   answer="2 * y")
     assert REGISTRY["exp"] is real
     assert np.allclose(da.grad(lambda v: da.sum(da.exp(v)))(np.zeros(2)), 1.0)
 
@@ -408,11 +388,7 @@ def test_simplified_dy() -> None:
     exact = sympy_checks.exact_foo_dy()
     for form in (sp.simplify(exact), sp.together(exact), exact):
         assert_passed(sympy_checks.check_simplified_dy(form))
-    assert_not_yet(
-        sympy_checks.check_simplified_dy(None), hint="sp.simplify", answer=str(sp.simplify(exact))
-    )
-    assert_not_yet(
-        sympy_checks.check_simplified_dy(exact + 1),
-        hint="must not change",
-        answer=str(sp.simplify(exact)),
-    )
+    assert_not_yet(sympy_checks.check_simplified_dy(None), hint="sp.simplify",
+                   answer=str(sp.simplify(exact)))
+    assert_not_yet(sympy_checks.check_simplified_dy(exact + 1), hint="must not change",
+                   answer=str(sp.simplify(exact)))

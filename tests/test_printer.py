@@ -79,10 +79,8 @@ def test_sharing_becomes_lets_at_top_level() -> None:
 def test_shared_subterm_is_let_bound_inside_the_scope_of_its_variable() -> None:
     def f(x: da.Tensor) -> da.Tensor:
         c = da.exp(x[0, 0])  # closed: goes to the top
-
         def row(i: da.Tensor) -> da.Tensor:
             w = c * x[i, 0]  # shared, mentions i
-
             def body(v: da.Tensor) -> da.Tensor:
                 u = v * w  # shared, mentions v
                 return u * u + w + c

@@ -51,143 +51,70 @@ def test_the_solution_passes_every_task(solution: types.ModuleType) -> None:
 
 
 MISTAKES = [
-    (
-        "b.index_rule",
-        "index of cos",
-        ("        case Op(op, args) if op in ZERO_PRESERVING:", "        case Op(op, args):"),
-    ),
-    (
-        "b.index_rule",
-        "index of replicate",
-        (
-            "            return index_rule(*guarded(body, ix[1:], [(ix[0], k)]))",
-            "            return index_rule(body, ix[1:])",
-        ),
-    ),
-    (
-        "b.index_rule",
-        "index of build1",
-        (
-            "            return index_rule(*guarded(subst(body, i, ix[0]), ix[1:], [(ix[0], k)]))",
-            "            return index_rule(subst(body, i, ix[0]), ix[1:])",
-        ),
-    ),
-    (
-        "b.index_rule",
-        "index of gather (a full index)",
-        (
-            "                return index_rule(*guarded(b, f + ix[m:], bounds))",
-            "                return index_rule(b, f + ix[m:])",
-        ),
-    ),
-    (
-        "b.index_rule",
-        "index of tr (a full index",
-        (
-            "            back = tuple(ix[perm.index(d)] for d in range(len(perm)))",
-            "            back = tuple(ix[perm[d]] for d in range(len(perm)))",
-        ),
-    ),
-    (
-        "b.index_rule",
-        "index of iota",
-        ("            return Cond(in_range(ix[0], n), ix[0], ZERO)", "            return ix[0]"),
-    ),
-    (
-        "b.index_rule",
-        "index of an index",
-        ("            return index_rule(b, ix1 + ix)", "            return Index(a, ix)"),
-    ),
-    (
-        "b.build1_rule",
-        "Fig. 9, sumOuter",
-        (
-            "            return SumOuter(Transpose((1, 0), build1_rule(k, i, b)))",
-            "            return SumOuter(build1_rule(k, i, b))",
-        ),
-    ),
-    (
-        "b.build1_rule",
-        "Fig. 9, replicate",
-        (
-            "            return Transpose((1, 0), Replicate(n, build1_rule(k, i, b)))",
-            "            return Replicate(n, build1_rule(k, i, b))",
-        ),
-    ),
-    (
-        "b.build1_rule",
-        "Fig. 9, let",
-        ("            row = Index(Var(x2), (Var(i),))", "            row = Var(x2)"),
-    ),
-    ("b.build1_rule", "Fig. 9, cond", ("(Cond(c, ZERO, ONE),))", "(Cond(c, ONE, ZERO),))")),
-    (
-        "b.build1_rule",
-        "Fig. 9, gather",
-        (
-            "            return Gather((k, *shape), build1_rule(k, i, b), (j, *names), f2)",
-            "            return Gather((k, *shape), build1_rule(k, i, b), (j, *names), f2[1:])",
-        ),
-    ),
-    (
-        "b.build1_rule",
-        "Fig. 11, index of a fromList",
-        (
-            "    return Gather((k,), build1_rule(k, i, b), (j,), (Var(j), *rename(ix1, i, j)))",
-            "    return Gather((k,), build1_rule(k, i, b), (j,), (ZERO, *rename(ix1, i, j)))",
-        ),
-    ),
-    (
-        "b.build1_rule",
-        "Fig. 11 after Fig. 10",
-        ("    pushed = index_rule(a, ix)", "    pushed = Index(a, ix)"),
-    ),
-    (
-        "b.bot",
-        "an index of a build1",
-        (
-            "        case Index(b, ix):\n            return index_rule(b, ix)\n    return t",
-            "    return t",
-        ),
-    ),
-    (
-        "b.normal_form",
-        "an index of an index",
-        (
-            "        if isinstance(u, Index) and not isinstance(u.array, NORMAL_ARRAYS):\n"
-            "            return False",
-            "",
-        ),
-    ),
+    ("b.index_rule", "index of cos",
+     ("        case Op(op, args) if op in ZERO_PRESERVING:", "        case Op(op, args):")),
+    ("b.index_rule", "index of replicate",
+     ("            return index_rule(*guarded(body, ix[1:], [(ix[0], k)]))",
+      "            return index_rule(body, ix[1:])")),
+    ("b.index_rule", "index of build1",
+     ("            return index_rule(*guarded(subst(body, i, ix[0]), ix[1:], [(ix[0], k)]))",
+      "            return index_rule(subst(body, i, ix[0]), ix[1:])")),
+    ("b.index_rule", "index of gather (a full index)",
+     ("                return index_rule(*guarded(b, f + ix[m:], bounds))",
+      "                return index_rule(b, f + ix[m:])")),
+    ("b.index_rule", "index of tr (a full index",
+     ("            back = tuple(ix[perm.index(d)] for d in range(len(perm)))",
+      "            back = tuple(ix[perm[d]] for d in range(len(perm)))")),
+    ("b.index_rule", "index of iota",
+     ("            return Cond(in_range(ix[0], n), ix[0], ZERO)", "            return ix[0]")),
+    ("b.index_rule", "index of an index",
+     ("            return index_rule(b, ix1 + ix)", "            return Index(a, ix)")),
+    ("b.build1_rule", "Fig. 9, sumOuter",
+     ("            return SumOuter(Transpose((1, 0), build1_rule(k, i, b)))",
+      "            return SumOuter(build1_rule(k, i, b))")),
+    ("b.build1_rule", "Fig. 9, replicate",
+     ("            return Transpose((1, 0), Replicate(n, build1_rule(k, i, b)))",
+      "            return Replicate(n, build1_rule(k, i, b))")),
+    ("b.build1_rule", "Fig. 9, let",
+     ("            row = Index(Var(x2), (Var(i),))", "            row = Var(x2)")),
+    ("b.build1_rule", "Fig. 9, cond",
+     ("(Cond(c, ZERO, ONE),))", "(Cond(c, ONE, ZERO),))")),
+    ("b.build1_rule", "Fig. 9, gather",
+     ("            return Gather((k, *shape), build1_rule(k, i, b), (j, *names), f2)",
+      "            return Gather((k, *shape), build1_rule(k, i, b), (j, *names), f2[1:])")),
+    ("b.build1_rule", "Fig. 11, index of a fromList",
+     ("    return Gather((k,), build1_rule(k, i, b), (j,), (Var(j), *rename(ix1, i, j)))",
+      "    return Gather((k,), build1_rule(k, i, b), (j,), (ZERO, *rename(ix1, i, j)))")),
+    ("b.build1_rule", "Fig. 11 after Fig. 10",
+     ("    pushed = index_rule(a, ix)", "    pushed = Index(a, ix)")),
+    ("b.bot", "an index of a build1",
+     ("        case Index(b, ix):\n            return index_rule(b, ix)\n    return t",
+      "    return t")),
+    ("b.normal_form", "an index of an index",
+     ("        if isinstance(u, Index) and not isinstance(u.array, NORMAL_ARRAYS):\n"
+      "            return False", "")),
 ]
 
 
-@pytest.mark.parametrize(
-    ("task_id", "rule", "edit"), MISTAKES, ids=[f"{t}:{r}" for t, r, _ in MISTAKES]
-)
-def test_a_broken_rule_is_named(
-    solution: types.ModuleType, task_id: str, rule: str, edit: tuple[str, str]
-) -> None:
+@pytest.mark.parametrize(("task_id", "rule", "edit"), MISTAKES,
+                         ids=[f"{t}:{r}" for t, r, _ in MISTAKES])
+def test_a_broken_rule_is_named(solution: types.ModuleType, task_id: str, rule: str,
+                                edit: tuple[str, str]) -> None:
     assert rule in first_line(grade(mutant(edit), task_id))
 
 
 def test_an_unrolled_build1_fails_as_not_bulk(solution: types.ModuleType) -> None:
-    unrolled = mutant(
-        (
-            "    if not mentions(e, i):\n        return Replicate(k, e)",
-            "    if not mentions(e, i):\n        return Replicate(k, e)\n"
-            "    return bot(FromList(tuple(subst(e, i, int_const(n)) for n in range(k))))",
-        )
-    )
+    unrolled = mutant((
+        "    if not mentions(e, i):\n        return Replicate(k, e)",
+        "    if not mentions(e, i):\n        return Replicate(k, e)\n"
+        "    return bot(FromList(tuple(subst(e, i, int_const(n)) for n in range(k))))",
+    ))
     outcome = grade(unrolled, "b.build1_rule")
     assert "nodes for k = 3" in first_line(outcome)
     assert outcome.lines[-1].endswith(BULK_HINT)
 
 
 def test_an_index_never_pushed_fails(solution: types.ModuleType) -> None:
-    lazy = mutant(
-        (
-            "    if not ix:\n        return a\n    match a:",
-            "    if not ix:\n        return a\n    return stop(a, ix)\n    match a:",
-        )
-    )
+    lazy = mutant(("    if not ix:\n        return a\n    match a:",
+                   "    if not ix:\n        return a\n    return stop(a, ix)\n    match a:"))
     assert "index of a variable" in first_line(grade(lazy, "b.index_rule"))

@@ -85,24 +85,18 @@ def test_shrinking_ids_fail(solution: types.ModuleType) -> None:
 
 
 def test_a_reverse_pass_blind_to_share_fails(solution: types.ModuleType) -> None:
-    ns = mutant(
-        (
-            "                if i in accum:\n                    accum[i] = accum[i] + c",
-            "                if True:\n                    eval_delta(c, inner)",
-        )
-    )
+    ns = mutant(("                if i in accum:\n                    accum[i] = accum[i] + c",
+                 "                if True:\n                    eval_delta(c, inner)"))
     outcome = grade(ns, "c.reverse")
     assert not outcome.passed and LINEAR_HINT in "\n".join(outcome.lines)
 
 
 def test_a_quadratic_reverse_pass_fails(solution: types.ModuleType) -> None:
-    rescan = (
-        "        def walk(d: Delta) -> None:\n"
-        "            for kid in dl.delta_children(d):\n"
-        "                walk(kid)\n\n"
-        "        walk(delta)\n"
-        "        eval_delta(accum.pop(i), fragments.pop(i))"
-    )
+    rescan = ("        def walk(d: Delta) -> None:\n"
+              "            for kid in dl.delta_children(d):\n"
+              "                walk(kid)\n\n"
+              "        walk(delta)\n"
+              "        eval_delta(accum.pop(i), fragments.pop(i))")
     ns = mutant(("        eval_delta(accum.pop(i), fragments.pop(i))", rescan))
     outcome = grade(ns, "c.reverse")
     assert not outcome.passed and LINEAR_HINT in "\n".join(outcome.lines)
@@ -115,13 +109,9 @@ def test_a_tie_to_the_second_argument_fails(solution: types.ModuleType) -> None:
 
 
 def test_a_wrapped_negative_read_fails(solution: types.ModuleType) -> None:
-    ns = mutant(
-        (
-            "                if all(0 <= j < n for j, n in zip(ix, shape, strict=False)):\n"
-            "                    one_hot[ix] = c",
-            "                if all(j < n for j, n in zip(ix, shape, strict=False)):\n"
-            "                    one_hot[ix] = c",
-        )
-    )
+    ns = mutant(("                if all(0 <= j < n for j, n in zip(ix, shape, strict=False)):\n"
+                 "                    one_hot[ix] = c",
+                 "                if all(j < n for j, n in zip(ix, shape, strict=False)):\n"
+                 "                    one_hot[ix] = c"))
     outcome = grade(ns, "c.reverse")
     assert not outcome.passed and "§5.2" in "\n".join(outcome.lines)

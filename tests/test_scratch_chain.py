@@ -64,10 +64,8 @@ def test_the_chain_agrees_with_dualarr(case: Case) -> None:
     for name in case.inputs:
         close(grads[name], want_grads[name])
 
-    for program in (
-        d.gradient_program(vectorised, shapes),  # (d), then (e)
-        f.gradient_program_by_transposition(vectorised, shapes),
-    ):  # (f), then (e)
+    for program in (d.gradient_program(vectorised, shapes),  # (d), then (e)
+                    f.gradient_program_by_transposition(vectorised, shapes)):  # (f), then (e)
         primal, compiled_grads = e.compile_gradient(program)(*env.values(), ct)
         close(primal, want_value)
         for name, g in zip(program.inputs, compiled_grads, strict=True):
@@ -80,9 +78,8 @@ def test_vmap_is_build1_and_the_bot(case: Case) -> None:
     traced, _ = traced_and_vectorised(case)
     name = case.inputs[0]
     rng = np.random.default_rng(case.number)
-    batch = np.stack(
-        [case.env[name] + rng.integers(-4, 5, size=np.shape(case.env[name])) / 8 for _ in range(3)]
-    )
+    batch = np.stack([case.env[name] + rng.integers(-4, 5, size=np.shape(case.env[name])) / 8
+                      for _ in range(3)])
     mapped = g.vmap(traced, name, 3)
     assert not any(isinstance(u, Build1) for u in subterms(mapped))
     got = a.evaluate(mapped, {**case.env, name: batch})

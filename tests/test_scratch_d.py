@@ -57,11 +57,8 @@ def test_the_gradient_program_is_what_stage_e_consumes(solution: types.ModuleTyp
         p = solution.gradient_program(Chain(kind, 40).term, {"x": (3,)})
         terms = [p.primal, *p.gradients, *(bound for _, bound in p.bindings)]
         assert p.inputs == ("x",) and p.cotangent == "dt"
-        assert not any(
-            isinstance(u, Let | Build1) or type(u).__name__ == "Share"
-            for t in terms
-            for u in subterms(t)
-        )
+        assert not any(isinstance(u, Let | Build1) or type(u).__name__ == "Share"
+                       for t in terms for u in subterms(t))
         assert _size(terms) < 40 * 40  # linear: a few nodes per let of the chain
         names = [name for name, _ in p.bindings]
         assert len(set(names)) == len(names)
@@ -80,13 +77,9 @@ def _fails(outcome: Outcome, words: str) -> None:
 
 
 def test_a_let_walked_again_fails(solution: types.ModuleType) -> None:
-    ns = mutant(
-        (
-            "return forward_terms(body, env | {name: forward_terms(bound, env)})",
-            "from dualarr.teach.scratch.terms import subst\n"
-            "            return forward_terms(subst(body, name, bound), env)",
-        )
-    )
+    ns = mutant(("return forward_terms(body, env | {name: forward_terms(bound, env)})",
+                 "from dualarr.teach.scratch.terms import subst\n"
+                 "            return forward_terms(subst(body, name, bound), env)"))
     _fails(grade(ns, "d.forward_terms"), "grows faster than the program")
 
 
@@ -106,19 +99,16 @@ def test_an_index_function_hoisted_out_fails(solution: types.ModuleType) -> None
 
 
 def test_an_unshared_duplicated_cotangent_fails(solution: types.ModuleType) -> None:
-    ns = mutant(("return c if isinstance(c, Var | Const | Share) else share_term(c)", "return c"))
+    ns = mutant(("return c if isinstance(c, Var | Const | Share) else share_term(c)",
+                 "return c"))
     _fails(grade(ns, "d.reverse_symbolic"), "each share counted once")
 
 
 def test_a_delta_share_walked_at_each_use_fails(solution: types.ModuleType) -> None:
-    ns = mutant(
-        (
-            "            case dl.Share(i, inner):\n",
-            "            case dl.Share(i, inner) if True:\n"
-            "                eval_delta(c, inner)\n"
-            "            case dl.Share(i, inner):\n",
-        )
-    )
+    ns = mutant(("            case dl.Share(i, inner):\n",
+                 "            case dl.Share(i, inner) if True:\n"
+                 "                eval_delta(c, inner)\n"
+                 "            case dl.Share(i, inner):\n"))
     _fails(grade(ns, "d.reverse_symbolic"), "Python calls")
 
 

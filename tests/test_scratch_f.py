@@ -44,10 +44,8 @@ def test_transposition_gives_stage_d_s_gradient_and_dualarr_s(solution: dict[str
         shapes = {n: tuple(case.env[n].shape) for n in case.inputs}
         ct = case.cotangent()
         results = []
-        for p in (
-            solution["gradient_program_by_transposition"](case.term, shapes),
-            d.gradient_program(case.term, shapes),
-        ):
+        for p in (solution["gradient_program_by_transposition"](case.term, shapes),
+                  d.gradient_program(case.term, shapes)):
             env = {**case.env, p.cotangent: ct}
             for name, bound in p.bindings:
                 env[name] = a.evaluate(bound, env)

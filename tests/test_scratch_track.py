@@ -164,13 +164,8 @@ def test_a_solution_notebook_passes_every_check(name: str) -> None:
 
 def test_the_command_line_grades_saved_work() -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "dualarr.teach.scratch", "check", *args],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=900,
-        )
+        return subprocess.run([sys.executable, "-m", "dualarr.teach.scratch", "check", *args],
+                              capture_output=True, text=True, cwd=ROOT, timeout=900)
 
     total = sum(len(tasks_of(name)) for name in STAGES)
     solutions = run("--solutions")

@@ -46,5 +46,7 @@ def test_a_data_index_read_many_times_is_wrapped_and_checked_once(path: str) -> 
     assert source.count("helpers.wrap(") == 1, source
     assert source.count("helpers.in_range(") == 1, source
     h = 1e-6
-    want = [(chain(x + h * e, idx) - chain(x - h * e, idx)) / (2 * h) for e in np.eye(len(x))]
+    want = [
+        (chain(x + h * e, idx) - chain(x - h * e, idx)) / (2 * h) for e in np.eye(len(x))
+    ]
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)

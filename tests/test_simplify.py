@@ -26,9 +26,8 @@ def simplified(f: Callable[..., Any], *args: Any) -> str:
     program = da.trace(f, *args)
     terms = simplify(list(program.outputs), program.supply)
     env = program.bind(*args)
-    for got, want in zip(
-        evaluate_many(terms, env), evaluate_many(list(program.outputs), env), strict=True
-    ):
+    for got, want in zip(evaluate_many(terms, env), evaluate_many(list(program.outputs), env),
+                         strict=True):
         np.testing.assert_allclose(got, want)
     return print_program(program.inputs, terms)
 
@@ -136,17 +135,8 @@ def test_bounds_checks_that_can_fail_are_kept() -> None:
 
 
 LEFT_AS_THEY_ARE = {
-    terms.Const,
-    terms.Var,
-    terms.Iota,
-    terms.Build1,
-    terms.FromList,
-    terms.Share,
-    terms.Replicate,
-    terms.ArgMin,
-    terms.ArgMax,
-    terms.ArgSort,
-    terms.Structural,
+    terms.Const, terms.Var, terms.Iota, terms.Build1, terms.FromList, terms.Share,
+    terms.Replicate, terms.ArgMin, terms.ArgMax, terms.ArgSort, terms.Structural,
 }
 """The constructs no simplification rewrites: their smart constructor is the identity,
 so :data:`REWRITE_NAMES` (the names of rewrites) needs no rule for them."""

@@ -105,7 +105,9 @@ def f2(a: T) -> T:
 
 
 def nested_build_index(v: T) -> T:
-    return da.build1(2, lambda i2: da.build1(3, lambda i3: da.build1(4, lambda i4: v[i4])[i3])[i2])
+    return da.build1(
+        2, lambda i2: da.build1(3, lambda i3: da.build1(4, lambda i4: v[i4])[i3])[i2]
+    )
 
 
 def braided(r: T) -> T:
@@ -131,10 +133,8 @@ def cb1(r: T) -> T:
     return da.build1(
         7,
         lambda i: da.concatenate(
-            [
-                da.concatenate([da.replicate(5, r), da.from_list([da.to_float(i)])]),
-                da.replicate(13, r),
-            ]
+            [da.concatenate([da.replicate(5, r), da.from_list([da.to_float(i)])]),
+             da.replicate(13, r)]
         ),
     )
 
@@ -225,7 +225,9 @@ def conv2d_preserving(arr_k: T, arr_a: T) -> T:
     window = (1, n_cinp, n_kh, n_kw)
 
     def slicez(d: T, base: tuple[Any, ...]) -> T:
-        return da.build(window, lambda *ix: d[tuple(b + k for b, k in zip(base, ix, strict=True))])
+        return da.build(
+            window, lambda *ix: d[tuple(b + k for b, k in zip(base, ix, strict=True))]
+        )
 
     def pixel(i_img: T, i_cout: T, i_bh: T, i_bw: T) -> T:
         return da.sum(slicez(arr_a, (i_img, 0, i_bh, i_bw)) * slicez(arr_k, (i_cout, 0, 0, 0)))
@@ -276,28 +278,17 @@ def _relu_scaled(relu_fn: Callable[[T], T]) -> Callable[[T, T], T]:
 RELU_GRAD = f64([[1, 0, 0, 1], [1, 1, 1, 1], [0, 0, 1, 1]])
 
 ACCEPTANCE_CASES: tuple[Case, ...] = (
-    Case("T1 foo", foo, FOO_ARGS, (2.4396285219055063, -1.953374825727421, 0.9654825811012627)),
+    Case("T1 foo", foo, FOO_ARGS,
+         (2.4396285219055063, -1.953374825727421, 0.9654825811012627)),
     Case("T1 fooLet", foo_let, FOO_ARGS),
     Case("T1 foo 2x2", summed(foo), tuple(np.full((2, 2), a) for a in (1.1, 2.2, 3.3))),
     Case("T2 bar", bar, (f64(1.1), f64(2.2)), (3.1435239435581166, -1.1053869545195814)),
-    Case(
-        "T3 barF(x,x)",
-        summed(lambda x: bar(x, x)),
-        (np.ones((4, 2)),),
-        (np.full((4, 2), 3.6174114266850617),),
-    ),
-    Case(
-        "T5 listProd",
-        lambda a, b, c, d: foldr1(lambda x, y: x * y, [a, b, c, d]),
-        tuple(map(f64, [1, 2, 3, 4])),
-        (24, 12, 8, 6),
-    ),
-    Case(
-        "T5 listSum23r",
-        lambda a, b, c, d: foldr1(lambda x, y: 2 * x + 3 * y, [a, b, c, d]),
-        (f64(1.1), f64(2.2), f64(3.3), f64(4.4)),
-        (2, 6, 18, 27),
-    ),
+    Case("T3 barF(x,x)", summed(lambda x: bar(x, x)), (np.ones((4, 2)),),
+         (np.full((4, 2), 3.6174114266850617),)),
+    Case("T5 listProd", lambda a, b, c, d: foldr1(lambda x, y: x * y, [a, b, c, d]),
+         tuple(map(f64, [1, 2, 3, 4])), (24, 12, 8, 6)),
+    Case("T5 listSum23r", lambda a, b, c, d: foldr1(lambda x, y: 2 * x + 3 * y, [a, b, c, d]),
+         (f64(1.1), f64(2.2), f64(3.3), f64(4.4)), (2, 6, 18, 27)),
     Case("T6 piecewiseLinear", lambda x: da.where(x > 0, 2 * x, 5 * x), (f64(42.0),), (2.0,)),
     Case("T6 piecewiseLinear2", lambda x: da.where(x > 0, 2.0, 5.0) * x, (f64(-42.0),), (5.0,)),
     Case("T7 overleaf", overleaf, (np.arange(28.0),), ([2.0] * 22 + [1.0] * 6,)),
@@ -308,84 +299,40 @@ ACCEPTANCE_CASES: tuple[Case, ...] = (
     Case("T8 reluMax", summed(relu_max), (RELU_T,), (RELU_GRAD,)),
     Case("T8 reluMax3", _relu_scaled(relu_max), (RELU_T, f64(7.0)), (7 * RELU_GRAD, 57.1)),
     Case("T8 reluSimpler3", _relu_scaled(relu), (RELU_T, f64(7.0)), (7 * RELU_GRAD, 57.1)),
-    Case(
-        "T9 f1", lambda a: da.sum(da.build1(10, lambda i: a * da.to_float(i))), (f64(1.1),), (45.0,)
-    ),
+    Case("T9 f1", lambda a: da.sum(da.build1(10, lambda i: a * da.to_float(i))), (f64(1.1),),
+         (45.0,)),
     Case("T9 f2", f2, (f64(1.1),), (470.0,)),
-    Case(
-        "T13 nestedBuildIndex",
-        summed(nested_build_index),
-        (f64([1.1, 2.2, 3.3, 4, -5.22]),),
-        ([1, 1, 0, 0, 0],),
-    ),
+    Case("T13 nestedBuildIndex", summed(nested_build_index), (f64([1.1, 2.2, 3.3, 4, -5.22]),),
+         ([1, 1, 0, 0, 0],)),
     Case("T13 braidedBuilds", summed(braided), (f64(3.4),), (4.0,)),
-    Case(
-        "T13 fooBuild0",
-        summed(lambda v: da.build1(2, lambda _: da.sum_outer(v))),
-        (T16,),
-        (np.full(T16.shape, 2.0),),
-    ),
-    Case(
-        "T13 fooBuildOut",
-        summed(foo_build_out),
-        (T16,),
-        (np.concatenate([np.ones(8), np.full(8, 2.0)]).reshape(T16.shape),),
-    ),
+    Case("T13 fooBuild0", summed(lambda v: da.build1(2, lambda _: da.sum_outer(v))), (T16,),
+         (np.full(T16.shape, 2.0),)),
+    Case("T13 fooBuildOut", summed(foo_build_out), (T16,),
+         (np.concatenate([np.ones(8), np.full(8, 2.0)]).reshape(T16.shape),)),
     Case("T14 concatBuild1", summed(cb1), (f64(3.4),), (126.0,)),
     Case("T14 concatBuild3", summed(cb3), (f64(3.4),), (1.0,)),
     Case("T14 concatBuild5", summed(cb5), (f64(3.4),), (10.0,)),
     Case("T14 concatBuild9", summed(cb9), (f64(3.4),), (122.0,)),
     Case("T14 concatBuild12", summed(cb12), (f64(3.4),), (0.0,)),
     Case("T14 concatBuild15", summed(cb14), (f64(100.0),), (0.0,)),
-    Case(
-        "T15 gather2",
-        summed(gather2),
-        (T72,),
-        (f64([1, 0, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1]).reshape(7, 2),),
-    ),
-    Case(
-        "T15 gatherNested12",
-        summed(gather_nested12),
-        (T72,),
-        (f64([1, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 1, 0, 1]).reshape(7, 2),),
-    ),
+    Case("T15 gather2", summed(gather2), (T72,),
+         (f64([1, 0, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1]).reshape(7, 2),)),
+    Case("T15 gatherNested12", summed(gather_nested12), (T72,),
+         (f64([1, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 1, 0, 1]).reshape(7, 2),)),
     Case("T15 gatherReshape22", summed(gather_reshape22), (T62,), (np.ones((6, 2)),)),
-    Case(
-        "T15 gatherBuild1",
-        summed(gather_build1),
-        (T72,),
-        (f64([3, 1, 1, 1, 1, 3] + [0] * 8).reshape(7, 2),),
-    ),
+    Case("T15 gatherBuild1", summed(gather_build1), (T72,),
+         (f64([3, 1, 1, 1, 1, 3] + [0] * 8).reshape(7, 2),)),
     Case("T16 scatter1", summed(scatter1), (T72,), (np.ones((7, 2)),)),
-    Case(
-        "T16 scatterNestedBuild1",
-        summed(scatter_nested1_build),
-        (T72,),
-        (f64([3] * 6 + [2] * 8).reshape(7, 2),),
-    ),
-    Case(
-        "T17 filterPositiveFail",
-        summed(filter_positive_fail),
-        (f64([0.24, 52, -0.5, 0.33, 0.1] * 3),),
-        ([1.0] * 12 + [0.0] * 3,),
-    ),
-    Case(
-        "T20 conv2d",
-        summed(lambda a: conv2d_preserving(da.constant(T16B), a)),
-        (np.arange(16.0).reshape(2, 2, 2, 2) / 10,),
-    ),
-    Case(
-        "T20 konstG0Tiny1",
-        summed(lambda a: conv2d_preserving(da.constant(f64([[[[-0.2]]]])), a)),
-        (np.zeros((1, 1, 1, 1)),),
-        (f64([-0.2]).reshape(1, 1, 1, 1),),
-    ),
-    Case(
-        "T22 const3",
-        summed(lambda x: da.constant(np.full(x.shape, 3.0))),
-        (np.full(4, 42.0),),
-        (np.zeros(4),),
-    ),
+    Case("T16 scatterNestedBuild1", summed(scatter_nested1_build), (T72,),
+         (f64([3] * 6 + [2] * 8).reshape(7, 2),)),
+    Case("T17 filterPositiveFail", summed(filter_positive_fail),
+         (f64([0.24, 52, -0.5, 0.33, 0.1] * 3),), ([1.0] * 12 + [0.0] * 3,)),
+    Case("T20 conv2d", summed(lambda a: conv2d_preserving(da.constant(T16B), a)),
+         (np.arange(16.0).reshape(2, 2, 2, 2) / 10,)),
+    Case("T20 konstG0Tiny1", summed(lambda a: conv2d_preserving(da.constant(f64([[[[-0.2]]]])), a)),
+         (np.zeros((1, 1, 1, 1)),), (f64([-0.2]).reshape(1, 1, 1, 1),)),
+    Case("T22 const3", summed(lambda x: da.constant(np.full(x.shape, 3.0))), (np.full(4, 42.0),),
+         (np.zeros(4),)),
     Case("T22 identity", summed(lambda x: x), (np.full((3, 2), 42.0),), (np.ones((3, 2)),)),
 )
 

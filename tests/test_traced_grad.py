@@ -59,16 +59,11 @@ def test_grad_of_grad_is_the_second_derivative() -> None:
         return da.sum(da.grad(lambda z: da.sum(da.sin(z) * z))(y))
 
     h = 1e-6
-    fd = np.array(
-        [
-            (
-                da.grad(lambda z: da.sum(da.sin(z) * z))(x + h * e)
-                - da.grad(lambda z: da.sum(da.sin(z) * z))(x - h * e)
-            ).sum()
-            / (2 * h)
-            for e in np.eye(3)
-        ]
-    )
+    fd = np.array([
+        (da.grad(lambda z: da.sum(da.sin(z) * z))(x + h * e)
+         - da.grad(lambda z: da.sum(da.sin(z) * z))(x - h * e)).sum() / (2 * h)
+        for e in np.eye(3)
+    ])
     np.testing.assert_allclose(da.grad(first)(x), fd, rtol=1e-6)
     np.testing.assert_allclose(da.grad(first)(x), 2 * np.cos(x) - x * np.sin(x), rtol=1e-12)
 
@@ -155,6 +150,8 @@ def test_jacobian_of_grad_is_the_hessian(mode: str) -> None:
     x = np.array([0.1, 0.5, -0.3, 1.2])
     hessian = da.jacobian(da.grad(f), mode=mode)(x)
     h = 1e-6
-    columns = [(da.grad(f)(x + h * e) - da.grad(f)(x - h * e)) / (2 * h) for e in np.eye(x.size)]
+    columns = [
+        (da.grad(f)(x + h * e) - da.grad(f)(x - h * e)) / (2 * h) for e in np.eye(x.size)
+    ]
     np.testing.assert_allclose(hessian, np.stack(columns, axis=1), rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(hessian, hessian.T, rtol=1e-12, atol=1e-12)

@@ -159,11 +159,9 @@ def test_deeply_nested_builds() -> None:
 
     x = np.arange(1.0, 3.0)
     got = da.trace(f, x)(x)
-    ref = (
-        np.einsum("a,b->ab", x, x)[:, :, None, None, None]
-        + np.einsum("c,d->cd", x, x)[None, None, :, :, None]
-        - x[None, None, None, None, :]
-    )
+    ref = np.einsum("a,b->ab", x, x)[:, :, None, None, None] + np.einsum("c,d->cd", x, x)[
+        None, None, :, :, None
+    ] - x[None, None, None, None, :]
     np.testing.assert_allclose(got, ref)
     assert sum(isinstance(n, Build1) for n in postorder(da.trace(f, x).outputs)) == 5
 

@@ -36,16 +36,18 @@ def test_the_mlp_loss_gradient_matches_finite_differences() -> None:
 @pytest.mark.parametrize("model", [dg.MLP, dg.CONVNET], ids=lambda m: m.name)
 def test_the_compiled_gradient_matches_the_interpreted_reverse_pass(model: dg.Model) -> None:
     images, targets = small_batch(1, n=4)
-    params = small_mlp(1) if model is dg.MLP else dg.init_convnet(np.random.default_rng(1), 3)
+    params = (
+        small_mlp(1) if model is dg.MLP else dg.init_convnet(np.random.default_rng(1), 3)
+    )
     count = len(params)
 
     def loss(*arrays: Any) -> Any:
         return dg.cross_entropy(model.logits(arrays[:count], arrays[count]), arrays[count + 1])
 
     value, grads = dg.loss_and_gradient(model)(params, images, targets)
-    slow_value, slow_grads = da.value_and_grad(loss, argnums=tuple(range(count)), mode="interpret")(
-        *params, images, targets
-    )
+    slow_value, slow_grads = da.value_and_grad(
+        loss, argnums=tuple(range(count)), mode="interpret"
+    )(*params, images, targets)
     assert value == pytest.approx(float(slow_value), rel=1e-12)
     for fast, slow in zip(grads, slow_grads, strict=True):
         np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-12)
@@ -55,7 +57,9 @@ def test_jit_and_plain_value_and_grad_agree() -> None:
     images, targets = small_batch(2)
     params = small_mlp(2)
     value, grads = dg.loss_and_gradient(dg.MLP)(params, images, targets)
-    plain_value, plain_grads = dg.loss_and_gradient(dg.MLP, compiled=False)(params, images, targets)
+    plain_value, plain_grads = dg.loss_and_gradient(dg.MLP, compiled=False)(
+        params, images, targets
+    )
     assert value == pytest.approx(plain_value, rel=1e-12)
     for a, b in zip(grads, plain_grads, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
@@ -81,7 +85,9 @@ def test_the_loop_reports_each_step_then_each_epoch() -> None:
     images = rng.random((40, 8, 8))
     split = dg.Split(images[:32], labels[:32], images[32:], labels[32:])
     events: list[dg.Event] = []
-    result = dg.train(dg.MLP, small_mlp(4), split, epochs=2, batch_size=10, on_event=events.append)
+    result = dg.train(
+        dg.MLP, small_mlp(4), split, epochs=2, batch_size=10, on_event=events.append
+    )
     lines = [dg.describe(e) for e in events]
     assert [line.split(":")[0] for line in lines] == [
         "step 1/6", "step 2/6", "step 3/6", "epoch 1/2",

@@ -44,9 +44,7 @@ def transposed(d: dl.Delta) -> LinearProgram:
 
 
 def assert_agree(
-    d: dl.Delta,
-    cotangent: np.ndarray,
-    rtol: float = 1e-9,
+    d: dl.Delta, cotangent: np.ndarray, rtol: float = 1e-9,
     program: LinearProgram | None = None,
 ) -> dict[int, Any]:
     """``run_linear(T[let-form d])`` and ``reverse`` give the same gradients (finite parts;
@@ -89,14 +87,8 @@ def hand_built() -> Iterator[tuple[str, dl.Delta]]:
     s2 = share(dl.Add(s1, s1))
     yield "shared-twice", share(dl.Add(dl.Scale(b, s2), s1))
     yield "index", share(dl.Index(x1, (np.int64(1),)))
-    yield (
-        "index-out-of-range",
-        share(
-            dl.Add(
-                dl.Index(x1, (np.int64(1), np.int64(7))), dl.Index(x1, (np.int64(0), np.int64(2)))
-            )
-        ),
-    )
+    yield "index-out-of-range", share(dl.Add(dl.Index(x1, (np.int64(1), np.int64(7))),
+                                             dl.Index(x1, (np.int64(0), np.int64(2)))))
     yield "gather", share(dl.Gather((5,), x0, IndexFn((np.array([3, 0, 5, -1, 0]),)), (5,)))
     rows = IndexFn((np.array([[0, 1], [1, 1]]),))
     yield "gather-rows", share(dl.Gather((2, 2), x1, rows, (2, 2, 3)))
@@ -152,17 +144,8 @@ def test_transposed_let_uses_lookup_and_delete_in_the_rule_order() -> None:
     program = transposed(dl.Share(2, dl.Add(s1, s1)))
     kinds = [type(s).__name__ for s in program.body]
     # T[Let 1 _ (Let 2 _ (Var 2))]: Var 2, then Let 2 (Lookup, Delete, T[s1 + s1]), then Let 1
-    assert kinds == [
-        "Onehot",
-        "Lookup",
-        "Delete",
-        "Onehot",
-        "Onehot",
-        "Lookup",
-        "Delete",
-        "Bind",
-        "Onehot",
-    ]
+    assert kinds == ["Onehot", "Lookup", "Delete", "Onehot", "Onehot",
+                     "Lookup", "Delete", "Bind", "Onehot"]
     assert program.inputs == (0,)
     grads = run_linear(program, ALG, np.ones(3))
     np.testing.assert_array_equal(grads[0], [4.0, 4.0, 4.0])
@@ -320,11 +303,8 @@ def test_pieces_print_on_their_own() -> None:
     x = dl.Input(0, (3,), F64)
     program = transposed(dl.Share(1, dl.Gather((2,), x, IndexFn((np.array([2, 0]),)), (2,))))
     assert [str(s) for s in program.body] == [
-        "Onehot s1 c",
-        "let c1 = Lookup s1",
-        "Delete s1",
-        "let c2 = Scatter [3] c1 ⟨[2 0]⟩",
-        "Onehot dx0 c2",
+        "Onehot s1 c", "let c1 = Lookup s1", "Delete s1",
+        "let c2 = Scatter [3] c1 ⟨[2 0]⟩", "Onehot dx0 c2",
     ]
     assert repr(to_let_form(x)) == "Input 0"
     zero = transposed(dl.Zero((3,), F64))

@@ -41,10 +41,8 @@ def _plain(markup: str) -> str:
 
 def _shown_text(stepper: Any) -> str:
     """What a BackpropStepper shows as text: its heading, then its output."""
-    return (
-        _plain(stepper.heading.value)
-        + "\n"
-        + "".join(o.get("text", "") for o in stepper.output.outputs)
+    return _plain(stepper.heading.value) + "\n" + "".join(
+        o.get("text", "") for o in stepper.output.outputs
     )
 
 
@@ -202,14 +200,8 @@ def mlp_program(w: Any, b: Any, x: Any) -> Any:
 EXPLORED: list[tuple[Any, tuple[np.ndarray, ...]]] = [
     (fig18, (np.arange(1.0, 6.0),)),
     (shared_chain, (np.linspace(0.1, 1.0, 4),)),
-    (
-        mlp_program,
-        (
-            np.linspace(-0.5, 0.5, 15).reshape(5, 3),
-            np.linspace(0.0, 0.3, 3),
-            np.linspace(-1.0, 1.0, 20).reshape(4, 5),
-        ),
-    ),
+    (mlp_program, (np.linspace(-0.5, 0.5, 15).reshape(5, 3), np.linspace(0.0, 0.3, 3),
+                   np.linspace(-1.0, 1.0, 20).reshape(4, 5))),
 ]
 
 
@@ -248,9 +240,8 @@ def test_editing_the_source_reruns_and_errors_show_in_the_widget() -> None:
 def _texts(explorer: Any) -> dict[str, str]:
     """Every tab's outputs as one text each (stdout and the plain-text of displays)."""
     return {
-        name: "".join(
-            o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in out.outputs
-        )
+        name: "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
+                      for o in out.outputs)
         for name, out in explorer.outputs.items()
     }
 
@@ -259,37 +250,24 @@ def _texts(explorer: Any) -> dict[str, str]:
 FAILING: list[tuple[str, str, str, int, str]] = [
     (
         "def typo(x):\n    y = x * x\n    return da.summ(y)\n",
-        "AttributeError",
-        "has no attribute 'summ'. Did you mean: 'sum'?",
-        3,
-        "return da.summ(y)",
+        "AttributeError", "has no attribute 'summ'. Did you mean: 'sum'?",
+        3, "return da.summ(y)",
     ),
     (
         "def unknown(x):\n    y = x * 2.0\n    total = sum_of_squares(y)\n    return total\n",
-        "NameError",
-        "name 'sum_of_squares' is not defined",
-        3,
-        "total = sum_of_squares(y)",
+        "NameError", "name 'sum_of_squares' is not defined", 3, "total = sum_of_squares(y)",
     ),
     (
         "def mixed(x):\n    n = len(x.shape) + 'one'\n    return da.sum(x)\n",
-        "TypeError",
-        "unsupported operand type(s) for +",
-        2,
-        "n = len(x.shape) + 'one'",
+        "TypeError", "unsupported operand type(s) for +", 2, "n = len(x.shape) + 'one'",
     ),
     (
         "def divide(x):\n    n = x.shape[0]\n\n    step = n // (n - 5)\n    return da.sum(x)\n",
-        "ZeroDivisionError",
-        "division or modulo by zero",
-        4,
-        "step = n // (n - 5)",
+        "ZeroDivisionError", "division or modulo by zero", 4, "step = n // (n - 5)",
     ),
     (
         "def shapes(x):\n    head = x[:2]\n    return da.sum(x + head)\n",
-        "ShapeError",
-        "add: operands could not be broadcast together with shapes [5] and [2]",
-        3,
+        "ShapeError", "add: operands could not be broadcast together with shapes [5] and [2]", 3,
         "return da.sum(x + head)",
     ),
 ]
@@ -596,9 +574,7 @@ def test_explosion_plot_ticks_are_powers_of_ten_and_the_legend_is_readable() -> 
         assert not [t.get_text() for t in axes.get_xticklabels(minor=True) if t.get_text()]
     (legend,) = figure.legends
     assert [t.get_text() for t in legend.get_texts()] == [
-        "scalar dual numbers (§2)",
-        "dual arrays, no bot (§4)",
-        "dual arrays + bot (§6)",
+        "scalar dual numbers (§2)", "dual arrays, no bot (§4)", "dual arrays + bot (§6)"
     ]
     assert all(float(t.get_fontsize()) >= 10 for t in legend.get_texts())
 
@@ -763,20 +739,16 @@ def test_a_stepper_view_follows_the_highlighted_node_at_a_readable_size() -> Non
 def test_a_stepper_snapshot_holds_every_step_as_a_frame() -> None:
     from dualarr_widgets import BotStepper
 
-    for stepper in (
-        BackpropStepper(fig18, np.arange(1.0, 6.0)),
-        BotStepper(fig18, np.arange(1.0, 6.0)),
-    ):
+    for stepper in (BackpropStepper(fig18, np.arange(1.0, 6.0)),
+                    BotStepper(fig18, np.arange(1.0, 6.0))):
         stepper.next()
         bundle, again = stepper._repr_mimebundle_(), stepper._repr_mimebundle_()
         assert bundle is not None and again is not None
         snapshot = bundle["text/html"]
         assert snapshot == again["text/html"]  # deterministic
         assert f"data-frames='{stepper.total}'" in snapshot
-        steps = [
-            int(k)
-            for k in re.findall(r"class='dualarr-frame' id='[\w-]+' data-step='(\d+)'", snapshot)
-        ]
+        steps = [int(k) for k in re.findall(r"class='dualarr-frame' id='[\w-]+' data-step='(\d+)'",
+                                            snapshot)]
         assert steps == list(range(1, stepper.total + 1))
         words = re.sub(r"<[^>]+>", "", snapshot)
         for k in range(1, stepper.total + 1):

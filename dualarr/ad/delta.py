@@ -464,11 +464,8 @@ _PRIMAL_KINDS = {
 factor), a tuple (index values), or an index function (its components)."""
 
 _PRIMAL_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {
-    cls: tuple(
-        (f.name, _PRIMAL_KINDS[str(f.type)])
-        for f in dataclasses.fields(cls)
-        if f.init and str(f.type) in _PRIMAL_KINDS
-    )
+    cls: tuple((f.name, _PRIMAL_KINDS[str(f.type)]) for f in dataclasses.fields(cls)
+               if f.init and str(f.type) in _PRIMAL_KINDS)
     for cls in get_args(Delta)
 }
 """Each constructor's primal fields (name, kind), read off its field types."""

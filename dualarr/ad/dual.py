@@ -145,7 +145,9 @@ class DualAlgebra(Algebra[Any]):
         dtype = (a if isinstance(a, Dual) else b).delta.dtype
         # cond c a b = index (fromList [a, b]) [cond c 0 1]; the selector is never
         # differentiated (book/rules.md §3.3)
-        selector = self.p.cond(pc, self.p.full((), 0, DType.INT64), self.p.full((), 1, DType.INT64))
+        selector = self.p.cond(
+            pc, self.p.full((), 0, DType.INT64), self.p.full((), 1, DType.INT64)
+        )
         deltas = (self.delta_of(a, dtype), self.delta_of(b, dtype))
         if all(isinstance(d, dl.Zero) for d in deltas) or any(d.shape != shape for d in deltas):
             # (branches of two shapes: an index function evaluated in bulk, its values

@@ -34,6 +34,7 @@ from .symbolic_forward import ForwardPass, format_symbolic_delta, is_atomic
 __all__ = ["ExtractedDelta", "check_extracted", "extract", "unbound_top_level"]
 
 
+
 @dataclass(frozen=True)
 class ExtractedDelta:
     """``λ inputs. let <bindings> in (value, delta)`` (Eq. 6): ``value`` is a variable or
@@ -61,6 +62,9 @@ class ExtractedDelta:
     def graph(self) -> Any:
         """The extracted Delta as a graphviz drawing (:mod:`dualarr.show.drawing`)."""
         return view("stage_graph")(self)
+
+
+
 
 
 def _lambda_vars(delta: dl.Delta) -> set[Var]:
@@ -184,3 +188,4 @@ def check_extracted(extracted: ExtractedDelta) -> None:
             if free:
                 names = ", ".join(sorted(v.hint for v in free))
                 raise DualarrError(f"the Delta mentions unbound {names}", op="Eq. 6")
+

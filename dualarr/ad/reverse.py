@@ -205,16 +205,8 @@ def eval_delta(
                     if not isinstance(x, dl.Zero):
                         stack.append((alg.element(c, q), x))
             case (
-                dl.Scale()
-                | dl.Index()
-                | dl.Gather()
-                | dl.Scatter()
-                | dl.SumOuter()
-                | dl.Replicate()
-                | dl.Transpose()
-                | dl.Reshape()
-                | dl.Convert()
-                | dl.Contract()
+                dl.Scale() | dl.Index() | dl.Gather() | dl.Scatter() | dl.SumOuter()
+                | dl.Replicate() | dl.Transpose() | dl.Reshape() | dl.Convert() | dl.Contract()
                 | dl.Structural()
             ):
                 if isinstance(d, dl.Index):
@@ -225,7 +217,9 @@ def eval_delta(
                 assert_never(d)
 
 
-def backprop(alg: CotangentAlgebra[Any], state: ReverseState, stats: ReverseStats) -> ReverseState:
+def backprop(
+    alg: CotangentAlgebra[Any], state: ReverseState, stats: ReverseStats
+) -> ReverseState:
     """Evaluate the pending Share nodes, largest id first, each exactly once."""
     while state.pending:
         i, c, d = state.take_largest()

@@ -81,6 +81,7 @@ def forward_pass(program: Program) -> ForwardPass:
     return ForwardPass(program, value, delta)
 
 
+
 # --------------------------------------------------------------------------------------
 # Printing a symbolic Delta
 # --------------------------------------------------------------------------------------

@@ -76,3 +76,4 @@ def symbolic_reverse(
         for k in positions
     )
     return SharedGradient(extracted, dt, gradients, positions)
+

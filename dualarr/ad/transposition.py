@@ -82,7 +82,9 @@ class LetForm:
     def __str__(self) -> str:
         """One binding a line, ``let s3 = Add s1 s2 in``, then the body and Γ."""
         g = _Gamma()
-        text = dl.format_delta(self.root, g.value, g.fn, lambda i, rhs: f"let s{i} = {rhs} in")
+        text = dl.format_delta(
+            self.root, g.value, g.fn, lambda i, rhs: f"let s{i} = {rhs} in"
+        )
         if g.lines:
             text += "\nwhere\n" + "\n".join("  " + line for line in g.lines)
         return text
@@ -258,14 +260,7 @@ CExpr: TypeAlias = (
     CScale
     | CContract
     | CScatter
-    | CGather
-    | CEmbed
-    | CReplicate
-    | CSumOuter
-    | CTranspose
-    | CReshape
-    | CConvert
-    | CIndex
+    | CGather | CEmbed | CReplicate | CSumOuter | CTranspose | CReshape | CConvert | CIndex
     | CStructural
 )
 """A cotangent expression: the transpose of one structural Delta constructor."""
@@ -336,6 +331,7 @@ class LinearProgram:
         return format_program(self)
 
     __repr__ = __str__
+
 
 
 # --------------------------------------------------------------------------------------

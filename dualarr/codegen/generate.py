@@ -191,7 +191,6 @@ def helpers_for(backend: Backend) -> SimpleNamespace:
     (:func:`dualarr.interp.arrays.generic_helpers`)."""
     return HELPERS if backend.name == "numpy" else generic_helpers(backend)
 
-
 # --------------------------------------------------------------------------------------
 # Names and literals
 # --------------------------------------------------------------------------------------
@@ -329,7 +328,6 @@ _INFIX: dict[str, tuple[str, int]] = {
 """The primitives written as a Python operator, with its precedence: those whose
 record's infix symbol is its kernel's (numexpr's, i.e. Python's) operator."""
 
-
 def _call(op: str, implementations: dict[str, Callable[..., Any]]) -> str:
     """How a call of a primitive is spelled when it is not an operator (:data:`_INFIX`,
     ``-a``, ``1.0 / a``), up to its opening parenthesis: the namespace function (its
@@ -348,7 +346,6 @@ def _call(op: str, implementations: dict[str, Callable[..., Any]]) -> str:
         return f"helpers.elementwise[{op!r}]("
     implementations[op] = impl
     return f"implementations[{op!r}](xp, "
-
 
 _MAX_NEST = 6  # inline expressions at most this deep (the parser's nesting limit)
 _MAX_WIDTH = 88  # a longer inline expression gets its own line
@@ -494,7 +491,9 @@ class _Generator:
                     if self.home[target] is not node
                 )
             if isinstance(node, Cond):  # strict: both branches computed first
-                self.cross.update((self._resolve(node.if_true), self._resolve(node.if_false)))
+                self.cross.update(
+                    (self._resolve(node.if_true), self._resolve(node.if_false))
+                )
         self.bulk: dict[Term, bool] = {}
         self.lambdas: dict[Term, Gather | Scatter] = {}
         for node in order:
@@ -654,15 +653,11 @@ class _Generator:
         nest = 1 + max((self._nest(k) for k in kids), default=0)
         trivial = isinstance(node, Const)  # a scalar literal or a constant's name
         unused = self.uses.get(node, 0) == 0  # e.g. a replicate its ops broadcast
-        named = (
-            not trivial
-            and not unused
-            and (
-                self.uses.get(node, 0) != 1
-                or node in self.cross
-                or nest > _MAX_NEST
-                or len(expr) > _MAX_WIDTH
-            )
+        named = not trivial and not unused and (
+            self.uses.get(node, 0) != 1
+            or node in self.cross
+            or nest > _MAX_NEST
+            or len(expr) > _MAX_WIDTH
         )
         if named:
             self._bind(node, expr)
@@ -801,8 +796,7 @@ class _Generator:
             name = kernel_parameter_name(self.leaves[g], k)
             if name in params or (name != self.leaves[g] and name in taken):
                 name = next(
-                    f"a{j}"
-                    for j in range(k, k + len(used) + 1)
+                    f"a{j}" for j in range(k, k + len(used) + 1)
                     if f"a{j}" not in taken and f"a{j}" not in params
                 )
             params.append(name)
@@ -919,7 +913,9 @@ class _Generator:
         name = self.range_checks.get(key)
         if name is None:
             name = self.range_checks[key] = self.namer.fresh("in_range", numbered=True)
-            self._lines(node).append(f"{name} = helpers.in_range({comps}, {_shape(extents)})")
+            self._lines(node).append(
+                f"{name} = helpers.in_range({comps}, {_shape(extents)})"
+            )
         return f", {name}"
 
     def _known_in_range(self, index: Sequence[Term], extents: Shape) -> bool | None:
@@ -1102,11 +1098,9 @@ class _Generator:
         binder = None if home is None else self.lambdas.get(home)
         if binder is None or not self.bulk.get(binder, False):
             return False
-        grid = (
-            binder.outer_shape
-            if isinstance(binder, Gather)
-            else binder.array.shape[: len(binder.vars)]
-        )
+        grid = binder.outer_shape if isinstance(binder, Gather) else binder.array.shape[
+            : len(binder.vars)
+        ]
         return (
             len(node.index) == len(binder.vars)
             and all(i is v for i, v in zip(node.index, binder.vars, strict=True))
@@ -1179,7 +1173,9 @@ class _Generator:
                     value = f"xp.permute_dims({value}, {_shape(perm)})"
                 result = self.namer.fresh("t", numbered=True)
                 lines = self._lines(node)
-                lines.append(f"{result} = xp.zeros({_shape(node.shape)}, dtype=xp.{node.dtype})")
+                lines.append(
+                    f"{result} = xp.zeros({_shape(node.shape)}, dtype=xp.{node.dtype})"
+                )
                 lines.append(f"{result}[{subscripts}] = {value}")
                 self.text[node] = (result, _ATOM, 0)
                 return
@@ -1221,10 +1217,8 @@ class _Generator:
             lines.extend("    " + line for line in body or ["pass"])
             comps = f"helpers.from_points({cols}, {_shape(grid)})"
         array = self._ref(node.array, 0)
-        extents = (
-            node.array.shape[: len(node.index)]
-            if isinstance(node, Gather)
-            else (node.outer_shape[: len(node.index)])
+        extents = node.array.shape[: len(node.index)] if isinstance(node, Gather) else (
+            node.outer_shape[: len(node.index)]
         )
         check = self._range_check(node, comps, extents)
         if isinstance(node, Gather):
@@ -1487,10 +1481,8 @@ def _segments(code: GeneratedCode, namespace: dict[str, Any], where: str) -> lis
         writes = tuple(sorted(n for n in stores[k] if last_read.get(n, -1) > k))
         last = k == len(pieces) - 1
         body = piece[:-1] if last else piece
-        tail = (
-            f"return {code.results}"
-            if last
-            else ("return (" + "".join(f"{name}, " for name in writes) + ")")
+        tail = f"return {code.results}" if last else (
+            "return (" + "".join(f"{name}, " for name in writes) + ")"
         )
         name = f"{code.name}_segment{k + 1}"
         lines = [f"def {name}({', '.join(reads)}):"]

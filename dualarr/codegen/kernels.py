@@ -352,47 +352,11 @@ _SYNTAX_FUNCTIONS = frozenset(
     {"where", "sum", "prod", "pow", "True", "False", "None", "abs", "fabs"}
 )
 _C_RESERVED = frozenset(
-    {
-        "i",
-        "n",
-        "_ind",
-        "out",
-        "int",
-        "float",
-        "double",
-        "bool",
-        "char",
-        "long",
-        "short",
-        "if",
-        "else",
-        "for",
-        "while",
-        "do",
-        "return",
-        "switch",
-        "case",
-        "default",
-        "break",
-        "continue",
-        "void",
-        "const",
-        "static",
-        "struct",
-        "union",
-        "signed",
-        "unsigned",
-        "sizeof",
-        "goto",
-        "auto",
-        "register",
-        "volatile",
-        "extern",
-        "enum",
-        "typedef",
-        "true",
-        "false",
-    }
+    {"i", "n", "_ind", "out", "int", "float", "double", "bool", "char", "long", "short",
+     "if", "else", "for", "while", "do", "return", "switch", "case", "default", "break",
+     "continue", "void", "const", "static", "struct", "union", "signed", "unsigned",
+     "sizeof", "goto", "auto", "register", "volatile", "extern", "enum", "typedef", "true",
+     "false"}
 )
 
 
@@ -577,7 +541,8 @@ class Kernel:
     def __str__(self) -> str:
         shape = ",".join(str(d) for d in self.shape)
         return (
-            f"{self.name}({', '.join(self.params)}) = {self.numexpr()}    : {self.dtype}[{shape}]"
+            f"{self.name}({', '.join(self.params)}) = {self.numexpr()}"
+            f"    : {self.dtype}[{shape}]"
         )
 
 
@@ -708,6 +673,7 @@ def _numexpr_options(expression: str) -> dict[str, Any]:
     return {"order": "K", "casting": "safe", "ex_uses_vml": uses_vml}
 
 
+
 _NUMEXPR_LOCK = threading.Lock()
 """One numexpr evaluation at a time: its virtual machine's per-program and thread-pool
 state is not safe under concurrent calls from Python threads (two threads calling one
@@ -725,7 +691,9 @@ def _cupy_kernel(source: tuple[str, str, str], name: str) -> Any:
     in_params, out_params, operation = source
     # no contraction of ``a * b + c`` into one fused multiply-add (NVRTC's default): the
     # unfused program rounds the product, one CuPy call per operation
-    return cupy.ElementwiseKernel(in_params, out_params, operation, name, options=CUPY_OPTIONS)
+    return cupy.ElementwiseKernel(
+        in_params, out_params, operation, name, options=CUPY_OPTIONS
+    )
 
 
 def _sealed_function(expr: KernelExpr) -> bool:
@@ -739,14 +707,7 @@ class CompiledKernel:
     """A :class:`Kernel` ready to run: ``kernel(xp, *arrays)``."""
 
     __slots__ = (
-        "_chunked",
-        "_cupy",
-        "_numexpr",
-        "_options",
-        "_registry",
-        "_spare",
-        "_ufunc",
-        "kernel",
+        "_chunked", "_cupy", "_numexpr", "_options", "_registry", "_spare", "_ufunc", "kernel"
     )
 
     def __init__(self, kernel: Kernel) -> None:

@@ -71,7 +71,9 @@ class _Pool:
 _POOL = _Pool()
 
 
-def run_in_chunks(ufunc: Callable[..., Any], operands: Sequence[Any], out: np.ndarray) -> bool:
+def run_in_chunks(
+    ufunc: Callable[..., Any], operands: Sequence[Any], out: np.ndarray
+) -> bool:
     """``ufunc(*operands, out=out)`` in chunks of ``out``'s first axis on several threads
     (a ufunc, or any function whose result rows come from the same rows of the operands
     it is given cut: ``partial(np.take, x, axis=0, mode="clip")`` over an index);

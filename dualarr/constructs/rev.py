@@ -94,7 +94,6 @@ def _transpose_rev(alg: CotangentAlgebra[Any], d: dl.Structural, c: Any) -> Any:
 
 # -- the simplifier (the cleanup of §5.1 and §7.1) --------------------------------------
 
-
 @SMART_CONSTRUCTORS.register(Rev)
 def _mk_rev(s: Simplifier, t: Rev) -> Term:
     """``rev_a (rev_a e) = e``; a reversal of a small constant is folded."""
@@ -122,7 +121,9 @@ _KIT = "rev, a construct of its own module (dualarr.constructs.rev), not in the 
 def _build1_rev(v: Vectoriser, e: Rev) -> Rewrite:
     """``build1 k (λi. rev_a e) = rev_(a+1) (build1 k (λi. e))``."""
     axis = e.axis
-    return Rewrite("build1-rev", "Fig. 9", (Vec(e.array),), lambda rs: Rev(axis + 1, rs[0]), _KIT)
+    return Rewrite(
+        "build1-rev", "Fig. 9", (Vec(e.array),), lambda rs: Rev(axis + 1, rs[0]), _KIT
+    )
 
 
 def _index_through(a: Rev, ix: tuple[Term, ...]) -> Index | None:
@@ -154,4 +155,6 @@ def _push_rev(p: IndexPusher, a: Rev, ix: tuple[Term, ...]) -> Rewrite:
     if through is not None:  # an index of e: pushed on
         pushed = (Push(through.array, through.index),)
         return Rewrite("index-rev", "Fig. 10", pushed, lambda rs: rs[0], _KIT)
-    return Rewrite("index-rev", "Fig. 10", (Push(a.array, ix),), lambda rs: Rev(axis, rs[0]), _KIT)
+    return Rewrite(
+        "index-rev", "Fig. 10", (Push(a.array, ix),), lambda rs: Rev(axis, rs[0]), _KIT
+    )

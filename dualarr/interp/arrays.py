@@ -115,7 +115,6 @@ def scatter_add_by_selection(xp: Any, targets: Array, values: Array, size: int) 
 # Elementwise primitives
 # --------------------------------------------------------------------------------------
 
-
 class ElementwiseOn(dict[str, Callable[..., Array]]):
     """The primitives' implementations (:data:`dualarr.lang.primitives.REGISTRY`) with ``xp``
     bound, each a function of its arguments alone, looked up on first use (so
@@ -369,14 +368,9 @@ def contract(xp: Any, spec: str, a: Array, b: Array) -> Array:
         a = xp.permute_dims(a, plan.left_perm)
     if plan.right_perm is not None:
         b = xp.permute_dims(b, plan.right_perm)
-    if (
-        len(plan.left_shape) == 2
-        and plan.left_shape[0] == 1
-        and plan.right_shape
-        == (
-            plan.left_shape[1],
-            1,
-        )
+    if len(plan.left_shape) == 2 and plan.left_shape[0] == 1 and plan.right_shape == (
+        plan.left_shape[1],
+        1,
     ):  # a full inner product: one vecdot (a (1,n)@(n,1) matmul can be much slower)
         product = xp.vecdot(xp.reshape(a, (-1,)), xp.reshape(b, (-1,)))
     else:

@@ -58,7 +58,9 @@ def _numpy_take(xp: Any, array: Array, comps: Sequence[Array]) -> Array:
 
 def _numpy_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Array:
     if values.ndim == 1 and values.dtype.kind == "f":  # one float value per target
-        return np.bincount(targets, weights=values, minlength=size).astype(values.dtype, copy=False)
+        return np.bincount(targets, weights=values, minlength=size).astype(
+            values.dtype, copy=False
+        )
     if values.ndim == 1:
         return _numpy_scatter_add(xp, targets, values.reshape(-1, 1), size).reshape(size)
     if values.shape[1] == 1 and values.dtype.kind == "f":

@@ -338,7 +338,8 @@ def _ieee(name: str, dtype: DType, args: Sequence[Expr]) -> Expr:
     sp = sympy_module()
     integral = dtype in (DType.INT64, DType.BOOL)
     values = [
-        _numeric_value(a, DType.INT64 if integral and a.is_Integer else DType.FLOAT64) for a in args
+        _numeric_value(a, DType.INT64 if integral and a.is_Integer else DType.FLOAT64)
+        for a in args
     ]
     result = np.asarray(ELEMENTWISE[name](*values))[()]
     match dtype:

@@ -185,7 +185,9 @@ class TermAlgebra(Algebra[Term]):
     def index_fn_from_bulk(self, components: Sequence[Term], grid: Shape) -> IndexFn[Term]:
         return IndexFn(tuple(components), self._grids.pop())
 
-    def index_fn_from_points(self, columns: Sequence[Sequence[Term]], grid: Shape) -> IndexFn[Term]:
+    def index_fn_from_points(
+        self, columns: Sequence[Sequence[Term]], grid: Shape
+    ) -> IndexFn[Term]:
         raise AssertionError("symbolic index functions are never tabulated")
 
     def index_fn_constant(self, ix: Sequence[Term]) -> IndexFn[Term]:

@@ -139,7 +139,9 @@ class PrimitiveError(DualarrError):
     """A user-defined primitive (``da.primitive``) that is not well formed: ``primitive``
     names it.  The subclasses say what was wrong."""
 
-    def __init__(self, message: str, *, primitive: str, location: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, primitive: str, location: str | None = None
+    ) -> None:
         self.primitive = primitive
         super().__init__(message, op=f"primitive {primitive}", location=location)
 

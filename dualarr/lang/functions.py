@@ -95,7 +95,6 @@ def ensure_tensor(value: Operand, op: str) -> Tensor:
 def _variables(count: int, what: str = "index variable") -> str:
     return f"{count} {what}{'' if count == 1 else 's'}"
 
-
 # --------------------------------------------------------------------------------------
 # Constants and simple constructors
 # --------------------------------------------------------------------------------------
@@ -379,7 +378,9 @@ def _static_shape(shape: Any, op: str, *, infer: bool = False) -> list[int]:
     elif isinstance(shape, Sequence) and not isinstance(shape, str):
         items = list(shape)
     else:
-        raise ShapeError(f"shape must be an int or a sequence of ints, got {shape!r}", op=op)
+        raise ShapeError(
+            f"shape must be an int or a sequence of ints, got {shape!r}", op=op
+        )
     dims: list[int] = []
     for k, d in enumerate(items):
         minus_one = isinstance(d, int | np.integer) and not isinstance(d, bool) and d == -1
@@ -448,7 +449,8 @@ def _index_term(value: Any, op: str, position: int) -> Term:
             )
         if term.shape != ():
             raise ShapeError(
-                f"index component {position} must be rank 0, got shape {format_shape(term.shape)}",
+                f"index component {position} must be rank 0, got shape "
+                f"{format_shape(term.shape)}",
                 op=op,
                 shapes=[term.shape],
             )
@@ -503,7 +505,9 @@ def scatter(shape: Sequence[int] | int, x: Operand, f: IndexFn) -> Tensor:
     n_vars = len(t.shape) if arity is None else arity
     if n_vars > len(t.shape) or (n_vars == 0 and t.shape):
         expected = (
-            f"1 to {len(t.shape)}, one per leading dimension it ranges over" if t.shape else "none"
+            f"1 to {len(t.shape)}, one per leading dimension it ranges over"
+            if t.shape
+            else "none"
         )
         raise ShapeError(
             f"index function takes {n_vars} variables but the source has shape "
@@ -531,6 +535,7 @@ def _affine(v: Term, start: int, step: int) -> Term:
     if step < 0:
         return ix_.sub(int_const(start), scaled)
     return ix_.add(scaled, int_const(start))
+
 
 
 # --------------------------------------------------------------------------------------
@@ -870,7 +875,9 @@ def _lower_to_gather(t: Tensor, parts: list[tuple[int, _Part]], fancy: bool) -> 
     for _, p in parts:
         p.lower(gather)
     return Tensor(
-        Gather(tuple(gather.outer), t.term, tuple(gather.variables), tuple(gather.components))
+        Gather(
+            tuple(gather.outer), t.term, tuple(gather.variables), tuple(gather.components)
+        )
     )
 
 
@@ -1094,7 +1101,9 @@ def _move_to_front(t: Tensor, axes: tuple[int, ...]) -> Tensor:
     return transpose(t, [*axes, *rest])
 
 
-def sum(x: Operand, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+def sum(
+    x: Operand, axis: int | Sequence[int] | None = None, keepdims: bool = False
+) -> Tensor:
     """Sum over ``axis`` (all by default): ``sumOuter`` after a transpose/reshape."""
     t = ensure_tensor(x, "sum")
     t = Tensor(_numeric(t.term, "sum"))
@@ -1149,13 +1158,17 @@ def _arg(op: str, x: Operand, axis: int | None) -> Tensor:
     return Tensor(node(moved.term))
 
 
-def min(x: Operand, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+def min(
+    x: Operand, axis: int | Sequence[int] | None = None, keepdims: bool = False
+) -> Tensor:
     """Least element over ``axis`` (an int, a tuple of ints or all by default); its
     gradient goes to one argmin."""
     return _extremum("min", x, axis, keepdims)
 
 
-def max(x: Operand, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Tensor:
+def max(
+    x: Operand, axis: int | Sequence[int] | None = None, keepdims: bool = False
+) -> Tensor:
     """Greatest element over ``axis`` (an int, a tuple of ints or all by default); its
     gradient goes to one argmax."""
     return _extremum("max", x, axis, keepdims)

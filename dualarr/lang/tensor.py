@@ -177,7 +177,9 @@ def check_arity(
     """An ``error`` naming ``op``, before ``f`` is called, when ``f`` is not a function
     that takes ``count`` positional arguments (``expected`` says what they are)."""
     if not callable(f):
-        raise TracingError(f"expected a function taking {expected}, got {type(f).__name__}", op=op)
+        raise TracingError(
+            f"expected a function taking {expected}, got {type(f).__name__}", op=op
+        )
     try:
         signature = inspect.signature(f)
     except (TypeError, ValueError):
@@ -345,7 +347,9 @@ def lift_shape(term: Term, shape: tuple[int, ...]) -> Term:
         return term
     source = term.shape
     offset = len(shape) - len(source)
-    if offset < 0 or any(n != shape[offset + k] and n != 1 for k, n in enumerate(source)):
+    if offset < 0 or any(
+        n != shape[offset + k] and n != 1 for k, n in enumerate(source)
+    ):
         raise AssertionError(f"{source} does not broadcast to {shape}")
     kept = [d for d in range(len(shape)) if d >= offset and source[d - offset] == shape[d]]
     stretched = [d for d in range(len(shape)) if d not in kept]
@@ -482,7 +486,9 @@ def _bool_arithmetic(op: str) -> str:
     return logical
 
 
-def _target_dtype(op: str, kind: OpKind, strong: Sequence[DType], weak: Sequence[DType]) -> DType:
+def _target_dtype(
+    op: str, kind: OpKind, strong: Sequence[DType], weak: Sequence[DType]
+) -> DType:
     """The element type every argument is promoted to before applying ``op``."""
     if strong:
         target = join_dtypes(op, strong)
@@ -521,7 +527,6 @@ def common_shape(op: str, shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
 # The traced value
 # --------------------------------------------------------------------------------------
 
-
 def _primitive_of_ufunc(name: str) -> str | None:
     """The primitive whose record names the NumPy ufunc ``name`` (``np.exp`` → exp)."""
     for primitive in REGISTRY.values():
@@ -557,7 +562,8 @@ def unsupported_numpy(spelled: str, name: str, reason: str) -> UnsupportedError:
         hint += "; for a matrix product of traced values write da.matmul(a, b) or a @ b"
     why = f" (called {reason})" if reason else ""
     return UnsupportedError(
-        f"this NumPy function{why} has no lowering to the core language on traced values{hint}",
+        f"this NumPy function{why} has no lowering to the core language on traced "
+        f"values{hint}",
         op=spelled,
     )
 
@@ -682,7 +688,7 @@ class Tensor:
         raise self._no(
             "format()",
             "formatting needs a concrete value: show the traced term with str(x), repr(x) "
-            'or f"{x!r}", or format the arrays the program returns',
+            "or f\"{x!r}\", or format the arrays the program returns",
         )
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:

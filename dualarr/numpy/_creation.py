@@ -78,7 +78,9 @@ def static_shape(shape: Any, op: str) -> tuple[int, ...]:
 def static_int_arg(value: Any, op: str, what: str, *, minimum: int | None = None) -> int:
     """A static Python/NumPy int argument (``k``, ``N``, ``num`` …), checked."""
     if isinstance(value, Tensor):
-        raise UnsupportedError(f"{what} must be a static Python int, got a traced value", op=op)
+        raise UnsupportedError(
+            f"{what} must be a static Python int, got a traced value", op=op
+        )
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise ShapeError(f"{what} must be an int, got {value!r}", op=op)
     if minimum is not None and value < minimum:
@@ -261,7 +263,9 @@ def _full(shape: tuple[int, ...], fill_value: Operand, dtype: DTypeLike | None, 
 
 
 @numpy_function
-def full(shape: int | Sequence[int], fill_value: Operand, dtype: DTypeLike | None = None) -> Tensor:
+def full(
+    shape: int | Sequence[int], fill_value: Operand, dtype: DTypeLike | None = None
+) -> Tensor:
     """``shape`` filled with ``fill_value`` (its dtype by default): ``replicate`` of a
     scalar, or the value (traced ones too) broadcast to ``shape``."""
     op = "numpy.full"

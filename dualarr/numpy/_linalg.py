@@ -196,7 +196,9 @@ def _summation(
             step_out = out
         else:
             later = set(out).union(*(set(rest) for _, rest in operands[k + 1 :]))
-            step_out = tuple(label for label in dict.fromkeys((*acc_labels, *ls)) if label in later)
+            step_out = tuple(
+                label for label in dict.fromkeys((*acc_labels, *ls)) if label in later
+            )
         acc, acc_labels = _pair(acc, acc_labels, t, ls, step_out), step_out
     return _as_bool(acc, all_bool)
 
@@ -515,7 +517,9 @@ def einsum(*operands: Any, optimize: bool | str = False) -> Tensor:
         used = {c for ls in labels for c in ls}
         missing = [c for c in letters if c not in used]
         if missing:
-            raise ShapeError(f"output subscript {missing[0]!r} does not occur in an input", op=op)
+            raise ShapeError(
+                f"output subscript {missing[0]!r} does not occur in an input", op=op
+            )
         expanded_out: list[Label] = []
         for c in items:
             if c == _ELLIPSIS:
@@ -589,3 +593,4 @@ def cross(
     perm = list(range(rank - 1))
     perm.insert(xc, rank - 1)
     return F.transpose(stacked, perm)
+

@@ -91,7 +91,9 @@ def _accumulator(t: Tensor, dtype: Any, op: str) -> Tensor:
     if target is DType.BOOL:
         raise UnsupportedError("a bool accumulator is not supported", op=op)
     if target is DType.INT64 and t.term.dtype.is_float:
-        raise UnsupportedError("accumulating floats in an integer type is not supported", op=op)
+        raise UnsupportedError(
+            "accumulating floats in an integer type is not supported", op=op
+        )
     return convert(t, target, op)
 
 
@@ -344,7 +346,9 @@ def _extremum(op: str, which: str, a: Any, axis: Axis, keepdims: bool) -> Tensor
     t = to_tensor(a, op)
     axes = normalize_axes(axis, t.ndim, op)
     if t.size == 0 and axes and _count(t.shape, axes) == 0:
-        raise ShapeError("zero-size array to reduction operation which has no identity", op=op)
+        raise ShapeError(
+            "zero-size array to reduction operation which has no identity", op=op
+        )
     if not axes:
         return t
     if t.size == 0:  # no elements to choose from, none to produce either
@@ -460,7 +464,8 @@ def _along(t: Tensor, ax: int, start: int, stop: int) -> Tensor:
 
     def index(*ix: Tensor) -> tuple[Tensor, ...]:
         return tuple(
-            Tensor(ix_.add(v.term, int_const(start))) if d == ax else v for d, v in enumerate(ix)
+            Tensor(ix_.add(v.term, int_const(start))) if d == ax else v
+            for d, v in enumerate(ix)
         )
 
     return da.gather(shape, t, index)
@@ -477,7 +482,9 @@ def _edge(value: Any, t: Tensor, ax: int, op: str) -> Tensor:
 
 
 @numpy_api
-def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Tensor:
+def diff(
+    a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None
+) -> Tensor:
     """The ``n``-th forward difference along ``axis``: ``x[1:] - x[:-1]`` (``gather``s and
     ``sub``; ``!=`` on bools), ``n`` times, after joining ``prepend``/``append``."""
     op = "numpy.diff"

@@ -189,14 +189,18 @@ def transpose(a: Operand, axes: Sequence[int] | None = None) -> Tensor:
 
 
 @numpy_function
-def moveaxis(a: Operand, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+def moveaxis(
+    a: Operand, source: int | Sequence[int], destination: int | Sequence[int]
+) -> Tensor:
     """``a`` with the axes ``source`` moved to ``destination``: ``tr``."""
     op = "numpy.moveaxis"
     t = _tensor(a, op)
     src = _axis_list(source, t.ndim, op, "source")
     dst = _axis_list(destination, t.ndim, op, "destination")
     if len(src) != len(dst):
-        raise ShapeError("source and destination must have the same number of elements", op=op)
+        raise ShapeError(
+            "source and destination must have the same number of elements", op=op
+        )
     order = [d for d in range(t.ndim) if d not in src]
     for d, s in sorted(zip(dst, src, strict=True)):
         order.insert(d, s)
@@ -361,7 +365,9 @@ def concatenate(
 
 
 @numpy_function
-def stack(arrays: Sequence[Operand], axis: int = 0, *, dtype: DTypeLike | None = None) -> Tensor:
+def stack(
+    arrays: Sequence[Operand], axis: int = 0, *, dtype: DTypeLike | None = None
+) -> Tensor:
     """Join arrays of one shape along a new axis: ``fromList`` then ``tr``."""
     op = "numpy.stack"
     tensors = _sequence(arrays, op)
@@ -461,7 +467,9 @@ def _split(ary: Operand, sections: Any, axis: int, op: str, *, equal: bool) -> l
 
 
 @numpy_function
-def split(ary: Operand, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Tensor]:
+def split(
+    ary: Operand, indices_or_sections: int | Sequence[int], axis: int = 0
+) -> list[Tensor]:
     """``ary`` cut into equal sections (an int) or at static indices, along ``axis``:
     one slicing ``gather`` per piece."""
     return _split(ary, indices_or_sections, axis, "numpy.split", equal=True)
@@ -542,7 +550,9 @@ def repeat(a: Operand, repeats: int | Sequence[int], axis: int | None = None) ->
             return _gather_axes(t, {ax: n * r}, {ax: lambda i: i // r})
         counts = np.full(n, r)
     if counts.size != n:
-        raise ShapeError(f"repeats has {counts.size} entries but axis {ax} has length {n}", op=op)
+        raise ShapeError(
+            f"repeats has {counts.size} entries but axis {ax} has length {n}", op=op
+        )
     positions = np.repeat(np.arange(n), counts)
     return _gather_axes(t, {ax: positions.size}, {ax: _constant_map(positions)})
 
@@ -679,7 +689,8 @@ def _pairs(value: Any, ndim: int, what: str, op: str, *, ints: bool) -> list[tup
         pairs = np.broadcast_to(array, (ndim, 2))
     except ValueError:
         raise ShapeError(
-            f"{what} {value!r} cannot be broadcast to one (before, after) pair per axis of {ndim}",
+            f"{what} {value!r} cannot be broadcast to one (before, after) pair per axis "
+            f"of {ndim}",
             op=op,
         ) from None
     return [(pairs[d, 0], pairs[d, 1]) for d in range(ndim)]
@@ -722,9 +733,9 @@ def pad(array: Operand, pad_width: Any, mode: str = "constant", **kwargs: Any) -
             + ", ".join(repr(m) for m in _PAD_MODES),
             op=op,
         )
-    allowed = {"constant": {"constant_values"}, "reflect": {"reflect_type"}}.get(mode, set()) | (
-        {"reflect_type"} if mode == "symmetric" else set()
-    )
+    allowed = {"constant": {"constant_values"}, "reflect": {"reflect_type"}}.get(
+        mode, set()
+    ) | ({"reflect_type"} if mode == "symmetric" else set())
     unknown = set(kwargs) - allowed
     if unknown:
         raise ShapeError(
@@ -734,7 +745,9 @@ def pad(array: Operand, pad_width: Any, mode: str = "constant", **kwargs: Any) -
         raise UnsupportedError(
             f"reflect_type {kwargs['reflect_type']!r} is not supported (only 'even')", op=op
         )
-    widths = [(int(b), int(a)) for b, a in _pairs(pad_width, t.ndim, "pad_width", op, ints=True)]
+    widths = [
+        (int(b), int(a)) for b, a in _pairs(pad_width, t.ndim, "pad_width", op, ints=True)
+    ]
     if any(b < 0 or a < 0 for b, a in widths):
         raise ShapeError(f"pad_width must not hold negative values, got {pad_width!r}", op=op)
     out_shape = tuple(b + n + a for n, (b, a) in zip(t.shape, widths, strict=True))
@@ -756,7 +769,9 @@ def pad(array: Operand, pad_width: Any, mode: str = "constant", **kwargs: Any) -
         if fill.any():
             result = F.where(F.constant(inside), result, F.constant(fill))
         return result
-    maps = {d: _constant_map(_pad_positions(t.shape[d], *widths[d], mode, op)) for d in padded}
+    maps = {
+        d: _constant_map(_pad_positions(t.shape[d], *widths[d], mode, op)) for d in padded
+    }
     return _gather_axes(t, padded, maps)
 
 

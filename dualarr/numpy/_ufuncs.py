@@ -222,7 +222,9 @@ def convert(t: Tensor, target: DType, op: str) -> Tensor:
     if target is DType.BOOL:
         return elementwise("ne", t, 0)
     if source.is_float and not target.is_float:  # float -> int, towards zero
-        return elementwise("select", t < 0, -da.floor(-t), da.floor(t))
+        return elementwise(
+            "select", t < 0, -da.floor(-t), da.floor(t)
+        )
     return Tensor(cast_to(t.term, target, op))
 
 
@@ -974,3 +976,4 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Tensor:
     int ``select``.  Every integer type is the core language's int64."""
     op = "numpy.astype"
     return convert(to_tensor(x, op), static_dtype(dtype, op), op)
+

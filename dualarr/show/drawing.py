@@ -875,7 +875,9 @@ def delta_graph(
     reverse-pass step works on) is filled.  For a concrete Delta, ``values`` and
     ``cotangents`` (by node) are shown on their nodes, as micrograd's ``draw_dot``
     shows data and grad; ``input_names`` names the inputs (``Input 0 (x)``)."""
-    sketch = _delta_sketch(root, highlight, values or {}, cotangents or {}, (), input_names or {})
+    sketch = _delta_sketch(
+        root, highlight, values or {}, cotangents or {}, (), input_names or {}
+    )
     return sketch.drawing(name, rankdir, max_width)
 
 

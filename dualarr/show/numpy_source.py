@@ -149,10 +149,8 @@ def _call(call: NumpyCall, written: dict[int, Term], names: dict[int, str]) -> s
             return f"<{value.dtype}{list(value.shape)}>"
         if isinstance(value, tuple | list):
             inner = ", ".join(shown(v) for v in value)
-            return (
-                f"({inner},)"
-                if isinstance(value, tuple) and len(value) == 1
-                else (f"({inner})" if isinstance(value, tuple) else f"[{inner}]")
+            return f"({inner},)" if isinstance(value, tuple) and len(value) == 1 else (
+                f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
             )
         if isinstance(value, TermBase):
             term: Term = written.get(id(value), value)  # type: ignore[arg-type]

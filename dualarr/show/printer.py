@@ -114,10 +114,8 @@ def constant_type(value: np.ndarray) -> str:
 
 def is_named_constant(node: Term) -> bool:
     """An array constant printed by name (``k1``) rather than in full."""
-    return (
-        isinstance(node, Const)
-        and node.value.ndim > 0
-        and (node.value.size > _SMALL_CONST or node.value.size == 0)
+    return isinstance(node, Const) and node.value.ndim > 0 and (
+        node.value.size > _SMALL_CONST or node.value.size == 0
     )
 
 
@@ -579,10 +577,8 @@ def affine_text(constant: int, coefficients: Sequence[int], names: Sequence[str]
 
     text = " + ".join(scaled(a, n) for a, n in zip(coefficients, names, strict=True) if a > 0)
     if constant:
-        text = (
-            (f"{text} - {-constant}" if constant < 0 else f"{text} + {constant}")
-            if text
-            else (str(constant))
+        text = (f"{text} - {-constant}" if constant < 0 else f"{text} + {constant}") if text else (
+            str(constant)
         )
     for a, n in zip(coefficients, names, strict=True):
         if a < 0:

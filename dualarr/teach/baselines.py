@@ -293,15 +293,10 @@ def scalar_gradient(f: Callable[..., Any], *args: Any) -> BaselineReport:
         k, pos = owners[n]
         gradients[k][pos] = g
     size = dl.size([result.delta])
-    float_grads = tuple(
-        g for g, v in zip(gradients, program.inputs, strict=True) if v.dtype.is_float
-    )
+    float_grads = tuple(g for g, v in zip(gradients, program.inputs, strict=True)
+                        if v.dtype.is_float)
     return BaselineReport(
-        "scalar dual numbers (§2)",
-        float_grads,
-        size.nodes,
-        size.shares,
-        stats.one_hots,
+        "scalar dual numbers (§2)", float_grads, size.nodes, size.shares, stats.one_hots,
         time.perf_counter() - start,
     )
 
@@ -315,10 +310,8 @@ def _array_gradient(program: Program, args: Sequence[Any], method: str) -> Basel
     with np.errstate(all="ignore"):
         grads = reverse(NumpyAlgebra(), run.deltas[0], np.ones(()), stats)
     gradients = tuple(
-        np.array(
-            np.broadcast_to(grads.get(k, 0.0), program.inputs[k].shape),
-            dtype=program.inputs[k].dtype.numpy(),
-        )
+        np.array(np.broadcast_to(grads.get(k, 0.0), program.inputs[k].shape),
+                 dtype=program.inputs[k].dtype.numpy())
         for k in positions
     )
     size = dl.size(run.deltas)
@@ -339,3 +332,6 @@ def dual_arrays_gradient(f: Callable[..., Any], *args: Any) -> BaselineReport:
     report = _array_gradient(program, args, "dual arrays after the bot (§6)")
     report.seconds = time.perf_counter() - start
     return report
+
+
+

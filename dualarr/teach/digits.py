@@ -265,7 +265,9 @@ class Adam:
         zeros = tuple(np.zeros_like(p) for p in params)
         return AdamState(0, zeros, zeros)
 
-    def update(self, params: Params, grads: Params, state: AdamState) -> tuple[Params, AdamState]:
+    def update(
+        self, params: Params, grads: Params, state: AdamState
+    ) -> tuple[Params, AdamState]:
         step = state.step + 1
         first = tuple(
             self.beta1 * m + (1 - self.beta1) * g for m, g in zip(state.first, grads, strict=True)

@@ -210,7 +210,8 @@ def random_programs(
         raise UnsupportedError(f"unknown constructs {sorted(unknown)}", op="random_programs")
     rng = np.random.default_rng(seed)
     return [
-        _ProgramDrawer(rng, frozenset(constructs)).draw(outer_build1, depth) for _ in range(count)
+        _ProgramDrawer(rng, frozenset(constructs)).draw(outer_build1, depth)
+        for _ in range(count)
     ]
 
 
@@ -262,7 +263,10 @@ class _ProgramDrawer:
         return tuple(int(d) for d in self.rng.integers(1, 4, size=rank))
 
     def draw(self, outer_build1: bool, depth: int) -> RandomProgram:
-        inputs = [self.var("input", self.dims(self.pick(3)), F64) for _ in range(1 + self.pick(2))]
+        inputs = [
+            self.var("input", self.dims(self.pick(3)), F64)
+            for _ in range(1 + self.pick(2))
+        ]
         scope = _Scope(floats=tuple(inputs), exact=tuple(inputs))
         shape = self.dims(1 + self.pick(2) if outer_build1 else self.pick(3))
         if outer_build1:

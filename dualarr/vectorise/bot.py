@@ -244,9 +244,7 @@ class Rewriter:
         ok = ix_.all_in_range(ix, a.shape)
         shape = a.shape[len(ix) :]
         return Rewrite(
-            rule,
-            "Fig. 10",
-            requests,
+            rule, "Fig. 10", requests,
             lambda rs: self.guard(ok, Op(op, tuple(rs)), shape),
             _GUARD,
         )
@@ -316,7 +314,9 @@ class Rewriter:
         n, m = len(sh), len(ix)
         ok = ix_.all_in_range(ix[:n], sh)
         if m >= n:
-            comps = substitute_free(f, dict(zip(vs, ix[:n], strict=True)), self.fv, self.supply)
+            comps = substitute_free(
+                f, dict(zip(vs, ix[:n], strict=True)), self.fv, self.supply
+            )
             result = _guarded_index(b, (*comps, *ix[n:]), ok)
         else:
             rest_vars = tuple(self.fresh_index_var() for _ in range(m, n))
@@ -329,6 +329,8 @@ class Rewriter:
                 inner = Gather(sh[m:], b, rest_vars, ())
                 result = Cond(ok, inner, zeros(inner.shape, inner.dtype))
         return result
+
+
 
 
 class Vectoriser(Rewriter):
@@ -430,10 +432,7 @@ class Vectoriser(Rewriter):
             return term
 
         return Rewrite(
-            rule,
-            figure,
-            (*base, *(Vec(node) for node, _ in heavy_list)),
-            assemble,
+            rule, figure, (*base, *(Vec(node) for node, _ in heavy_list)), assemble,
             _HOIST if heavy_list else "",
         )
 
@@ -450,16 +449,16 @@ class Vectoriser(Rewriter):
             return Rewrite("build1-closed", "Fig. 9", (), lambda _: Replicate(k, e))
         return BUILD1_RULES[type(e)](self, e)
 
-    def let_rule(self, rule: str, x: Var, bound: Term, body: Request, figure: str) -> Rewrite:
+    def let_rule(
+        self, rule: str, x: Var, bound: Term, body: Request, figure: str
+    ) -> Rewrite:
         """``B[let x = e1 in e2] = let x' = B[e1] in B[e2[x := x'[i]]]`` (Fig. 9; reached
         from ``index (let …) ix``, the let rule of Fig. 10)."""
         new_var = self.bind_let(x, bound)
         if new_var is x:  # the bound value does not mention i: the let stays outside B
             return Rewrite(rule, figure, (body,), lambda rs: Let(x, bound, rs[0]))
         return Rewrite(
-            rule,
-            figure,
-            (Vec(bound), body),
+            rule, figure, (Vec(bound), body),
             lambda rs: Let(new_var, rs[0], rs[1]),
         )
 
@@ -475,11 +474,7 @@ class Vectoriser(Rewriter):
                 return Rewrite("build1-index", "Fig. 11", (), lambda _: a)  # identity gather
             new_i = self.fresh_index_var()
             return self.with_index_function(
-                "build1-index",
-                "Fig. 11",
-                (),
-                ix,
-                new_i,
+                "build1-index", "Fig. 11", (), ix, new_i,
                 lambda _, f2: Gather((k,), a, (new_i,), f2),
             )
         return BUILD1_INDEX_RULES[type(a)](self, a, ix)
@@ -524,9 +519,7 @@ def _build1_cond(v: Vectoriser, e: Cond) -> Rewrite:
     if a.shape == ():
         # a scalar (e.g. index-valued) cond: an elementwise selection of the rows
         return Rewrite(
-            "build1-cond-scalar",
-            "Fig. 9",
-            (Vec(c), Vec(a), Vec(b)),
+            "build1-cond-scalar", "Fig. 9", (Vec(c), Vec(a), Vec(b)),
             lambda rs: Op("select", tuple(rs)),
             "a select for a scalar cond, an elementwise choice without fromList",
         )
@@ -551,22 +544,12 @@ def _build1_gather(v: Vectoriser, e: Gather) -> Rewrite:
     new_i = v.fresh_index_var()
     if not v.depends(array):  # gather of a closed array: no diagonal needed
         return v.with_index_function(
-            "build1-gather",
-            "Fig. 9",
-            (),
-            e.index,
-            new_i,
-            lambda _, f2: Gather((k, *sh), array, (new_i, *vs), f2),
-            vs,
+            "build1-gather", "Fig. 9", (), e.index, new_i,
+            lambda _, f2: Gather((k, *sh), array, (new_i, *vs), f2), vs,
         )
     return v.with_index_function(
-        "build1-gather",
-        "Fig. 9",
-        (Vec(array),),
-        e.index,
-        new_i,
-        lambda rs, f2: Gather((k, *sh), rs[0], (new_i, *vs), (new_i, *f2)),
-        vs,
+        "build1-gather", "Fig. 9", (Vec(array),), e.index, new_i,
+        lambda rs, f2: Gather((k, *sh), rs[0], (new_i, *vs), (new_i, *f2)), vs,
     )
 
 
@@ -575,22 +558,15 @@ def _build1_scatter(v: Vectoriser, e: Scatter) -> Rewrite:
     k, sh, vs = v.k, e.outer_shape, e.vars
     new_i = v.fresh_index_var()
     return v.with_index_function(
-        "build1-scatter",
-        "Fig. 9",
-        (Vec(e.array),),
-        e.index,
-        new_i,
-        lambda rs, f2: Scatter((k, *sh), rs[0], (new_i, *vs), (new_i, *f2)),
-        vs,
+        "build1-scatter", "Fig. 9", (Vec(e.array),), e.index, new_i,
+        lambda rs, f2: Scatter((k, *sh), rs[0], (new_i, *vs), (new_i, *f2)), vs,
     )
 
 
 @BUILD1_RULES.register(SumOuter)
 def _build1_sum_outer(v: Vectoriser, e: SumOuter) -> Rewrite:
     return Rewrite(
-        "build1-sumOuter",
-        "Fig. 9",
-        (Vec(e.array),),
+        "build1-sumOuter", "Fig. 9", (Vec(e.array),),
         lambda rs: SumOuter(Transpose(_swap01(len(rs[0].shape)), rs[0])),
     )
 
@@ -599,9 +575,7 @@ def _build1_sum_outer(v: Vectoriser, e: SumOuter) -> Rewrite:
 def _build1_replicate(v: Vectoriser, e: Replicate) -> Rewrite:
     n = e.count
     return Rewrite(
-        "build1-replicate",
-        "Fig. 9",
-        (Vec(e.array),),
+        "build1-replicate", "Fig. 9", (Vec(e.array),),
         lambda rs: Transpose(_swap01(len(rs[0].shape) + 1), Replicate(n, rs[0])),
     )
 
@@ -610,9 +584,7 @@ def _build1_replicate(v: Vectoriser, e: Replicate) -> Rewrite:
 def _build1_transpose(v: Vectoriser, e: Transpose) -> Rewrite:
     p = e.perm
     return Rewrite(
-        "build1-tr",
-        "Fig. 9",
-        (Vec(e.array),),
+        "build1-tr", "Fig. 9", (Vec(e.array),),
         lambda rs: Transpose((0, *(q + 1 for q in p)), rs[0]),
     )
 
@@ -620,15 +592,15 @@ def _build1_transpose(v: Vectoriser, e: Transpose) -> Rewrite:
 @BUILD1_RULES.register(Reshape)
 def _build1_reshape(v: Vectoriser, e: Reshape) -> Rewrite:
     k, sh = v.k, e.new_shape
-    return Rewrite("build1-reshape", "Fig. 9", (Vec(e.array),), lambda rs: Reshape((k, *sh), rs[0]))
+    return Rewrite(
+        "build1-reshape", "Fig. 9", (Vec(e.array),), lambda rs: Reshape((k, *sh), rs[0])
+    )
 
 
 @BUILD1_RULES.register(FromList)
 def _build1_from_list(v: Vectoriser, e: FromList) -> Rewrite:
     return Rewrite(
-        "build1-fromList",
-        "Fig. 9",
-        tuple(Vec(x) for x in e.elems),
+        "build1-fromList", "Fig. 9", tuple(Vec(x) for x in e.elems),
         lambda rs: Transpose(_swap01(len(rs[0].shape) + 1), FromList(tuple(rs))),
     )
 
@@ -649,9 +621,7 @@ def _build1_floor(v: Vectoriser, e: Floor) -> Rewrite:
 @BUILD1_RULES.register(ArgMin)
 def _build1_arg_min(v: Vectoriser, e: ArgMin) -> Rewrite:
     return Rewrite(
-        "build1-argmin",
-        "Fig. 9",
-        (Vec(e.array),),
+        "build1-argmin", "Fig. 9", (Vec(e.array),),
         lambda rs: ArgMin(Transpose(_swap01(len(rs[0].shape)), rs[0])),
         _ARG,
     )
@@ -660,9 +630,7 @@ def _build1_arg_min(v: Vectoriser, e: ArgMin) -> Rewrite:
 @BUILD1_RULES.register(ArgMax)
 def _build1_arg_max(v: Vectoriser, e: ArgMax) -> Rewrite:
     return Rewrite(
-        "build1-argmax",
-        "Fig. 9",
-        (Vec(e.array),),
+        "build1-argmax", "Fig. 9", (Vec(e.array),),
         lambda rs: ArgMax(Transpose(_swap01(len(rs[0].shape)), rs[0])),
         _ARG,
     )
@@ -672,9 +640,7 @@ def _build1_arg_max(v: Vectoriser, e: ArgMax) -> Rewrite:
 def _build1_arg_sort(v: Vectoriser, e: ArgSort) -> Rewrite:
     # sort along the element's outer dimension, batch inside
     return Rewrite(
-        "build1-argsort",
-        "Fig. 9",
-        (Vec(e.array),),
+        "build1-argsort", "Fig. 9", (Vec(e.array),),
         lambda rs: Transpose(
             _swap01(len(rs[0].shape)), ArgSort(Transpose(_swap01(len(rs[0].shape)), rs[0]))
         ),
@@ -688,9 +654,7 @@ def _build1_contract(v: Vectoriser, e: Contract) -> Rewrite:
     left, right, out = parse_contraction(spec)
     z = next(c for c in _SPEC_LETTERS if c not in spec)
     return Rewrite(
-        "build1-contract",
-        "Fig. 9",
-        (Vec(e.left), Vec(e.right)),
+        "build1-contract", "Fig. 9", (Vec(e.left), Vec(e.right)),
         lambda rs: Contract(f"{z}{left},{z}{right}->{z}{out}", rs[0], rs[1]),
         _CONTRACT,
     )
@@ -732,9 +696,7 @@ def _vindex_op(v: Vectoriser, a: Op, ix: tuple[Term, ...]) -> Rewrite:
     op, args = a.op, a.args
     if ix_.zero_preserving(op) or ix_.provably_in_range(ix, a.shape, v.known_bounds):
         return Rewrite(
-            "index-op",
-            "Fig. 10",
-            tuple(VecIndex(arg, ix) for arg in args),
+            "index-op", "Fig. 10", tuple(VecIndex(arg, ix) for arg in args),
             lambda rs: Op(op, tuple(rs)),
         )
     # out of range every argument reads 0 but op(0..0) may not be 0: guard
@@ -796,9 +758,7 @@ def _vindex_gather(v: Vectoriser, a: Gather, ix: tuple[Term, ...]) -> Rewrite:
 def _vindex_from_integral(v: Vectoriser, a: FromIntegral, ix: tuple[Term, ...]) -> Rewrite:
     to = a.to
     return Rewrite(
-        "index-fromIntegral",
-        "Fig. 10",
-        (VecIndex(a.array, ix),),
+        "index-fromIntegral", "Fig. 10", (VecIndex(a.array, ix),),
         lambda rs: FromIntegral(rs[0], to),
     )
 
@@ -814,11 +774,7 @@ def _vindex_diagonal(v: Vectoriser, a: Term, ix: tuple[Term, ...]) -> Rewrite:
     k = v.k
     new_i = v.fresh_index_var()
     return v.with_index_function(
-        "build1-index-diagonal",
-        "Fig. 11",
-        (Vec(a),),
-        ix,
-        new_i,
+        "build1-index-diagonal", "Fig. 11", (Vec(a),), ix, new_i,
         lambda rs, f2: Gather((k,), rs[0], (new_i,), (new_i, *f2)),
     )
 
@@ -858,7 +814,9 @@ class IndexPusher(Rewriter):
         return INDEX_RULES[type(a)](self, a, ix)
 
 
-INDEX_NORMAL_FORMS = (Var, Const, FromList, Scatter, Contract, Share, ArgMin, ArgMax, ArgSort)
+INDEX_NORMAL_FORMS = (
+    Var, Const, FromList, Scatter, Contract, Share, ArgMin, ArgMax, ArgSort
+)
 """What ``index`` may be applied to in the normal form of Theorem 5.1 (and after)."""
 
 
@@ -888,29 +846,33 @@ def _push_op(p: IndexPusher, a: Op, ix: tuple[Term, ...]) -> Rewrite:
 @INDEX_RULES.register(Let)
 def _push_let(p: IndexPusher, a: Let, ix: tuple[Term, ...]) -> Rewrite:
     x, bound = a.var, a.bound
-    return Rewrite("index-let", "Fig. 10", (Push(a.body, ix),), lambda rs: Let(x, bound, rs[0]))
+    return Rewrite(
+        "index-let", "Fig. 10", (Push(a.body, ix),), lambda rs: Let(x, bound, rs[0])
+    )
 
 
 @INDEX_RULES.register(Cond)
 def _push_cond(p: IndexPusher, a: Cond, ix: tuple[Term, ...]) -> Rewrite:
     c = a.cond
     return Rewrite(
-        "index-cond",
-        "Fig. 10",
-        (Push(a.if_true, ix), Push(a.if_false, ix)),
+        "index-cond", "Fig. 10", (Push(a.if_true, ix), Push(a.if_false, ix)),
         lambda rs: Cond(c, rs[0], rs[1]),
     )
 
 
 @INDEX_RULES.register(Replicate)
 def _push_replicate(p: IndexPusher, a: Replicate, ix: tuple[Term, ...]) -> Rewrite:
-    return p.then("index-replicate", _guarded_index(a.array, ix[1:], ix_.in_range(ix[0], a.count)))
+    return p.then(
+        "index-replicate", _guarded_index(a.array, ix[1:], ix_.in_range(ix[0], a.count))
+    )
 
 
 @INDEX_RULES.register(SumOuter)
 def _push_sum_outer(p: IndexPusher, a: SumOuter, ix: tuple[Term, ...]) -> Rewrite:
     moved = Transpose(_to_position(len(ix), len(a.array.shape)), a.array)
-    return Rewrite("index-sumOuter", "Fig. 10", (Push(moved, ix),), lambda rs: SumOuter(rs[0]))
+    return Rewrite(
+        "index-sumOuter", "Fig. 10", (Push(moved, ix),), lambda rs: SumOuter(rs[0])
+    )
 
 
 @INDEX_RULES.register(Transpose)
@@ -925,22 +887,24 @@ def _push_reshape(p: IndexPusher, a: Reshape, ix: tuple[Term, ...]) -> Rewrite:
 
 @INDEX_RULES.register(Gather)
 def _push_gather(p: IndexPusher, a: Gather, ix: tuple[Term, ...]) -> Rewrite:
-    return p.then("index-gather", p.index_gather(a.outer_shape, a.array, a.vars, a.index, ix))
+    return p.then(
+        "index-gather", p.index_gather(a.outer_shape, a.array, a.vars, a.index, ix)
+    )
 
 
 @INDEX_RULES.register(Iota)
 def _push_iota(p: IndexPusher, a: Iota, ix: tuple[Term, ...]) -> Rewrite:
     j, n = ix[0], a.size
-    return Rewrite("index-iota", "Fig. 10", (), lambda _: Cond(ix_.in_range(j, n), j, int_const(0)))
+    return Rewrite(
+        "index-iota", "Fig. 10", (), lambda _: Cond(ix_.in_range(j, n), j, int_const(0))
+    )
 
 
 @INDEX_RULES.register(FromIntegral)
 def _push_from_integral(p: IndexPusher, a: FromIntegral, ix: tuple[Term, ...]) -> Rewrite:
     to = a.to
     return Rewrite(
-        "index-fromIntegral",
-        "Fig. 10",
-        (Push(a.array, ix),),
+        "index-fromIntegral", "Fig. 10", (Push(a.array, ix),),
         lambda rs: FromIntegral(rs[0], to),
     )
 
@@ -1056,7 +1020,9 @@ class _Recorder:
         return tuple(transform(self.roots, rewrite))
 
 
-def vectorise(roots: Sequence[Term], supply: IdSupply, *, record: bool = False) -> BotResult:
+def vectorise(
+    roots: Sequence[Term], supply: IdSupply, *, record: bool = False
+) -> BotResult:
     """The bot on the DAG ``roots``: every ``build1`` eliminated (bottom-up) and every
     ``index`` pushed to a normal form; sharing kept."""
     with collector_paused():

@@ -299,11 +299,7 @@ def _mk_op(s: Simplifier, t: Op) -> Term:
 
 
 _INDEX_ARITHMETIC: dict[str, Callable[[Term, Term], Term]] = {
-    "add": ix_.add,
-    "sub": ix_.sub,
-    "mul": ix_.mul,
-    "quot": ix_.quot,
-    "rem": ix_.rem,
+    "add": ix_.add, "sub": ix_.sub, "mul": ix_.mul, "quot": ix_.quot, "rem": ix_.rem
 }
 """The normalising constructors of :mod:`dualarr.lang.indexing`, by operation."""
 
@@ -347,9 +343,8 @@ def _cleanup(s: Simplifier, t: Op, op: str, args: tuple[Term, ...]) -> Term:
     elif op == "sub" and neg_b is not None:
         return s.simplified_node(Op("add", (a, neg_b)))
     elif op in ("mul", "div") and (neg_a is not None or neg_b is not None):
-        product = s.simplified_node(
-            Op(op, (neg_a if neg_a is not None else a, neg_b if neg_b is not None else b))
-        )
+        product = s.simplified_node(Op(op, (neg_a if neg_a is not None else a,
+                                            neg_b if neg_b is not None else b)))
         return product if neg_a is not None and neg_b is not None else Op("neg", (product,))
     return t
 
@@ -423,7 +418,9 @@ def _gather_ignoring_a_variable(s: Simplifier, t: Gather) -> Term | None:
             rank = len(t.shape)
             replicated: Term = Replicate(sh[q], inner)
             if q:
-                replicated = s.mk(Transpose((*range(1, q + 1), 0, *range(q + 1, rank)), replicated))
+                replicated = s.mk(
+                    Transpose((*range(1, q + 1), 0, *range(q + 1, rank)), replicated)
+                )
             return replicated
     return None
 
@@ -585,23 +582,8 @@ def _range_of_op(t: Op) -> tuple[int, int] | None:
 
 
 @INT_RANGES.register(
-    Var,
-    Cond,
-    Let,
-    Build1,
-    Index,
-    Gather,
-    Scatter,
-    SumOuter,
-    FromList,
-    FromIntegral,
-    Floor,
-    ArgMin,
-    ArgMax,
-    ArgSort,
-    Contract,
-    Share,
-    Structural,
+    Var, Cond, Let, Build1, Index, Gather, Scatter, SumOuter, FromList, FromIntegral, Floor,
+    ArgMin, ArgMax, ArgSort, Contract, Share, Structural,
 )
 def _range_unknown(t: Term) -> tuple[int, int] | None:
     """Bounds not known statically (a construct of its own module: unless it says)."""
@@ -815,7 +797,9 @@ def _contraction_of_sum(a: Term) -> Term | None:
     return Contract(f"{spec_x},{spec_y}->{out}", x, y)
 
 
-def simplify(roots: Sequence[Term], supply: IdSupply, *, contractions: bool = True) -> list[Term]:
+def simplify(
+    roots: Sequence[Term], supply: IdSupply, *, contractions: bool = True
+) -> list[Term]:
     """Simplify a term DAG (see the module docstring for the rules); without
     ``contractions`` a sum of products stays a ``sumOuter`` (the paper's Fig. 18)."""
     with collector_paused():
@@ -853,14 +837,8 @@ def simplification_steps(
         rule, note = simplification_rule(before, after)
         steps.append(
             BotStep(
-                number,
-                rule,
-                "simplification",
-                lambda: before,
-                lambda: after,
-                lambda: whole(number),
-                "simplification",
-                note,
+                number, rule, "simplification", lambda: before, lambda: after,
+                lambda: whole(number), "simplification", note,
             )
         )
 

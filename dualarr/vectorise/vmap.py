@@ -37,7 +37,9 @@ def _axes(in_axes: Any, count: int) -> list[int | None]:
         )
     axes = [None if a is None else int(a) for a in in_axes]
     if len(axes) != count:
-        raise TracingError(f"in_axes has {len(axes)} entries for {count} arguments", op="vmap")
+        raise TracingError(
+            f"in_axes has {len(axes)} entries for {count} arguments", op="vmap"
+        )
     return axes
 
 

@@ -266,9 +266,8 @@ def test_t3_barf_xx_value() -> None:
 def test_t3_barf_xx_grad() -> None:
     """T3: x = ones([33,2]); grad sum(bar(x,x)) = 3.6174114266850617 everywhere, eps 1e-9
     (testZero3S)."""
-    assert_close(
-        rev_prime(bar_xx, np.ones((33, 2))), np.full((33, 2), 3.6174114266850617), eps=1e-9
-    )
+    assert_close(rev_prime(bar_xx, np.ones((33, 2))), np.full((33, 2), 3.6174114266850617),
+                 eps=1e-9)
 
 
 def test_t3_barf_xx_jvp() -> None:
@@ -302,9 +301,8 @@ def test_t5_list_prod_value() -> None:
 
 def test_t5_list_prod_grad() -> None:
     """T5: prod [1,2,3,4] (foldr1 (*)) -> grad [24,12,8,6] (testListProd, testListProdr)."""
-    grads = da.grad(
-        lambda a, b, c, d: foldr1(lambda x, y: x * y, [a, b, c, d]), argnums=(0, 1, 2, 3)
-    )(*map(f64, [1, 2, 3, 4]))
+    grads = da.grad(lambda a, b, c, d: foldr1(lambda x, y: x * y, [a, b, c, d]),
+                    argnums=(0, 1, 2, 3))(*map(f64, [1, 2, 3, 4]))
     for got, want in zip(grads, [24, 12, 8, 6], strict=True):
         assert_close(got, want)
 
@@ -338,9 +336,8 @@ def test_t5_list_sum_fold_grad(name: str) -> None:
 def test_t5_list_sum_2xy_grad() -> None:
     """T5 (testListSum2xyrPP): foldr1 (\\x y -> 2*(x*y)) [a,b,c,d] = 8abcd; at [1,2,3,4]
     the gradient is 8 * (24,12,8,6)."""
-    grads = da.grad(
-        lambda a, b, c, d: foldr1(lambda x, y: 2 * (x * y), [a, b, c, d]), argnums=(0, 1, 2, 3)
-    )(*map(f64, [1, 2, 3, 4]))
+    grads = da.grad(lambda a, b, c, d: foldr1(lambda x, y: 2 * (x * y), [a, b, c, d]),
+                    argnums=(0, 1, 2, 3))(*map(f64, [1, 2, 3, 4]))
     for got, want in zip(grads, [192, 96, 64, 48], strict=True):
         assert_close(got, want)
 
@@ -376,13 +373,8 @@ def piecewise2(x: da.Tensor) -> da.Tensor:
 
 
 @pytest.mark.parametrize(
-    ("fn", "x", "want_value"),
-    [
-        (piecewise, 42.0, 84.0),
-        (piecewise, -42.0, -210.0),
-        (piecewise2, 42.0, 84.0),
-        (piecewise2, -42.0, -210.0),
-    ],
+    ("fn", "x", "want_value"), [(piecewise, 42.0, 84.0), (piecewise, -42.0, -210.0),
+                                (piecewise2, 42.0, 84.0), (piecewise2, -42.0, -210.0)]
 )
 def test_t6_piecewise_linear_value(fn: F, x: float, want_value: float) -> None:
     """T6: f(x) = 2x if x>0 else 5x; g(x) = (2 if x>0 else 5)*x, forward."""
@@ -531,9 +523,8 @@ def scale_lift(t: da.Tensor, r: da.Tensor) -> da.Tensor:
 @pytest.mark.parametrize("scale", [scale_replicate, scale_lift], ids=["replicate", "replicate0N"])
 def test_t8_relu_scaled_value(fn: F, scale: F) -> None:
     """T8: relu(t*r) at r = 7, forward."""
-    assert_close(
-        value(lambda t, r: fn(scale(t, r)), RELU_T, f64(7.0)), np.maximum(7.0 * RELU_T, 0.0)
-    )
+    assert_close(value(lambda t, r: fn(scale(t, r)), RELU_T, f64(7.0)),
+                 np.maximum(7.0 * RELU_T, 0.0))
 
 
 @RELUS
@@ -693,10 +684,8 @@ def cb1(r: da.Tensor) -> da.Tensor:
     return da.build1(
         7,
         lambda i: da.concatenate(
-            [
-                da.concatenate([da.replicate(5, r), da.from_list([da.to_float(i)])]),
-                da.replicate(13, r),
-            ]
+            [da.concatenate([da.replicate(5, r), da.from_list([da.to_float(i)])]),
+             da.replicate(13, r)]
         ),
     )
 
@@ -740,7 +729,9 @@ def cb6_like(
                     [
                         da.let(
                             gather1r(r, index_a),
-                            lambda a: da.concatenate([gather1r(r, lambda i: index_b(i, j)), a]),
+                            lambda a: da.concatenate(
+                                [gather1r(r, lambda i: index_b(i, j)), a]
+                            ),
                         ),
                         da.from_list([da.to_float(j)]),
                     ]
@@ -837,7 +828,10 @@ CONCAT_BUILDS: dict[str, tuple[F, float, Any, float]] = {
         cb9,
         R,
         [
-            [R if i > j else 0.0 for i in range(5)] + [R, R, R, 0.0, 0.0] + [j] + [R] * 13
+            [R if i > j else 0.0 for i in range(5)]
+            + [R, R, R, 0.0, 0.0]
+            + [j]
+            + [R] * 13
             for j in range(7)
         ],
         122,
@@ -934,33 +928,22 @@ GATHERS: dict[str, tuple[F, Any, Any, list[float]]] = {
     # name: (program, input, expected forward value, expected rev' flattened)
     "gather1": (gather1, T72, [T72[0, 0], T72[2, 1]], [1.0, 0, 0, 0, 0, 1] + [0.0] * 8),
     "gatherNested1": (
-        gather_nested1,
-        T72,
-        [T72[0, 0], T72[2, 1]],
-        [1.0, 0, 0, 0, 0, 1] + [0.0] * 8,
+        gather_nested1, T72, [T72[0, 0], T72[2, 1]], [1.0, 0, 0, 0, 0, 1] + [0.0] * 8
     ),
     "gather2": (
-        gather2,
-        T72,
-        [[T72[2 * (i1 + i2), i1] for i2 in range(3)] for i1 in range(2)],
+        gather2, T72, [[T72[2 * (i1 + i2), i1] for i2 in range(3)] for i1 in range(2)],
         [1, 0, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1],
     ),
     "gatherNested2": (
-        gather_nested2,
-        T72,
-        [[T72[2 * (i1 + i2), i1] for i2 in range(3)] for i1 in range(2)],
+        gather_nested2, T72, [[T72[2 * (i1 + i2), i1] for i2 in range(3)] for i1 in range(2)],
         [1, 0, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1],
     ),
     "gather12": (
-        gather12,
-        T72,
-        [[T72[3 * i1 + k3, i1] for k3 in range(4)] for i1 in range(2)],
+        gather12, T72, [[T72[3 * i1 + k3, i1] for k3 in range(4)] for i1 in range(2)],
         [1, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 1, 0, 1],
     ),
     "gatherNested12": (
-        gather_nested12,
-        T72,
-        [[T72[3 * i1 + k3, i1] for k3 in range(4)] for i1 in range(2)],
+        gather_nested12, T72, [[T72[3 * i1 + k3, i1] for k3 in range(4)] for i1 in range(2)],
         [1, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 1, 0, 1],
     ),
     "gatherNested02": (gather_nested02, np.full(4, 0.1), [0.1], [1, 0, 0, 0]),

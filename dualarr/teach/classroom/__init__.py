@@ -86,13 +86,9 @@ def course_notebook(source: Path) -> Any:
     notebook = solution_notebook(source)
     notebook.cells = [c for c in notebook.cells if SOLUTION_ONLY_TAG not in _tags(c)]
     for position, cell in enumerate(notebook.cells):
-        nbgrader: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
-            "locked": True,
-            "solution": False,
-            "grade": False,
-            "grade_id": f"cell-{position}",
-        }
+        nbgrader: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "locked": True,
+                                    "solution": False, "grade": False,
+                                    "grade_id": f"cell-{position}"}
         if cell.cell_type == "code" and list(solution_regions(cell.source)):
             nbgrader.update(locked=False, solution=True, grade_id=f"answer-{position}")
         elif CHECK_TAG in _tags(cell):
@@ -100,10 +96,8 @@ def course_notebook(source: Path) -> Any:
             names = _checkers_called(cell.source)
             if names:
                 quoted = ", ".join(repr(n) for n in names)
-                cell.source = (
-                    f"__import__('dualarr.teach.classroom').teach.classroom"
-                    f".untampered(globals(), {quoted})\n{cell.source}"
-                )
+                cell.source = (f"__import__('dualarr.teach.classroom').teach.classroom"
+                               f".untampered(globals(), {quoted})\n{cell.source}")
         cell.metadata["nbgrader"] = nbgrader
         cell.id = nbgrader["grade_id"]  # stable: a rebuilt course holds the same notebook
         cell.metadata["deletable"] = not nbgrader["locked"]
@@ -116,11 +110,8 @@ def _checkers_called(source: str) -> list[str]:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    called = {
-        node.func.id
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-    }
+    called = {node.func.id for node in ast.walk(tree)
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
     return sorted(name for name in called if name in _checkers())
 
 

@@ -12,7 +12,8 @@ from . import assignments, build_course
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dualarr.teach.classroom", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m dualarr.teach.classroom",
+                                     description=__doc__)
     verbs = parser.add_subparsers(dest="verb", required=True)
     build = verbs.add_parser("build", help="write the course's nbgrader sources")
     build.add_argument("course", type=Path)

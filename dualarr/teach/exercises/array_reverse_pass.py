@@ -121,31 +121,15 @@ def _edge_cases() -> list[tuple[str, dl.Delta, str]]:
         return IndexFn((np.array(targets, dtype=np.int64),))
 
     return [
-        (
-            "FromList [Input 0, Scale [[2,-1,0.5]] (Input 1)], Input 0, Input 1 : [1,3]",
-            dl.FromList((row0, dl.Scale(w, row1))),
-            "rows of one",
-        ),
-        (
-            "Gather [4] (Input 0) (λi. [[0,0,5,-1][i]]): a repeated, a too large and a "
-            "negative index",
-            dl.Gather((4,), x, at(0, 0, 5, -1), (4,)),
-            "range",
-        ),
-        (
-            "Scatter [3] (Input 0) (λi. [[2,-1,2][i]]): a negative and a repeated target",
-            dl.Scatter((3,), x, at(2, -1, 2), 1),
-            "range",
-        ),
-        (
-            "Add (Index (Input 1) [2]) (Index (Input 1) [-1]), Input 1 : [2,3]: indices out of "
-            "range",
-            dl.Add(
-                dl.Index(dl.Input(1, (2, 3), F64), (np.array(2),)),
-                dl.Index(dl.Input(1, (2, 3), F64), (np.array(-1),)),
-            ),
-            "range",
-        ),
+        ("FromList [Input 0, Scale [[2,-1,0.5]] (Input 1)], Input 0, Input 1 : [1,3]",
+         dl.FromList((row0, dl.Scale(w, row1))), "rows of one"),
+        ("Gather [4] (Input 0) (λi. [[0,0,5,-1][i]]): a repeated, a too large and a "
+         "negative index", dl.Gather((4,), x, at(0, 0, 5, -1), (4,)), "range"),
+        ("Scatter [3] (Input 0) (λi. [[2,-1,2][i]]): a negative and a repeated target",
+         dl.Scatter((3,), x, at(2, -1, 2), 1), "range"),
+        ("Add (Index (Input 1) [2]) (Index (Input 1) [-1]), Input 1 : [2,3]: indices out of "
+         "range", dl.Add(dl.Index(dl.Input(1, (2, 3), F64), (np.array(2),)),
+                         dl.Index(dl.Input(1, (2, 3), F64), (np.array(-1),))), "range"),
     ]
 
 
@@ -159,18 +143,13 @@ def _tree_cases() -> list[tuple[str, dl.Delta, str]]:
         ("Add (Input 0) (Input 1)", dl.Add(x, dl.Input(1, (3,), F64)), "add"),
         ("Add (Input 0) (Scale [2,-1,0.5] (Input 0))", dl.Add(x, dl.Scale(w, x)), "twice"),
         ("Add Zero[3] (Input 0)", dl.Add(dl.Zero((3,), F64), x), "zero"),
-        (
-            "FromList [Input 0, Scale [2,-1,0.5] (Input 1)]",
-            dl.FromList((x, dl.Scale(w, dl.Input(1, (3,), F64)))),
-            "fromlist",
-        ),
+        ("FromList [Input 0, Scale [2,-1,0.5] (Input 1)]",
+         dl.FromList((x, dl.Scale(w, dl.Input(1, (3,), F64)))), "fromlist"),
         ("SumOuter (Replicate 2 (Input 0))", dl.SumOuter(dl.Replicate(2, x)), "scale"),
         *_edge_cases(),
     ]
-    randoms = [
-        (f"random Delta #{s} without Share", without_shares(random_delta(s, 8)), "")
-        for s in range(10)
-    ]
+    randoms = [(f"random Delta #{s} without Share", without_shares(random_delta(s, 8)), "")
+               for s in range(10)]
     return hand + randoms
 
 
@@ -215,23 +194,13 @@ def _walk(
             case dl.Share():
                 at_share(d, c)
             case dl.Add() | dl.FromList():
-                kids = (
-                    [(c, d.left), (c, d.right)]
-                    if isinstance(d, dl.Add)
-                    else [(c[q], x) for q, x in enumerate(d.deltas)]
-                )
+                kids = [(c, d.left), (c, d.right)] if isinstance(d, dl.Add) else [
+                    (c[q], x) for q, x in enumerate(d.deltas)
+                ]
                 stack += kids if right_first else kids[::-1]
             case (
-                dl.Scale()
-                | dl.Index()
-                | dl.Gather()
-                | dl.Scatter()
-                | dl.SumOuter()
-                | dl.Replicate()
-                | dl.Transpose()
-                | dl.Reshape()
-                | dl.Convert()
-                | dl.Contract()
+                dl.Scale() | dl.Index() | dl.Gather() | dl.Scatter() | dl.SumOuter()
+                | dl.Replicate() | dl.Transpose() | dl.Reshape() | dl.Convert() | dl.Contract()
                 | dl.Structural()
             ):
                 stack.append((operand_cotangent(d, c), d.delta))
@@ -333,12 +302,8 @@ _MISTAKES: tuple[tuple[Callable[[dl.Delta, np.ndarray], dict[int, np.ndarray]], 
     ),
     (_overwriting_inputs, _TREE_HINT["twice"].replace("here", "in this Delta")),
     *(
-        (
-            partial(
-                _pending_pass, pick=max, overwrite=False, right_first=right_first, in_place=True
-            ),
-            _IN_PLACE_HINT,
-        )
+        (partial(_pending_pass, pick=max, overwrite=False, right_first=right_first,
+                 in_place=True), _IN_PLACE_HINT)
         for right_first in (False, True)
     ),
 )

@@ -419,10 +419,8 @@ def _check_bot_rule(
             hints.extend(_bot_value_hints(which, expected, got))
             continue
         if not example:
-            example = (
-                f"e.g. {case.name}: {abbreviate_term(program.outputs[0])}  ⟶  "
-                f"{abbreviate_term(terms[0])}"
-            )
+            example = (f"e.g. {case.name}: {abbreviate_term(program.outputs[0])}  ⟶  "
+                       f"{abbreviate_term(terms[0])}")
     if failures:
         unique_hints = list(dict.fromkeys(hints))
         return not_yet(
@@ -431,7 +429,8 @@ def _check_bot_rule(
             *unique_hints,
         )
     return passed(
-        f"{title}: all {len(cases)} test programs vectorise, with equal values and no build1 left",
+        f"{title}: all {len(cases)} test programs vectorise, with equal values and no build1 "
+        "left",
         example,
     )
 
@@ -508,3 +507,5 @@ def check_bot_sum_outer_rule(rule: SumOuterRule) -> Feedback:
     programs (a non-square and a square matrix-vector product, nested builds, rank 3)."""
     require_callable(rule, "rule", "check_bot_sum_outer_rule")
     return _check_bot_rule(rule, "sumOuter", SUM_OUTER_CASES, "B[sumOuter a] (Fig. 9)")
+
+

@@ -66,7 +66,9 @@ DELTA_OPS: dict[str, _DeltaOp] = {
         _softplus,
         ((-800.0, -30.0, -1.0, 0.0, 0.5, 3.0, 30.0, 800.0),),
     ),
-    "cube": _DeltaOp("cube", "cube(x) = x ** 3", _cube, ((-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0),)),
+    "cube": _DeltaOp(
+        "cube", "cube(x) = x ** 3", _cube, ((-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0),)
+    ),
     "hypot": _DeltaOp(
         "hypot",
         "hypot(a, b) = sqrt(a ** 2 + b ** 2)",
@@ -75,6 +77,7 @@ DELTA_OPS: dict[str, _DeltaOp] = {
     ),
 }
 """The primitives of assignment 2, with their test points (edge cases included)."""
+
 
 
 def _finite_differences(op: _DeltaOp, xs: Sequence[np.ndarray], k: int) -> np.ndarray:
@@ -120,7 +123,8 @@ def _delta_hints(
                 "computed without overflow.",
             }[op.name]
             return [
-                f"Hint: at {_point(op, xs, p)} your derivative is {format_number(got[p])}: {reason}"
+                f"Hint: at {_point(op, xs, p)} your derivative is {format_number(got[p])}: "
+                f"{reason}"
             ]
         huge = all(max(abs(float(x[p])) for x in xs) > 1e100 for p in bad)
         if op.name == "hypot" and huge:
@@ -315,7 +319,9 @@ def _composition_check(spec: _DeltaOp, rule: Callable[..., Any], title: str) -> 
             *delta_arithmetic_hints(err),
         )
     h = 1e-6
-    expected = np.array([(primal(x0 + h * e) - primal(x0 - h * e)) / (2 * h) for e in np.eye(4)])
+    expected = np.array(
+        [(primal(x0 + h * e) - primal(x0 - h * e)) / (2 * h) for e in np.eye(4)]
+    )
     call = "sum(op(w * x))" if spec.arity == 1 else "sum(op(w * x, x))"
     if not all_close(g, expected, rtol=1e-5, atol=1e-7):
         return not_yet(
@@ -371,8 +377,7 @@ def _shapes_check(spec: _DeltaOp, rule: Callable[..., Any], title: str) -> Feedb
             return not_yet(title, f"{where}: your rule raised {describe_error(err)}", _SHAPES_HINT)
         if not is_delta(d) or tuple(d.shape) != shape:
             what = (
-                f"a Delta of shape {format_shape(d.shape)}"
-                if is_delta(d)
+                f"a Delta of shape {format_shape(d.shape)}" if is_delta(d)
                 else f"a {type(d).__name__}"
             )
             return not_yet(
@@ -390,8 +395,7 @@ def _shapes_check(spec: _DeltaOp, rule: Callable[..., Any], title: str) -> Feedb
                     vjp = np.asarray(grads.get(k, np.zeros(shape)), dtype=np.float64)
             except Exception as err:
                 return not_yet(
-                    title,
-                    f"{where}: evaluating your Delta raised {describe_error(err)}",
+                    title, f"{where}: evaluating your Delta raised {describe_error(err)}",
                     _SHAPES_HINT,
                 )
             for run, got in (("forward", jvp), ("reverse", vjp)):
@@ -406,3 +410,5 @@ def _shapes_check(spec: _DeltaOp, rule: Callable[..., Any], title: str) -> Feedb
                         _SHAPES_HINT,
                     )
     return None
+
+

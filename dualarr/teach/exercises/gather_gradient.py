@@ -93,8 +93,7 @@ def check_diffs(diffs: Callable[[Tensor], Tensor]) -> Feedback:
                 title,
                 f"for x of length {n}, your program returns shape {format_shape(got.shape)}; diffs "
                 f"has n - 1 = {n - 1} elements",
-                _EMPTY_HINT
-                if n == 1
+                _EMPTY_HINT if n == 1
                 else "Hint: the first argument of da.gather is the shape of the result.",
             )
         bad = mismatched_positions(expected, got)
@@ -183,29 +182,21 @@ def _tv_hints(x: np.ndarray, expected: np.ndarray, got: np.ndarray, bad: list[in
     sel = [p for p in range(n) if expected[p] != 0]
     circular = 2 * (x - np.roll(x, 1)) - 2 * (np.roll(x, -1) - x)
     if all_close(got, 0.0):
-        return [
-            "Hint: your gradient is 0 everywhere, but tv changes with x. Work out "
-            "d tv / d x[j] for one interior j first: which terms (x[i + 1] - x[i]) ** 2 "
-            "mention x[j]?"
-        ]
+        return ["Hint: your gradient is 0 everywhere, but tv changes with x. Work out "
+                "d tv / d x[j] for one interior j first: which terms (x[i + 1] - x[i]) ** 2 "
+                "mention x[j]?"]
     if all_close(got, -expected):
-        return [
-            "Hint: every element has the wrong sign: d/dd (d ** 2) = 2 d, and d = x[i+1] "
-            "- x[i] depends on x[i + 1] with +1 and on x[i] with -1."
-        ]
-    roll = (
-        "np.roll wraps around: yours is the gradient of a circular sum that also has the "
-        "term (x[0] - x[n - 1]) ** 2. A gather reading out of range gives 0, and the "
-        "scatter in its gradient drops such writes (§5.2)."
-    )
+        return ["Hint: every element has the wrong sign: d/dd (d ** 2) = 2 d, and d = x[i+1] "
+                "- x[i] depends on x[i + 1] with +1 and on x[i] with -1."]
+    roll = ("np.roll wraps around: yours is the gradient of a circular sum that also has the "
+            "term (x[0] - x[n - 1]) ** 2. A gather reading out of range gives 0, and the "
+            "scatter in its gradient drops such writes (§5.2).")
     if sel and all(all_close(got[p], 0.5 * expected[p]) for p in sel):
         return ["Hint: half the right value everywhere: the derivative of d ** 2 is 2 d."]
     if sel and all(all_close(got[p], 2.0 * expected[p]) for p in sel):
         also = f" (Or, if you used np.roll: {roll})" if all_close(got, circular) else ""
-        return [
-            "Hint: twice the right value everywhere: the derivative of d ** 2 is 2 d, "
-            "counted once per term." + also
-        ]
+        return ["Hint: twice the right value everywhere: the derivative of d ** 2 is 2 d, "
+                "counted once per term." + also]
     if all_close(got, circular):
         return ["Hint: " + roll]
     if n > 2 and set(bad) <= {0, n - 1}:
@@ -215,10 +206,8 @@ def _tv_hints(x: np.ndarray, expected: np.ndarray, got: np.ndarray, bad: list[in
             "λ[i]. [i + 1] (at i = n - 2): each gets one contribution, not two. "
             "The scatter that transposes a gather drops writes that fall outside x."
         ]
-    return [
-        "Hint: work out d tv / d x[j] by hand for one interior j: which terms "
-        "(x[i + 1] - x[i]) ** 2 mention x[j]?"
-    ]
+    return ["Hint: work out d tv / d x[j] by hand for one interior j: which terms "
+            "(x[i + 1] - x[i]) ** 2 mention x[j]?"]
 
 
 ScatterPrediction = tuple[Sequence[int] | int, Callable[[int], Any]]
@@ -309,7 +298,8 @@ def check_scatter_prediction(
             return not_implemented("the prediction", "your list")
         except Exception as err:
             return not_yet(
-                title, f"calling the index function of prediction {k} raised {describe_error(err)}"
+                title, f"calling the index function of prediction {k} raised "
+                f"{describe_error(err)}"
             )
     remaining = list(actual)
     unmatched: list[_ScatterInfo] = []
@@ -325,10 +315,14 @@ def check_scatter_prediction(
             "the transpose of gather sh x f is scatter (shape of x) c f: the same index "
             "function, the target shaped like x",
         )
-    details = [f"the gradient has {len(actual)} scatter(s), you predicted {len(predicted)}"]
+    details = [
+        f"the gradient has {len(actual)} scatter(s), you predicted {len(predicted)}"
+    ]
     details += [f"yours, not in the gradient: {g.describe()}" for g in unmatched]
     found = len(actual) - len(remaining)
-    details.append(f"{found} of the gradient's scatters predicted, {len(remaining)} missing")
+    details.append(
+        f"{found} of the gradient's scatters predicted, {len(remaining)} missing"
+    )
     hints = []
     shapes = {s.shape for s in actual}
     if any(g.shape not in shapes for g in unmatched):
@@ -352,3 +346,5 @@ def check_scatter_prediction(
             "reverse derivative of Gather is Scatter with the same index function)."
         )
     return not_yet(title, *details, *hints)
+
+

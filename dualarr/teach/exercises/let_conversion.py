@@ -315,7 +315,10 @@ def _unpack(answer: object) -> tuple[list[tuple[int, dl.Delta]], dl.Delta] | str
     if hasattr(answer, "bindings") and hasattr(answer, "root"):
         answer = (answer.bindings, answer.root)
     if not isinstance(answer, tuple | list) or len(answer) != 2:
-        return f"your function returned a {type(answer).__name__}, not a pair (bindings, body)"
+        return (
+            f"your function returned a {type(answer).__name__}, not a pair "
+            "(bindings, body)"
+        )
     bindings, body = answer
     if not isinstance(bindings, Sequence) or isinstance(bindings, str):
         return f"the bindings are a {type(bindings).__name__}, not a list of (id, Delta) pairs"
@@ -350,7 +353,8 @@ def _let_form_problems(
     twice = sorted({k for k in ids if ids.count(k) > 1})
     if twice:
         problems.append(
-            "bound more than once: " + ", ".join(f"s{k} ({ids.count(k)} times)" for k in twice)
+            "bound more than once: "
+            + ", ".join(f"s{k} ({ids.count(k)} times)" for k in twice)
         )
         hints.append(
             "Hint: a shared node is reached once for each of its uses, and the let form "

@@ -135,16 +135,8 @@ def _row_maxima(t: Tensor, v: Tensor) -> Tensor:
 
 
 _STAGES: tuple[Callable[[Tensor, Tensor], Tensor], ...] = (
-    _rows,
-    _reversed,
-    _scaled_row,
-    _let_bound,
-    _shifted,
-    _selected,
-    _nested,
-    _columns,
-    _row_dots,
-    _row_maxima,
+    _rows, _reversed, _scaled_row, _let_bound, _shifted, _selected, _nested, _columns,
+    _row_dots, _row_maxima,
 )
 
 
@@ -235,39 +227,18 @@ def hand_made_cases() -> list[NormalFormCase]:
         # property (1): a build1 somewhere
         ("build1 at the root", reversed_x),
         ("build1 in the bound value of a let", let("y", reversed_x, lambda y: Op("add", (y, x)))),
-        (
-            "build1 in the body of a let",
-            let(
-                "y", Op("sin", (x,)), lambda y: Op("add", (y, loop(lambda i: Index(y, (rev(i),)))))
-            ),
-        ),
-        (
-            "build1 in the index function of a gather",
-            Gather(
-                (3,),
-                x,
-                (j,),
-                (ArgMax(loop(lambda i: Op("mul", (Index(x, (i,)), FromIntegral(j, F64))))),),
-            ),
-        ),
-        (
-            "build1 in the index function of a scatter",
-            Scatter(
-                (4,),
-                Index(m, (int_const(0),)),
-                (k,),
-                (ArgMax(loop(lambda i: Index(m, (i, k)), 3)),),
-            ),
-        ),
-        (
-            "build1 in the condition of a cond",
-            Cond(Op("gt", (SumOuter(reversed_x), constant(0.0))), x, Op("neg", (x,))),
-        ),
+        ("build1 in the body of a let", let("y", Op("sin", (x,)), lambda y: Op(
+            "add", (y, loop(lambda i: Index(y, (rev(i),))))))),
+        ("build1 in the index function of a gather", Gather(
+            (3,), x, (j,), (ArgMax(loop(lambda i: Op("mul", (
+                Index(x, (i,)), FromIntegral(j, F64))))),))),
+        ("build1 in the index function of a scatter", Scatter(
+            (4,), Index(m, (int_const(0),)), (k,), (ArgMax(loop(lambda i: Index(m, (i, k)), 3)),))),
+        ("build1 in the condition of a cond", Cond(
+            Op("gt", (SumOuter(reversed_x), constant(0.0))), x, Op("neg", (x,)))),
         ("build1 in a branch of a cond", Cond(positive, x, reversed_x)),
-        (
-            "build1 in an element of a fromList",
-            FromList((x, loop(lambda i: Op("mul", (Index(x, (i,)), Index(x, (i,))))))),
-        ),
+        ("build1 in an element of a fromList", FromList((x, loop(lambda i: Op(
+            "mul", (Index(x, (i,)), Index(x, (i,)))))))),
         ("build1 in the index of an index", Index(x, (ArgMax(reversed_x),))),
         ("build1 under 2,000 lets", _let_chain(x, 2000, reversed_x, s)),
         # property (2): an index of a construct that is not a normal form
@@ -277,32 +248,23 @@ def hand_made_cases() -> list[NormalFormCase]:
         ("index of a let", Index(let("y", Op("sin", (x,)), lambda y: y), (int_const(2),))),
         ("index of a replicate", Index(Replicate(3, x), (int_const(1),))),
         ("index of iota", Index(Iota(4), (int_const(2),))),
-        (
-            "index of a gather",
-            Index(Gather((3,), x, (j2,), (Op("add", (j2, int_const(1))),)), (int_const(0),)),
-        ),
+        ("index of a gather", Index(Gather((3,), x, (j2,), (Op("add", (j2, int_const(1))),)),
+                                    (int_const(0),))),
         ("index of a sumOuter", Index(SumOuter(m), (int_const(1),))),
         ("index of a cond", Index(Cond(positive, x, Op("neg", (x,))), (int_const(0),))),
-        (
-            "index of an elementwise operation in the index function of a gather",
-            Gather((3,), x, (j3,), (Index(iotas, (j3,)),)),
-        ),
-        (
-            "index of a transposition in the bound value of a let",
-            let("y", Index(Transpose((1, 0), m), (int_const(1),)), lambda y: Op("mul", (y, y))),
-        ),
+        ("index of an elementwise operation in the index function of a gather",
+         Gather((3,), x, (j3,), (Index(iotas, (j3,)),))),
+        ("index of a transposition in the bound value of a let",
+         let("y", Index(Transpose((1, 0), m), (int_const(1),)), lambda y: Op("mul", (y, y)))),
         # normal forms
-        ("gather of a transposed array", Gather((4, 3), Transpose((1, 0), m), (k, j), (k, j))),
+        ("gather of a transposed array", Gather(
+            (4, 3), Transpose((1, 0), m), (k, j), (k, j))),
         ("scatter of an elementwise operation", scattered),
-        (
-            "index of a let-bound variable",
-            let("y", Op("sin", (x,)), lambda y: Index(y, (int_const(1),))),
-        ),
+        ("index of a let-bound variable", let("y", Op("sin", (x,)), lambda y: Index(
+            y, (int_const(1),)))),
         ("index of a constant", Index(constant(np.arange(4.0)), (int_const(2),))),
-        (
-            "index of a fromList",
-            Index(FromList((x, Op("neg", (x,)))), (int_const(1), int_const(2))),
-        ),
+        ("index of a fromList", Index(
+            FromList((x, Op("neg", (x,)))), (int_const(1), int_const(2)))),
         ("index of a scatter", Index(scattered, (int_const(0),))),
         ("index of an argmax (dualarr)", Index(ArgMax(m), (int_const(1),))),
         ("index of a contract (dualarr)", Index(Contract("ij,j->i", m, x), (int_const(0),))),
@@ -315,18 +277,12 @@ def hand_made_cases() -> list[NormalFormCase]:
         ("index of a floor", Index(Floor(x), (int_const(0),))),
         ("index of an argmin (dualarr)", Index(ArgMin(m), (int_const(2),))),
         ("index of an argsort (dualarr)", Index(ArgSort(x), (int_const(1),))),
-        (
-            "an index out of range (§5.2), of a variable",
-            Op("add", (Index(m, (int_const(3),)), Index(m, (int_const(-1),)))),
-        ),
-        (
-            "an index out of range (§5.2), of a constant",
-            Index(constant(np.arange(4.0)), (int_const(9),)),
-        ),
-        (
-            "index of an elementwise operation in the index of an index",
-            Index(x, (Index(iotas, (int_const(1),)),)),
-        ),
+        ("an index out of range (§5.2), of a variable", Op("add", (
+            Index(m, (int_const(3),)), Index(m, (int_const(-1),))))),
+        ("an index out of range (§5.2), of a constant",
+         Index(constant(np.arange(4.0)), (int_const(9),))),
+        ("index of an elementwise operation in the index of an index",
+         Index(x, (Index(iotas, (int_const(1),)),))),
         ("build1 over an empty range (size 0)", loop(lambda i: Index(x, (rev(i),)), 0)),
     ]
     return [NormalFormCase(name, term, hand_made=True) for name, term in cases]
@@ -372,11 +328,8 @@ def _labelled_children(node: Term) -> list[tuple[str, Term]]:
         case Index(array=a, index=ix):
             return [("the array of an index", a)] + [("the index of an index", c) for c in ix]
         case Cond(cond=c, if_true=p, if_false=q):
-            return [
-                ("the condition of a cond", c),
-                ("a branch of a cond", p),
-                ("a branch of a cond", q),
-            ]
+            return [("the condition of a cond", c), ("a branch of a cond", p),
+                    ("a branch of a cond", q)]
         case FromList(elems=elems):
             return [("an element of a fromList", e) for e in elems]
         case Op(op=op, args=args):
@@ -394,26 +347,11 @@ def _construct(term: Term) -> str:
 
 
 _CONSTRUCT_NAMES = {
-    "Let": "let",
-    "Cond": "cond",
-    "Gather": "gather",
-    "Index": "index",
-    "Iota": "iota",
-    "Build1": "build1",
-    "Scatter": "scatter",
-    "FromList": "fromList",
-    "Var": "variable",
-    "Const": "constant",
-    "SumOuter": "sumOuter",
-    "Replicate": "replicate",
-    "Transpose": "tr",
-    "Reshape": "reshape",
-    "FromIntegral": "fromIntegral",
-    "Floor": "floor",
-    "ArgMin": "argmin",
-    "ArgMax": "argmax",
-    "ArgSort": "argsort",
-    "Contract": "contract",
+    "Let": "let", "Cond": "cond", "Gather": "gather", "Index": "index", "Iota": "iota",
+    "Build1": "build1", "Scatter": "scatter", "FromList": "fromList", "Var": "variable",
+    "Const": "constant", "SumOuter": "sumOuter", "Replicate": "replicate", "Transpose": "tr",
+    "Reshape": "reshape", "FromIntegral": "fromIntegral", "Floor": "floor",
+    "ArgMin": "argmin", "ArgMax": "argmax", "ArgSort": "argsort", "Contract": "contract",
     "Share": "share",
 }
 

@@ -146,7 +146,9 @@ def check_sharing(num: Callable[[float, dl.Delta], Any]) -> Feedback:
                 hints.extend(delta_arithmetic_hints(err))
                 break
             if not is_delta(delta):
-                problem = f"{case.name}: .delta is a {type(delta).__name__}, not a Delta"
+                problem = (
+                    f"{case.name}: .delta is a {type(delta).__name__}, not a Delta"
+                )
                 break
             try:
                 dl.check_invariants([delta])
@@ -194,9 +196,8 @@ def check_sharing(num: Callable[[float, dl.Delta], Any]) -> Feedback:
                 "adding up all its cotangents (Fig. 5)."
             )
         else:
-            linear_counts.append(
-                f"{case.name}: {counts[6]} visits for n = 6, {counts[12]} for n = 12"
-            )
+            linear_counts.append(f"{case.name}: {counts[6]} visits for n = 6, {counts[12]} "
+                                 f"for n = 12")
     if failures:
         return not_yet(
             f"{title}: {len(failures)} of {len(_CHAINS)} chains go wrong",

@@ -241,74 +241,56 @@ def _recognised(
     match d:
         case dl.Scale(factor=y):
             if same(c):
-                return [
-                    "Hint: the factor is missing: Scale y u multiplies u elementwise by "
-                    "y, and the cotangent of u must account for it."
-                ]
+                return ["Hint: the factor is missing: Scale y u multiplies u elementwise by "
+                        "y, and the cotangent of u must account for it."]
             with np.errstate(all="ignore"):
                 if same(c / y):
-                    return [
-                        "Hint: you divided by the factor. The transpose of a linear map is "
-                        "not its inverse: write ⟨T(c), x⟩ = ⟨c, y * x⟩ elementwise."
-                    ]
+                    return ["Hint: you divided by the factor. The transpose of a linear map is "
+                            "not its inverse: write ⟨T(c), x⟩ = ⟨c, y * x⟩ elementwise."]
         case dl.Replicate():
             if same(c[0]):
-                return [
-                    "Hint: u is copied into every row of the output, and every copy "
-                    "influences the result; yours takes the cotangent of one row only."
-                ]
+                return ["Hint: u is copied into every row of the output, and every copy "
+                        "influences the result; yours takes the cotangent of one row only."]
             if same(np.mean(c, axis=0)):
                 return ["Hint: you averaged over the copies; each copy counts in full."]
         case dl.Transpose(perm=p):
             if same(np.transpose(c, p)):
-                return [
-                    f"Hint: you applied the permutation {list(p)} to c again. Axis q of "
-                    "the output is axis p[q] of u: the cotangent has to send each axis "
-                    "back where it came from (for a permutation of 3 axes that is not "
-                    "the same permutation)."
-                ]
+                return [f"Hint: you applied the permutation {list(p)} to c again. Axis q of "
+                        "the output is axis p[q] of u: the cotangent has to send each axis "
+                        "back where it came from (for a permutation of 3 axes that is not "
+                        "the same permutation)."]
         case dl.Reshape():
             if same(np.reshape(c, x_shape, order="F")):
-                return [
-                    "Hint: Reshape keeps the row-major (C) order of the elements; yours "
-                    "reads them in another order."
-                ]
+                return ["Hint: Reshape keeps the row-major (C) order of the elements; yours "
+                        "reads them in another order."]
         case dl.Index():
             if case.out_of_range:
-                return [
-                    "Hint: this index points outside u, in some axis: the language is "
-                    "total (§5.2), so Index reads zeros there and the output does not "
-                    "depend on u at all. An index is out of range when it is negative or "
-                    "not below its axis' length (NumPy would wrap a negative index "
-                    "around, and raise past the end)."
-                ]
+                return ["Hint: this index points outside u, in some axis: the language is "
+                        "total (§5.2), so Index reads zeros there and the output does not "
+                        "depend on u at all. An index is out of range when it is negative or "
+                        "not below its axis' length (NumPy would wrap a negative index "
+                        "around, and raise past the end)."]
         case dl.Gather(fn=fn):
             if case.out_of_range:
-                return [
-                    "Hint: this index function points outside u: the language is total "
-                    "(§5.2), so a gather reads 0 there, and those positions of the output "
-                    "do not depend on u. Drop them; an index is out of range when it is "
-                    "negative or not below its axis' length, in any axis (NumPy would "
-                    "wrap a negative index around)."
-                ]
+                return ["Hint: this index function points outside u: the language is total "
+                        "(§5.2), so a gather reads 0 there, and those positions of the output "
+                        "do not depend on u. Drop them; an index is out of range when it is "
+                        "negative or not below its axis' length, in any axis (NumPy would "
+                        "wrap a negative index around)."]
             buffered = np.zeros(x_shape)
             buffered[tuple(_ints(k) for k in fn.components)] += c
             if same(buffered):
-                return [
-                    "Hint: an element of u read by two positions of the output gets a "
-                    "contribution from each, and they must add up. NumPy's `a[idx] += v` "
-                    "adds only once at a repeated index (look for NumPy's unbuffered "
-                    "in-place operations)."
-                ]
+                return ["Hint: an element of u read by two positions of the output gets a "
+                        "contribution from each, and they must add up. NumPy's `a[idx] += v` "
+                        "adds only once at a repeated index (look for NumPy's unbuffered "
+                        "in-place operations)."]
         case dl.Scatter():
             if case.out_of_range:
-                return [
-                    "Hint: this index function points outside the output: the language "
-                    "is total (§5.2), so those writes are dropped, and those elements of u "
-                    "do not reach the output. An index is out of range when it is negative "
-                    "or not below its axis' length, in any axis (NumPy wraps negative "
-                    "indices around)."
-                ]
+                return ["Hint: this index function points outside the output: the language "
+                        "is total (§5.2), so those writes are dropped, and those elements of u "
+                        "do not reach the output. An index is out of range when it is negative "
+                        "or not below its axis' length, in any axis (NumPy wraps negative "
+                        "indices around)."]
         case _:
             pass
     return []
@@ -318,28 +300,20 @@ def _generic(case: TranspositionCase) -> list[str]:
     """What the constructor does, as a starting point for its transpose."""
     match case.node:
         case dl.Index():
-            return [
-                "Hint: Index u ix reads the part of u at ix: the cotangent of u says how "
-                "each element of u influences the output. Elements that are not read do "
-                "not influence it at all."
-            ]
+            return ["Hint: Index u ix reads the part of u at ix: the cotangent of u says how "
+                    "each element of u influences the output. Elements that are not read do "
+                    "not influence it at all."]
         case dl.Gather():
-            return [
-                "Hint: the transpose of a read through an index function is a write "
-                "through the same function (§3.3): each output position i reads u at "
-                "f(i), so its cotangent goes back to f(i)."
-            ]
+            return ["Hint: the transpose of a read through an index function is a write "
+                    "through the same function (§3.3): each output position i reads u at "
+                    "f(i), so its cotangent goes back to f(i)."]
         case dl.Scatter():
-            return [
-                "Hint: Scatter writes u[i] into out[f(i)]: each element of u influences "
-                "exactly one element of the output (or none). The transpose of a write "
-                "is a read (§3.3)."
-            ]
+            return ["Hint: Scatter writes u[i] into out[f(i)]: each element of u influences "
+                    "exactly one element of the output (or none). The transpose of a write "
+                    "is a read (§3.3)."]
         case _:
-            return [
-                f"Hint: write the adjoint identity ⟨T(c), x⟩ = ⟨c, {case.constructor} … x⟩ "
-                "for a small example by hand, element by element."
-            ]
+            return [f"Hint: write the adjoint identity ⟨T(c), x⟩ = ⟨c, {case.constructor} … x⟩ "
+                    "for a small example by hand, element by element."]
 
 
 def _shape_hint(case: TranspositionCase) -> str:
@@ -402,10 +376,8 @@ def _check_case(
             + (f" ({len(bad)} of {got.size} elements wrong)" if len(bad) > 1 else "")
         )
     if got.size <= 12:
-        lines.append(
-            f"c = {format_array(c)}\nexpected T(c) = {format_array(expected)}\n"
-            f"yours = {format_array(got)}"
-        )
+        lines.append(f"c = {format_array(c)}\nexpected T(c) = {format_array(expected)}\n"
+                     f"yours = {format_array(got)}")
     return "\n".join(lines), _hints(case, c, got, tuple(d.delta.shape))
 
 
@@ -449,7 +421,9 @@ def check_transposition_rules(
     if right:
         details.append("right: " + ", ".join(right))
     if todo:
-        details.append("not implemented yet (NotImplementedError): " + ", ".join(todo))
+        details.append(
+            "not implemented yet (NotImplementedError): " + ", ".join(todo)
+        )
     details += failures
     wrong = len(todo) + len(failures)
     return not_yet(

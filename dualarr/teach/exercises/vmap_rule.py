@@ -142,33 +142,27 @@ class _BatchingVectoriser(Vectoriser):
             if not mine:
                 raise
             raise self._failed(
-                e,
-                batched,
-                f"your rule raised {describe_error(err)}",
+                e, batched, f"your rule raised {describe_error(err)}",
                 _error_hint(which, str(err)),
             ) from None
         if not mine:
             return result
         if not isinstance(result, TERM_TYPES):
             raise self._failed(
-                e,
-                batched,
+                e, batched,
                 f"your rule returned a {type(result).__name__}, not a term of the core language",
                 "Hint: build the result from the classes of dualarr.lang.terms (core.Transpose, "
                 "core.Replicate, …) applied to `batched`.",
             )
         if any(isinstance(n, Build1) for n in postorder([result])):
             raise self._failed(
-                e,
-                batched,
-                f"your result still contains build1: {abbreviate_term(result)}",
+                e, batched, f"your result still contains build1: {abbreviate_term(result)}",
                 "Hint: a batching rule removes the loop (Theorem 5.1, property 1); it may not "
                 "rebuild it.",
             )
         if self.depends(result):
             raise self._failed(
-                e,
-                batched,
+                e, batched,
                 f"your result mentions the loop variable {self.i.hint}: {abbreviate_term(result)}\n"
                 f"The build1 that bound {self.i.hint} is gone, so {self.i.hint} has no value.",
                 "Hint: e.array is the argument for *one* value of the loop variable. The "
@@ -177,8 +171,7 @@ class _BatchingVectoriser(Vectoriser):
         expected = (k, *e.shape)
         if result.shape != expected or result.dtype is not e.dtype:
             raise self._failed(
-                e,
-                batched,
+                e, batched,
                 f"that build1 has type {type_name(expected, e.dtype)}, but your result has "
                 f"type {type_name(result.shape, result.dtype)}: {abbreviate_term(result)}",
                 _shape_hint(which, expected, result.shape),
@@ -417,7 +410,9 @@ def _in_axes_text(case: VmapCase) -> str:
 def _check_batching_rule(
     rule: Callable[..., Term], which: str, cases: Sequence[VmapCase], seeds: int, title: str
 ) -> Feedback:
-    rules = _Rules(rule if which == "tr" else None, rule if which == "replicate" else None, which)
+    rules = _Rules(
+        rule if which == "tr" else None, rule if which == "replicate" else None, which
+    )
     failures: list[str] = []
     hints: list[str] = []
     runs = 0
@@ -438,7 +433,9 @@ def _check_batching_rule(
                     hints.append(err.hint)
                 break
             except Exception as err:  # the bot stumbled on a term the rule returned
-                failures.append(f"{where}: vectorising with your rule raised {describe_error(err)}")
+                failures.append(
+                    f"{where}: vectorising with your rule raised {describe_error(err)}"
+                )
                 break
             try:
                 check_bot_normal(terms)
@@ -459,9 +456,8 @@ def _check_batching_rule(
             bad = mismatched_positions(expected, got)
             if got.shape == expected.shape and not bad:
                 if not example:
-                    example = (
-                        f"e.g. {abbreviate_term(source.outputs[0])}  ⟶  {abbreviate_term(terms[0])}"
-                    )
+                    example = (f"e.g. {abbreviate_term(source.outputs[0])}  ⟶  "
+                               f"{abbreviate_term(terms[0])}")
                 continue
             if got.shape != expected.shape:
                 detail = (

@@ -64,29 +64,22 @@ def check_softmax_rows(f: Callable[[Any], Any]) -> Feedback:
         except NotBotNormal as err:
             return not_yet(f"{title}: the vectorised program is not in normal form", str(err))
         except Exception as err:
-            return not_yet(
-                f"{title}: a of shape {list(shape)}", f"running it raised {describe_error(err)}"
-            )
+            return not_yet(f"{title}: a of shape {list(shape)}",
+                           f"running it raised {describe_error(err)}")
         expected = _softmax_rows(a)
         if got.shape != expected.shape or mismatched_positions(expected, got):
             where = mismatched_positions(expected, got) if got.shape == expected.shape else []
-            detail = (
-                f"at {format_position(where[0])} "
-                f"expected {format_number(expected[where[0]])}, got "
-                f"{format_number(got[where[0]])}"
-                if where
-                else f"shape expected {list(expected.shape)}, got {list(got.shape)}"
-            )
+            detail = (f"at {format_position(where[0])} "
+                      f"expected {format_number(expected[where[0]])}, got "
+                      f"{format_number(got[where[0]])}" if where else
+                      f"shape expected {list(expected.shape)}, got {list(got.shape)}")
             return not_yet(
-                f"{title}: a of shape {list(shape)}",
-                detail,
+                f"{title}: a of shape {list(shape)}", detail,
                 "Hint: row i of the result is exp(a[i]) divided by the sum of exp(a[i]).",
             )
         if not any(isinstance(t, Build1) for t in _terms(source.outputs)):
-            return not_yet(
-                f"{title}: the values are right, but the program has no build1",
-                "Hint: write the loop over the rows with da.build1.",
-            )
+            return not_yet(f"{title}: the values are right, but the program has no build1",
+                           "Hint: write the loop over the rows with da.build1.")
         rules = Counter(f"{s.figure} {s.rule}" for s in steps)
         shown = (
             "rules applied: " + ", ".join(f"{r} x{n}" for r, n in sorted(rules.items())),
@@ -127,24 +120,17 @@ def check_python_if(f: Callable[[Any], Any], answer: str) -> Feedback:
     except TracingError as err:
         message = str(err).split("\n")[0]
     except Exception as err:
-        return not_yet(
-            f"{title}: tracing raised {describe_error(err)}, not a TracingError",
-            "Hint: use Python's `if` on the loop variable, inside the build1 body.",
-        )
+        return not_yet(f"{title}: tracing raised {describe_error(err)}, not a TracingError",
+                       "Hint: use Python's `if` on the loop variable, inside the build1 body.")
     else:
-        return not_yet(
-            f"{title}: your function traces without error",
-            "Hint: use Python's `if` on the loop variable, inside the build1 body.",
-        )
+        return not_yet(f"{title}: your function traces without error",
+                       "Hint: use Python's `if` on the loop variable, inside the build1 body.")
     if answer not in PYTHON_IF_CHOICES:
-        return not_yet(
-            f"{title}: answer should be one of " + ", ".join(repr(k) for k in PYTHON_IF_CHOICES),
-            f"the error: {message}",
-        )
+        return not_yet(f"{title}: answer should be one of "
+                       + ", ".join(repr(k) for k in PYTHON_IF_CHOICES), f"the error: {message}")
     if answer in _WHY_NOT:
-        return not_yet(
-            f"{title}: not {answer!r}", f"the error: {message}", "Hint: " + _WHY_NOT[answer]
-        )
+        return not_yet(f"{title}: not {answer!r}", f"the error: {message}",
+                       "Hint: " + _WHY_NOT[answer])
     return passed(f"{title}: {answer!r}", f"the error: {message}")
 
 
@@ -178,17 +164,10 @@ def check_diagonal_of_scatter(f: Callable[..., Any], *args: np.ndarray) -> Feedb
     except Exception as err:
         return not_yet(title, f"running it raised {describe_error(err)}")
     if expected.shape != got.shape or mismatched_positions(expected, got):
-        return not_yet(
-            f"{title}: the vectorised program computes something else",
-            f"source: {format_array(expected)}",
-            f"vectorised: {format_array(got)}",
-        )
-    hits = [
-        (s, found)
-        for s in steps
-        if s.rule == "build1-index-diagonal"
-        and (found := _scatter_indexed_in(s.before)) is not None
-    ]
+        return not_yet(f"{title}: the vectorised program computes something else",
+                       f"source: {format_array(expected)}", f"vectorised: {format_array(got)}")
+    hits = [(s, found) for s in steps if s.rule == "build1-index-diagonal"
+            and (found := _scatter_indexed_in(s.before)) is not None]
     if not hits:
         applied = ", ".join(dict.fromkeys(s.rule for s in steps)) or "none"
         return not_yet(
@@ -204,13 +183,13 @@ def check_diagonal_of_scatter(f: Callable[..., Any], *args: np.ndarray) -> Feedb
     memory = (
         f"the vectorised program builds a scatter of shape {list(biggest.shape)} "
         f"({int(np.prod(biggest.shape))} elements) at once"
-        if biggest is not None
-        else "the vectorised program has no scatter left"
+        if biggest is not None else "the vectorised program has no scatter left"
     )
     return passed(
         f"{title}: step {step.number} takes the diagonal of a scatter",
         f"the loop builds {k} scatters of shape {list(inner.shape)}, one per index "
-        f"({int(np.prod(inner.shape))} elements each, one at a time); " + memory + " (§5.1)",
+        f"({int(np.prod(inner.shape))} elements each, one at a time); " + memory
+        + " (§5.1)",
     )
 
 
@@ -245,11 +224,9 @@ def check_bot_preserves(
         for number, value in enumerate(values, start=1):
             if not np.allclose(value, expected, rtol=1e-10, atol=1e-10):
                 stage = f"after step {number}" if number <= len(steps) else "after simplifying"
-                return not_yet(
-                    f"{title}: seed {seed}, the value changes {stage}",
-                    f"source: {format_array(expected)}",
-                    f"then:   {format_array(value)}",
-                )
+                return not_yet(f"{title}: seed {seed}, the value changes {stage}",
+                               f"source: {format_array(expected)}",
+                               f"then:   {format_array(value)}")
         rules.update(f"{s.figure} {s.rule}" for s in steps)
         checked += 1
     return passed(

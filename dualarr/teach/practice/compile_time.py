@@ -203,7 +203,6 @@ def check_sum_chain_shares(predict: Callable[[int], int]) -> Feedback:
 # Exercise 4: what specialising to dt = 1 removes (Fig. 21)
 # --------------------------------------------------------------------------------------
 
-
 def chain(k: int) -> Callable[[Tensor], Tensor]:
     """The chapter's chain: ``x = sin(x) * x`` repeated ``k`` times, then ``sum``."""
 
@@ -239,12 +238,8 @@ def check_specialise(specialise: Callable[[str], str]) -> Feedback:
     require_callable(specialise, "specialise", "check_specialise")
     title = "specialising the gradient program to dt = 1"
     xs = np.linspace(0.1, 1.0, 4)
-    programs = {
-        "chain(1)": chain(1),
-        "chain(2)": chain(2),
-        "sum_chain(2)": sum_chain(2),
-        "fig18": fig18,
-    }
+    programs = {"chain(1)": chain(1), "chain(2)": chain(2), "sum_chain(2)": sum_chain(2),
+                "fig18": fig18}
     for name, f in programs.items():
         p = pipeline(f, xs, fuse=False)  # text in the source, no kernel to edit apart
         where = f"input: the source of {name}: print(da.pipeline({name}, xs).python)"
@@ -252,12 +247,8 @@ def check_specialise(specialise: Callable[[str], str]) -> Feedback:
             special = specialise(p.python)
             value, *grads = _run_source(special, p, xs, float("nan"))
         except Exception as err:
-            return not_yet(
-                title,
-                where,
-                f"it raised {describe_error(err)}",
-                "Hint: return the whole source, still a valid Python function.",
-            )
+            return not_yet(title, where, f"it raised {describe_error(err)}",
+                           "Hint: return the whole source, still a valid Python function.")
         want_value, *want_grads = _run_source(p.python, p, xs, 1.0)
         if _still_reads_dt(special) or not all(
             np.all(np.isfinite(np.asarray(g))) for g in (value, *grads)
@@ -315,17 +306,12 @@ def check_mode_timing(
     )
     if not isinstance(times, Mapping) or set(times) != {"compiled", "interpret"}:
         keys = sorted(times) if isinstance(times, Mapping) else type(times).__name__
-        return not_yet(
-            title, "expected: the keys 'compiled' and 'interpret'", f"obtained: {keys}", hint
-        )
+        return not_yet(title, "expected: the keys 'compiled' and 'interpret'",
+                       f"obtained: {keys}", hint)
     for mode, seconds in times.items():
         if not isinstance(seconds, int | float) or not math.isfinite(seconds) or seconds <= 0:
-            return not_yet(
-                title,
-                f"expected: a positive number of seconds for {mode!r}",
-                f"obtained: {seconds!r}",
-                hint,
-            )
+            return not_yet(title, f"expected: a positive number of seconds for {mode!r}",
+                           f"obtained: {seconds!r}", hint)
     return passed(
         title,
         "both modes timed: now explain their ratio (which work grows with the data, "

@@ -234,10 +234,8 @@ def check_error_line(f: Callable[[Any], Any], answer: str) -> Feedback:
         location = err.location or ""
         message = str(err)
     else:
-        return not_yet(
-            f"{title}: tracing your function raised no error",
-            "Hint: pass the function whose tracing fails (sign_flip).",
-        )
+        return not_yet(f"{title}: tracing your function raised no error",
+                       "Hint: pass the function whose tracing fails (sign_flip).")
     where = re.match(r"(?P<file>.*?):(?P<line>\d+)(?::\s*(?P<text>.*))?$", location)
     named = ""
     if where:
@@ -245,9 +243,8 @@ def check_error_line(f: Callable[[Any], Any], answer: str) -> Feedback:
     if not named:
         return not_yet(f"{title}: the error names {location!r}, a line that cannot be read")
     if not isinstance(answer, str):
-        return not_yet(
-            f"{title}: answer should be a str, the text of the line, got {type(answer).__name__}"
-        )
+        return not_yet(f"{title}: answer should be a str, the text of the line, got "
+                       f"{type(answer).__name__}")
     if answer.strip() == named:
         return passed(f"{title}: {named!r}", f"the whole message:\n{message}")
     return not_yet(
@@ -274,10 +271,8 @@ def check_same_program(
     if isinstance(program, str):
         return not_yet(f"{title}: your function", program)
     if program.numpy_source() == expected.numpy_source():
-        return passed(
-            f"{title}: numpy_source() is identical",
-            "NumPy's own function, called on a traced value, lands in dualarr.numpy",
-        )
+        return passed(f"{title}: numpy_source() is identical",
+                      "NumPy's own function, called on a traced value, lands in dualarr.numpy")
     return not_yet(
         f"{title}: the programs differ",
         f"yours:\n{program.numpy_source()}",
@@ -305,22 +300,14 @@ def check_norm(f: Callable[[Any], Any]) -> Feedback:
         if isinstance(got, str):
             return not_yet(f"{title}: x = {format_array(x)}", got)
         failure = _compare(
-            title,
-            f"x = {format_array(x)}",
-            np.asarray(np.linalg.norm(x)),
-            got,
+            title, f"x = {format_array(x)}", np.asarray(np.linalg.norm(x)), got,
             "Hint: the norm is the square root of the sum of the squares.",
         )
         if failure:
             return failure
         gradient = np.asarray(grad(f)(x))
-        failure = _compare(
-            title,
-            f"the gradient at x = {format_array(x)}",
-            x / np.linalg.norm(x),
-            gradient,
-            "Hint: the value is right, check the operations used.",
-        )
+        failure = _compare(title, f"the gradient at x = {format_array(x)}", x / np.linalg.norm(x),
+                           gradient, "Hint: the value is right, check the operations used.")
         if failure:
             return failure
     return passed(f"{title}: value and gradient right on two vectors")

@@ -123,9 +123,8 @@ def check_one_hot_reads(f: Callable[[Any], Any], predicted: int) -> Feedback:
             "build1, and combine them into a scalar.",
         )
     if predicted == stats.one_hots:
-        return passed(
-            f"{title}: {stats.one_hots}, one per Index node of the Delta ({len(indexes)})"
-        )
+        return passed(f"{title}: {stats.one_hots}, one per Index node of the Delta "
+                      f"({len(indexes)})")
     return not_yet(
         f"{title}: you predicted {predicted}, the reverse pass made a different number",
         f"the Delta of your program:\n{run.deltas[0]}",
@@ -164,10 +163,8 @@ def check_accum_prediction(
         )
     before = next((s for s in steps if 1 in s.accum), None)
     if before is None:
-        return not_yet(
-            f"{title}: no Share 1 in the Delta of thrice",
-            "Hint: compute y = da.sin(x) first, as twice does, so that it gets id 1.",
-        )
+        return not_yet(f"{title}: no Share 1 in the Delta of thrice",
+                       "Hint: compute y = da.sin(x) first, as twice does, so that it gets id 1.")
     expected = np.asarray(before.accum[1])
     try:
         yours = predicted(x)
@@ -219,20 +216,12 @@ def check_chain_sizes(
         for k in range(1, 9)
     }
     checks: tuple[tuple[str, Callable[[int], int], Callable[[dl.Delta], int], str], ...] = (
-        (
-            "dag_nodes",
-            dag_nodes,
-            lambda d: dl.size([d]).nodes,
-            "Hint: count the nodes one step adds (the Delta of sin and of +, each with its "
-            "Share); the sum and the Input are there once.",
-        ),
-        (
-            "tree_nodes",
-            tree_nodes,
-            _tree_size,
-            "Hint: how many times does one step use the previous x? Write t(k) from t(k - 1) "
-            "and solve the recurrence, with t(1) from the table.",
-        ),
+        ("dag_nodes", dag_nodes, lambda d: dl.size([d]).nodes,
+         "Hint: count the nodes one step adds (the Delta of sin and of +, each with its "
+         "Share); the sum and the Input are there once."),
+        ("tree_nodes", tree_nodes, _tree_size,
+         "Hint: how many times does one step use the previous x? Write t(k) from t(k - 1) "
+         "and solve the recurrence, with t(1) from the table."),
     )
     for name, formula, measure, hint in checks:
         for k, delta in deltas.items():
@@ -284,18 +273,15 @@ def check_contract_share(delta: object, answer: object) -> Feedback:
     in ``delta`` (the Delta a ``BackpropStepper`` shows)."""
     title = "the Share of the Contract nodes"
     if not isinstance(delta, dl.Share):
-        return not_yet(
-            f"{title}: pass the stepper's Delta (stepper.delta), not a {type(delta).__name__}"
-        )
+        return not_yet(f"{title}: pass the stepper's Delta (stepper.delta), not a "
+                       f"{type(delta).__name__}")
     ids = _shares_with_contract(delta)
     if not ids:
         return not_yet(f"{title}: this Delta has no Contract node")
     if answer in ids:
-        return passed(
-            f"{title}: s{answer}",
-            "a matrix-vector product is bilinear: one Contract per argument, each "
-            "with the other argument's primal fixed",
-        )
+        return passed(f"{title}: s{answer}",
+                      "a matrix-vector product is bilinear: one Contract per argument, each "
+                      "with the other argument's primal fixed")
     known = sorted({d.id for d in dl.delta_postorder([delta]) if isinstance(d, dl.Share)})
     where = f"there is no Share {answer}" if answer not in known else f"s{answer} holds none"
     return not_yet(

@@ -124,25 +124,19 @@ class _SubExpCase:
 
 _SUB_EXP_CASES = (
     _SubExpCase(
-        "x - y at x = 3, y = 2",
-        "sub",
-        (3.0, 2.0),
+        "x - y at x = 3, y = 2", "sub", (3.0, 2.0),
         lambda exp, v: v[0] - v[1],
         lambda p: p[0] - p[1],
         lambda p: (1.0, -1.0),
     ),
     _SubExpCase(
-        "exp(x) at x = 0.5",
-        "exp",
-        (0.5,),
+        "exp(x) at x = 0.5", "exp", (0.5,),
         lambda exp, v: exp(v[0]),
         lambda p: math.exp(p[0]),
         lambda p: (math.exp(p[0]),),
     ),
     _SubExpCase(
-        "exp(x - y) * y at x = 1, y = 0.5",
-        "both",
-        (1.0, 0.5),
+        "exp(x - y) * y at x = 1, y = 0.5", "both", (1.0, 0.5),
         lambda exp, v: exp(v[0] - v[1]) * v[1],
         lambda p: math.exp(p[0] - p[1]) * p[1],
         lambda p: (
@@ -193,17 +187,12 @@ def check_sub_exp(dual: Callable[[float, dl.Delta], Any], exp: Callable[[Any], A
         grad = _evaluate(delta).grad
         got = tuple(grad.get(k, 0.0) for k in range(len(case.inputs)))
         expected = case.gradient(case.inputs)
-        if not all(
-            math.isclose(g, e, rel_tol=1e-9, abs_tol=1e-12)
-            for g, e in zip(got, expected, strict=True)
-        ):
+        if not all(math.isclose(g, e, rel_tol=1e-9, abs_tol=1e-12)
+                   for g, e in zip(got, expected, strict=True)):
             hint = {"sub": _SUB_HINT, "exp": _EXP_HINT}.get(case.uses, _SUB_HINT + " " + _EXP_HINT)
             return not_yet(
                 f"{title}: {case.name}",
-                "gradient expected "
-                + _tuple(expected)
-                + ", got "
-                + _tuple(got)
+                "gradient expected " + _tuple(expected) + ", got " + _tuple(got)
                 + " (the reverse pass of §2.4 on your Delta)",
                 hint,
             )
@@ -254,29 +243,18 @@ def check_square_chain(
     """Check closed formulas for the chain ``x = x * x`` run ``n`` times on the dual
     numbers of Fig. 2: the Delta's distinct nodes (its DAG), its nodes seen as a tree
     (what a tree-walking reverse pass visits, §2.5), and the gradient at ``x``."""
-    for value, name in (
-        (dag_nodes, "dag_nodes"),
-        (tree_nodes, "tree_nodes"),
-        (gradient, "gradient"),
-    ):
+    for value, name in ((dag_nodes, "dag_nodes"), (tree_nodes, "tree_nodes"),
+                        (gradient, "gradient")):
         require_callable(value, name, "check_square_chain")
     title = "the chain x = x * x"
     counts: list[tuple[str, Callable[[int], int], Callable[[dl.Delta], int], str]] = [
-        (
-            "dag_nodes",
-            dag_nodes,
-            lambda d: dl.size([d]).nodes,
-            "Hint: the DAG keeps one copy of the previous Delta. Count the new nodes one step "
-            "creates: look at what Dual.__mul__ builds around the two Deltas it is given.",
-        ),
-        (
-            "tree_nodes",
-            tree_nodes,
-            _tree_size,
-            "Hint: in the tree, one step contains the previous Delta once per mention in the "
-            "product rule, plus the new nodes around them. Write t(n) from t(n - 1), with "
-            "t(0) = 1 (the Input), and solve the recurrence.",
-        ),
+        ("dag_nodes", dag_nodes, lambda d: dl.size([d]).nodes,
+         "Hint: the DAG keeps one copy of the previous Delta. Count the new nodes one step "
+         "creates: look at what Dual.__mul__ builds around the two Deltas it is given."),
+        ("tree_nodes", tree_nodes, _tree_size,
+         "Hint: in the tree, one step contains the previous Delta once per mention in the "
+         "product rule, plus the new nodes around them. Write t(n) from t(n - 1), with "
+         "t(0) = 1 (the Input), and solve the recurrence."),
     ]
     for name, formula, measure, hint in counts:
         for n in range(9):
@@ -288,8 +266,9 @@ def check_square_chain(
             if yours != measured:
                 return not_yet(
                     f"{title}: {name}({n}) should be {measured}, yours gives {yours}",
-                    "measured: "
-                    + ", ".join(f"n={k}: {measure(_squaring(1.5, k).delta)}" for k in range(6)),
+                    "measured: " + ", ".join(
+                        f"n={k}: {measure(_squaring(1.5, k).delta)}" for k in range(6)
+                    ),
                     hint,
                 )
     for x in (1.5, 0.9):

@@ -59,8 +59,9 @@ def _dot(x: Any, y: Any) -> Any:
 
 def _prediction_problem(prediction: object, kind: type) -> str | None:
     if not isinstance(prediction, Mapping) or set(prediction) != set(METHODS):
-        return "the prediction should be a dict with the keys " + ", ".join(
-            repr(m) for m in METHODS
+        return (
+            "the prediction should be a dict with the keys "
+            + ", ".join(repr(m) for m in METHODS)
         )
     wrong = [k for k, v in prediction.items() if not isinstance(v, kind) or v is None]
     if wrong:
@@ -95,10 +96,8 @@ def check_dot_variant(f: Callable[[Any, Any], Any], changes: Mapping[str, bool])
     except Exception as err:
         return not_yet(f"{title}: running it raised {describe_error(err)}")
     if not math.isclose(value, float(x @ y), rel_tol=1e-9, abs_tol=1e-12):
-        return not_yet(
-            f"{title}: at n = 5 your function gives {format_number(value)}, "
-            f"the dot product is {format_number(float(x @ y))}"
-        )
+        return not_yet(f"{title}: at n = 5 your function gives {format_number(value)}, "
+                       f"the dot product is {format_number(float(x @ y))}")
     rows, wrong = [], []
     for method in METHODS:
         ours, yours = _nodes(method, _dot, 16), _nodes(method, f, 16)
@@ -126,7 +125,9 @@ def check_dot_variant(f: Callable[[Any, Any], Any], changes: Mapping[str, bool])
 _SLOPE_SIZES = (4, 8, 16, 32)
 
 
-def check_slope_prediction(f: Callable[[Any, Any], Any], slopes: Mapping[str, int]) -> Feedback:
+def check_slope_prediction(
+    f: Callable[[Any, Any], Any], slopes: Mapping[str, int]
+) -> Feedback:
     """Check ``slopes``: for each method of :data:`METHODS`, the predicted number of Delta
     nodes per element of ``f(x, y)`` (the slope of the line ``fit_line`` prints)."""
     require_callable(f, "f", "check_slope_prediction")

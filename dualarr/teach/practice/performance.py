@@ -35,7 +35,9 @@ def w4(m: int, n: int, p: int) -> Callable[[Tensor, Tensor], Tensor]:
     """W4 of the benchmarks: ``sum`` of a matrix product written with ``build``."""
 
     def f(a: Tensor, b: Tensor) -> Tensor:
-        product = fn.build((m, p), lambda i, j: fn.sum(fn.build1(n, lambda k: a[i, k] * b[k, j])))
+        product = fn.build(
+            (m, p), lambda i, j: fn.sum(fn.build1(n, lambda k: a[i, k] * b[k, j]))
+        )
         return fn.sum(product)
 
     return f
@@ -47,11 +49,9 @@ def check_w4_gradient(w4_gradient: Callable[[Any, Any], tuple[Any, Any]]) -> Fee
     require_callable(w4_gradient, "w4_gradient", "check_w4_gradient")
     title = "W4's gradient with NumPy's @"
     rng = np.random.default_rng(4)
-    hint = (
-        "Hint: element a[i, k] meets b[k, j] once for every column j of the result, "
-        "each time with the cotangent 1. Write that sum over j as a product with a "
-        "matrix of ones, and do the same for b."
-    )
+    hint = ("Hint: element a[i, k] meets b[k, j] once for every column j of the result, "
+            "each time with the cotangent 1. Write that sum over j as a product with a "
+            "matrix of ones, and do the same for b.")
     for m, n, p in ((2, 3, 4), (5, 1, 3)):
         a, b = rng.normal(size=(m, n)), rng.normal(size=(n, p))
         want = grad(w4(m, n, p), argnums=(0, 1))(a, b)
@@ -61,27 +61,14 @@ def check_w4_gradient(w4_gradient: Callable[[Any, Any], tuple[Any, Any]]) -> Fee
         except Exception as err:
             return not_yet(title, where, f"it raised {describe_error(err)}", hint)
         if len(got) != 2:
-            return not_yet(
-                title,
-                where,
-                "expected: a pair (gradient of a, gradient of b)",
-                f"obtained: {len(got)} arrays",
-                hint,
-            )
+            return not_yet(title, where, "expected: a pair (gradient of a, gradient of b)",
+                           f"obtained: {len(got)} arrays", hint)
         for name, g, w in zip("ab", got, want, strict=True):
             if g.shape != np.shape(w) or not all_close(g, w):
-                return not_yet(
-                    title,
-                    where,
-                    f"expected: d/d{name} = {format_array(w)}",
-                    f"obtained: {format_array(g)}",
-                    hint,
-                )
-    return passed(
-        title,
-        "equals dualarr's gradient of W4: the bot turned the builds into the "
-        "same products, so the remaining difference is the cost of a call",
-    )
+                return not_yet(title, where, f"expected: d/d{name} = {format_array(w)}",
+                               f"obtained: {format_array(g)}", hint)
+    return passed(title, "equals dualarr's gradient of W4: the bot turned the builds into the "
+                  "same products, so the remaining difference is the cost of a call")
 
 
 # --------------------------------------------------------------------------------------
@@ -105,50 +92,27 @@ def check_w5_with_lets(w5_with_lets: Callable[[Tensor], Tensor]) -> Feedback:
         p = pipeline(w5_with_lets, x)
         value, gradient = p.vectorised(x), grad(w5_with_lets)(x)
     except Exception as err:
-        return not_yet(
-            title,
-            where,
-            f"it raised {describe_error(err)}",
-            "Hint: da.let(value, lambda v: body) binds value to v in body.",
-        )
+        return not_yet(title, where, f"it raised {describe_error(err)}",
+                       "Hint: da.let(value, lambda v: body) binds value to v in body.")
     reference = pipeline(w5, x)
     want_value, want_gradient = reference.vectorised(x), grad(w5)(x)
     if not all_close(value, want_value):
-        return not_yet(
-            title,
-            where,
-            f"expected: the value {format_array(want_value)}",
-            f"obtained: {format_array(value)}",
-            "Hint: the lets must not change what is "
-            "computed: bind x * x once and use it in both places.",
-        )
+        return not_yet(title, where, f"expected: the value {format_array(want_value)}",
+                       f"obtained: {format_array(value)}", "Hint: the lets must not change what is "
+                       "computed: bind x * x once and use it in both places.")
     if not all_close(gradient, want_gradient):
-        return not_yet(
-            title,
-            where,
-            f"expected: the gradient {format_array(want_gradient)}",
-            f"obtained: {format_array(gradient)}",
-        )
+        return not_yet(title, where, f"expected: the gradient {format_array(want_gradient)}",
+                       f"obtained: {format_array(gradient)}")
     if "let " not in str(p.source):
-        return not_yet(
-            title,
-            where,
-            "expected: a let in the traced source (print(p.source))",
-            "obtained: none",
-            "Hint: bind an intermediate such as x * x with "
-            "da.let(x * x, lambda xx: …) and write the rest of W5 inside the "
-            "lambda, using xx.",
-        )
+        return not_yet(title, where, "expected: a let in the traced source (print(p.source))",
+                       "obtained: none", "Hint: bind an intermediate such as x * x with "
+                       "da.let(x * x, lambda xx: …) and write the rest of W5 inside the "
+                       "lambda, using xx.")
     same = p.python.split("\n", 1)[1] == reference.python.split("\n", 1)[1]
-    return passed(
-        title,
-        "same value and gradient as W5; the generated programs are "
-        + (
-            "identical: the simplifier had already found the sharing"
-            if same
-            else "different: compare print(p.python) with W5's to see what the let changed"
-        ),
-    )
+    return passed(title, "same value and gradient as W5; the generated programs are "
+                  + ("identical: the simplifier had already found the sharing" if same else
+                     "different: compare print(p.python) with W5's to see what the let "
+                     "changed"))
 
 
 # --------------------------------------------------------------------------------------
@@ -172,21 +136,13 @@ def check_w6_gradient(w6_gradient_x: Callable[[Any, Any, Any], Any]) -> Feedback
         try:
             got = np.asarray(w6_gradient_x(x.copy(), idx.copy(), w.copy()), dtype=float)
         except Exception as err:
-            return not_yet(
-                title,
-                where,
-                f"it raised {describe_error(err)}",
-                "Hint: the gradient has the shape of x.",
-            )
+            return not_yet(title, where, f"it raised {describe_error(err)}",
+                           "Hint: the gradient has the shape of x.")
         if got.shape != want.shape:
-            return not_yet(
-                title,
-                where,
-                f"expected: shape [{len(x)}] (the shape of x)",
-                f"obtained: shape {list(got.shape)}",
-                "Hint: the gradient has one element per element of x, not per "
-                "read: that is why it is a scatter, not a gather.",
-            )
+            return not_yet(title, where, f"expected: shape [{len(x)}] (the shape of x)",
+                           f"obtained: shape {list(got.shape)}",
+                           "Hint: the gradient has one element per element of x, not per "
+                           "read: that is why it is a scatter, not a gather.")
         bad = mismatched_positions(want, got)
         if bad:
             assigned = np.zeros(len(x))
@@ -196,24 +152,17 @@ def check_w6_gradient(w6_gradient_x: Callable[[Any, Any, Any], Any]) -> Feedback
                 "a plain assignment keeps only the last one. That is also why the "
                 "transposed gather cannot be a gather: an element of x may receive any "
                 "number of contributions."
-                if all_close(got, assigned)
-                else "Hint: which terms x[idx[q]] * w[q] of the sum read x[k]? Each contributes to "
+                if all_close(got, assigned) else
+                "Hint: which terms x[idx[q]] * w[q] of the sum read x[k]? Each contributes to "
                 "d/dx[k]."
             )
             first = bad[0]
-            return not_yet(
-                title,
-                where,
-                f"element {format_position(first)}: "
-                f"expected {format_array(want[first])}, "
-                f"obtained {format_array(got[first])}",
-                hint,
-            )
-    return passed(
-        title,
-        "a scatter-add: what the generated program does with "
-        "helpers.scatter (np.bincount on NumPy)",
-    )
+            return not_yet(title, where,
+                           f"element {format_position(first)}: "
+                           f"expected {format_array(want[first])}, "
+                           f"obtained {format_array(got[first])}", hint)
+    return passed(title, "a scatter-add: what the generated program does with "
+                  "helpers.scatter (np.bincount on NumPy)")
 
 
 # --------------------------------------------------------------------------------------
@@ -242,13 +191,10 @@ def check_table_differences(answer: Iterable[str] | None) -> Feedback:
     choices = ", ".join(repr(k) for k in TABLE_DIFFERENCES)
     chosen = set(answer) if answer is not None and not isinstance(answer, str) else None
     if chosen is None or not chosen <= set(TABLE_DIFFERENCES):
-        return not_yet(
-            title,
-            f"obtained: {answer!r}",
-            f"expected: a set of some of {choices}",
-            "Hint: read the script's --help and its QUICK cases, and the cell of "
-            "the notebook that times the libraries.",
-        )
+        return not_yet(title, f"obtained: {answer!r}",
+                       f"expected: a set of some of {choices}",
+                       "Hint: read the script's --help and its QUICK cases, and the cell of "
+                       "the notebook that times the libraries.")
     wrong = sorted(chosen - _TRUE_DIFFERENCES)
     missing = len(_TRUE_DIFFERENCES - chosen)
     if wrong or missing:
@@ -257,11 +203,8 @@ def check_table_differences(answer: Iterable[str] | None) -> Feedback:
             details.append(f"not a difference: {', '.join(repr(w) for w in wrong)}")
         if missing:
             details.append(f"expected: {missing} more difference(s)")
-        return not_yet(
-            title,
-            *details,
-            "Hint: `python benchmarks/bench_gradients.py --help` lists the "
-            "script's defaults with --quick; compare them with the arguments of "
-            "median_time in the notebook's timing cell, and its CASES with QUICK.",
-        )
+        return not_yet(title, *details,
+                       "Hint: `python benchmarks/bench_gradients.py --help` lists the "
+                       "script's defaults with --quick; compare them with the arguments of "
+                       "median_time in the notebook's timing cell, and its CASES with QUICK.")
     return passed(title, "; ".join(TABLE_DIFFERENCES[k] for k in sorted(_TRUE_DIFFERENCES)))

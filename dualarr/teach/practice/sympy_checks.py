@@ -60,46 +60,26 @@ def check_broken_exp(
         REGISTRY["exp"] = real_rule
         clear_caches()
     if left_broken:
-        return not_yet(
-            title,
-            where,
-            "expected: the real exp rule back in REGISTRY afterwards",
-            "obtained: your rule was still installed (the checker put it back)",
-            "Hint: restore the rule in a finally: block, so that it comes back "
-            "even when check_grad raises.",
-        )
+        return not_yet(title, where, "expected: the real exp rule back in REGISTRY afterwards",
+                       "obtained: your rule was still installed (the checker put it back)",
+                       "Hint: restore the rule in a finally: block, so that it comes back "
+                       "even when check_grad raises.")
     if not isinstance(report, GradCheckReport):
-        return not_yet(
-            title,
-            where,
-            "expected: the report of da.check_grad",
-            f"obtained: a {type(report).__name__}",
-        )
+        return not_yet(title, where, "expected: the report of da.check_grad",
+                       f"obtained: a {type(report).__name__}")
     if report.passed:
-        return not_yet(
-            title,
-            where,
-            "expected: a FAILED report",
-            "obtained: PASSED",
-            "Hint: was your rule installed while check_grad ran? Replace "
-            "REGISTRY['exp'] by a copy with other partials (dataclasses.replace), "
-            "clear the caches, then call da.check_grad.",
-        )
+        return not_yet(title, where, "expected: a FAILED report", "obtained: PASSED",
+                       "Hint: was your rule installed while check_grad ran? Replace "
+                       "REGISTRY['exp'] by a copy with other partials (dataclasses.replace), "
+                       "clear the caches, then call da.check_grad.")
     failing = [c for c in report.checks if c.status == "FAIL"]
     if not any("input 1 (rates)" in c.detail for c in failing) or any(
         "input 0" in c.detail for c in failing
     ):
-        return not_yet(
-            title,
-            where,
-            "expected: failures that name input 1 (rates) only",
-            "obtained: " + "; ".join(f"{c.name}: {c.detail}" for c in failing),
-        )
-    return passed(
-        title,
-        "the report names input 1 (rates), the only input exp touches; "
-        f"failed: {', '.join(c.name for c in failing)}",
-    )
+        return not_yet(title, where, "expected: failures that name input 1 (rates) only",
+                       "obtained: " + "; ".join(f"{c.name}: {c.detail}" for c in failing))
+    return passed(title, "the report names input 1 (rates), the only input exp touches; "
+                  f"failed: {', '.join(c.name for c in failing)}")
 
 
 # --------------------------------------------------------------------------------------
@@ -115,19 +95,16 @@ def _check_prediction(
     title: str, where: str, predicted: Iterable[str] | None, actual: frozenset[str], hint: str
 ) -> Feedback:
     names = ", ".join(repr(n) for n in CHECK_NAMES)
-    chosen = set(predicted) if predicted is not None and not isinstance(predicted, str) else None
+    chosen = (
+        set(predicted) if predicted is not None and not isinstance(predicted, str) else None
+    )
     if chosen is None or not chosen <= set(CHECK_NAMES):
-        return not_yet(
-            title,
-            where,
-            f"obtained: {predicted!r}",
-            f"expected: a set of some of {names} (SYMPY, FINITE_DIFFERENCES, INTERPRETED, ADJOINT)",
-            hint,
-        )
+        return not_yet(title, where, f"obtained: {predicted!r}",
+                       f"expected: a set of some of {names} (SYMPY, FINITE_DIFFERENCES, "
+                       "INTERPRETED, ADJOINT)", hint)
     if chosen == actual:
-        return passed(
-            title, "failing: " + (", ".join(sorted(actual)) or "none") + "; the others pass"
-        )
+        return passed(title, "failing: " + (", ".join(sorted(actual)) or "none")
+                      + "; the others pass")
     passing = sorted(chosen - actual)
     details = [where, f"obtained: {sorted(chosen)}"]
     if passing:
@@ -224,34 +201,23 @@ def check_simplified_dy(simplified: object) -> Feedback:
     exact = exact_foo_dy()
     symbols = sorted(exact.free_symbols, key=str)
     if not isinstance(simplified, sp.Expr):
-        return not_yet(
-            title,
-            f"obtained: a {type(simplified).__name__}",
-            "expected: a SymPy expression in x, y, z",
-            "Hint: start from da.sympy_gradient(foo, …).gradient('y') (its .item() "
-            "is the expression) and call sp.simplify on it.",
-        )
+        return not_yet(title, f"obtained: a {type(simplified).__name__}",
+                       "expected: a SymPy expression in x, y, z",
+                       "Hint: start from da.sympy_gradient(foo, …).gradient('y') (its .item() "
+                       "is the expression) and call sp.simplify on it.")
     extra = sorted(str(s) for s in simplified.free_symbols - set(symbols))
     if extra:
-        return not_yet(
-            title, f"obtained: an expression in {extra}", "expected: an expression in x, y, z only"
-        )
+        return not_yet(title, f"obtained: an expression in {extra}",
+                       "expected: an expression in x, y, z only")
     given = sp.lambdify(symbols, simplified, "numpy")
     reference = sp.lambdify(symbols, exact, "numpy")
     rng = np.random.default_rng(5)
     for point in rng.uniform(0.3, 2.0, size=(6, 3)):
         want, got = float(reference(*point)), float(given(*point))
         if not np.isclose(got, want, rtol=1e-9, atol=1e-12):
-            return not_yet(
-                title,
-                f"input: (x, y, z) = {tuple(round(float(p), 4) for p in point)}",
-                f"expected: {want:.6g}",
-                f"obtained: {got:.6g}",
-                "Hint: simplifying must not change the value anywhere.",
-            )
+            return not_yet(title, f"input: (x, y, z) = {tuple(round(float(p), 4) for p in point)}",
+                           f"expected: {want:.6g}", f"obtained: {got:.6g}",
+                           "Hint: simplifying must not change the value anywhere.")
     before, after = sp.count_ops(exact), sp.count_ops(simplified)
-    return passed(
-        title,
-        f"equal to SymPy's ∂foo/∂y at 6 points; {after} operations against "
-        f"the {before} of SymPy's unsimplified expression (sp.count_ops)",
-    )
+    return passed(title, f"equal to SymPy's ∂foo/∂y at 6 points; {after} operations against "
+                  f"the {before} of SymPy's unsimplified expression (sp.count_ops)")

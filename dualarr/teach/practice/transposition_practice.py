@@ -76,13 +76,9 @@ def check_scatter_cotangent(scatter_cotangent: Callable[[Any, Any, int], Any]) -
         try:
             got = np.asarray(scatter_cotangent(c.copy(), index.copy(), n), dtype=float)
         except IndexError as err:
-            return not_yet(
-                title,
-                where,
-                f"it raised {describe_error(err)}",
-                "Hint: a read outside the array (forward, a gather gives 0 there) "
-                "has no element of the input to send its cotangent to.",
-            )
+            return not_yet(title, where, f"it raised {describe_error(err)}",
+                           "Hint: a read outside the array (forward, a gather gives 0 there) "
+                           "has no element of the input to send its cotangent to.")
         except Exception as err:
             return not_yet(title, where, f"it raised {describe_error(err)}")
         if got.shape == want.shape and all_close(got, want):
@@ -91,26 +87,18 @@ def check_scatter_cotangent(scatter_cotangent: Callable[[Any, Any, int], Any]) -
         inside = (index >= 0) & (index < n)
         overwritten[index[inside]] = c[inside]
         if len(set(index[inside])) < int(inside.sum()) and all_close(got, overwritten):
-            hint = (
-                "Hint: two reads of the same element both contributed to the output: "
-                "their cotangents must both reach it (an assignment keeps only one)."
-            )
+            hint = ("Hint: two reads of the same element both contributed to the output: "
+                    "their cotangents must both reach it (an assignment keeps only one).")
         elif np.any(~inside):
-            hint = (
-                "Hint: an index below 0 or at n or above reads nothing (the gather "
-                "gives 0 there). NumPy would read a negative index from the end: "
-                "the transposed read must not."
-            )
+            hint = ("Hint: an index below 0 or at n or above reads nothing (the gather "
+                    "gives 0 there). NumPy would read a negative index from the end: "
+                    "the transposed read must not.")
         else:
             hint = "Hint: each cotangent c[q] goes back to the element that read number q read."
-        return not_yet(
-            title, where, f"expected: {format_array(want)}", f"obtained: {format_array(got)}", hint
-        )
-    return passed(
-        title,
-        "right on repeated, out-of-range and negative indices: a cotangent "
-        "whose read fell outside the array is dropped",
-    )
+        return not_yet(title, where, f"expected: {format_array(want)}",
+                       f"obtained: {format_array(got)}", hint)
+    return passed(title, "right on repeated, out-of-range and negative indices: a cotangent "
+                  "whose read fell outside the array is dropped")
 
 
 # --------------------------------------------------------------------------------------
@@ -182,11 +170,8 @@ def check_onehot_counts(onehot_counts: Callable[[dl.Delta], Mapping[int, int]]) 
                 "each Share node is a child of another node (dl.delta_children), walking "
                 "the body of each Share only once; the root is used once, by the output.",
             )
-    return passed(
-        title,
-        f"right on {len(cases)} Deltas; the Lookups then come from the "
-        "highest id down, as in the reverse pass",
-    )
+    return passed(title, f"right on {len(cases)} Deltas; the Lookups then come from the "
+                  "highest id down, as in the reverse pass")
 
 
 # --------------------------------------------------------------------------------------
@@ -206,11 +191,9 @@ def check_transposed_spec(transposed_spec: Callable[[str], str]) -> Feedback:
     the spec back."""
     require_callable(transposed_spec, "transposed_spec", "check_transposed_spec")
     title = "the transposed contraction (T[Contract])"
-    hint = (
-        "Hint: the transposed map takes the cotangent, which has the indices of the "
-        "output, together with the fixed operand y, and must give an array with the "
-        "indices of u."
-    )
+    hint = ("Hint: the transposed map takes the cotangent, which has the indices of the "
+            "output, together with the fixed operand y, and must give an array with the "
+            "indices of u.")
     for spec in ("ab,b->a", "ab,bc->ac", "a,b->ab", "abc,c->ab", "ij,jk->ik"):
         want = _reference_transposed_spec(spec)
         try:
@@ -219,20 +202,13 @@ def check_transposed_spec(transposed_spec: Callable[[str], str]) -> Feedback:
         except Exception as err:
             return not_yet(title, f"input: {spec!r}", f"it raised {describe_error(err)}", hint)
         if got != want:
-            return not_yet(
-                title, f"input: {spec!r}", f"expected: {want!r}", f"obtained: {got!r}", hint
-            )
+            return not_yet(title, f"input: {spec!r}", f"expected: {want!r}",
+                           f"obtained: {got!r}", hint)
         if twice != spec:
-            return not_yet(
-                title,
-                f"input: {spec!r}, transposed twice",
-                f"expected: {spec!r}",
-                f"obtained: {twice!r}",
-                hint,
-            )
-    return passed(
-        title, "right on 5 specs; transposing twice gives the spec back: (Jᵀ)ᵀ = J, the identity"
-    )
+            return not_yet(title, f"input: {spec!r}, transposed twice",
+                           f"expected: {spec!r}", f"obtained: {twice!r}", hint)
+    return passed(title, "right on 5 specs; transposing twice gives the spec back: "
+                  "(Jᵀ)ᵀ = J, the identity")
 
 
 # --------------------------------------------------------------------------------------
@@ -284,11 +260,8 @@ def check_adjoint_sides(sides: AdjointSides) -> Feedback:
     cases = (
         ("softmax", soft, transpose_delta(to_let_form(soft))),
         ("logsumexp", (lse := _delta_of(_logsumexp, x)), transpose_delta(to_let_form(lse))),
-        (
-            "softmax's Delta with the transpose of 2 * softmax",
-            soft,
-            transpose_delta(to_let_form(_delta_of(_twice_softmax, x))),
-        ),
+        ("softmax's Delta with the transpose of 2 * softmax", soft,
+         transpose_delta(to_let_form(_delta_of(_twice_softmax, x)))),
     )
     for name, delta, program in cases:
         v = {0: rng.normal(size=x.shape)}
@@ -309,11 +282,8 @@ def check_adjoint_sides(sides: AdjointSides) -> Feedback:
                 "(run_linear) and pairs each input's cotangent with its tangent. ⟨a, b⟩ is "
                 "the sum of the elementwise product.",
             )
-    return passed(
-        title,
-        "right on 3 pairs: the sides agree for softmax and logsumexp, "
-        "and differ when the program is not the Delta's transpose",
-    )
+    return passed(title, "right on 3 pairs: the sides agree for softmax and logsumexp, "
+                  "and differ when the program is not the Delta's transpose")
 
 
 # --------------------------------------------------------------------------------------
@@ -347,18 +317,12 @@ def check_scatter_fate(answer: object) -> Feedback:
     expected = _scatter_fate()
     choices = ", ".join(repr(k) for k in SCATTER_FATES)
     if answer == expected:
-        return passed(
-            title,
-            SCATTER_FATES[expected] + ": for a permutation, scattering by it "
-            "and gathering by its inverse compute the same array",
-        )
+        return passed(title, SCATTER_FATES[expected] + ": for a permutation, scattering by it "
+                      "and gathering by its inverse compute the same array")
     if answer not in SCATTER_FATES:
-        return not_yet(
-            title,
-            f"obtained: {answer!r}",
-            f"expected: one of {choices}",
-            "Hint: print(da.pipeline(fig18, x).gradient) and look for the index map 3 - j.",
-        )
+        return not_yet(title, f"obtained: {answer!r}", f"expected: one of {choices}",
+                       "Hint: print(da.pipeline(fig18, x).gradient) and look for the index "
+                       "map 3 - j.")
     return not_yet(
         title,
         f"obtained: {answer!r} ({SCATTER_FATES[str(answer)]})",

@@ -34,16 +34,16 @@ def _shape(value: Any) -> str:
     return "[" + ",".join(str(n) for n in np.shape(value)) + "]"
 
 
-def _compare(title: str, where: str, got: Any, want: np.ndarray, hint: str) -> Feedback | None:
+def _compare(
+    title: str, where: str, got: Any, want: np.ndarray, hint: str
+) -> Feedback | None:
     """A failure when ``got`` is not ``want`` (shape first, then values), else ``None``."""
     if np.shape(got) != want.shape:
-        return not_yet(
-            title, where, f"expected: shape {_shape(want)}", f"obtained: shape {_shape(got)}", hint
-        )
+        return not_yet(title, where, f"expected: shape {_shape(want)}",
+                       f"obtained: shape {_shape(got)}", hint)
     if not all_close(got, want):
-        return not_yet(
-            title, where, f"expected: {format_array(want)}", f"obtained: {format_array(got)}", hint
-        )
+        return not_yet(title, where, f"expected: {format_array(want)}",
+                       f"obtained: {format_array(got)}", hint)
     return None
 
 
@@ -59,10 +59,8 @@ def check_batched_matmul(batched_matmul: Callable[[Any, Any], Any]) -> Feedback:
     require_callable(batched_matmul, "batched_matmul", "check_batched_matmul")
     title = "a batched matrix product with vmap"
     rng = np.random.default_rng(1)
-    hint = (
-        "Hint: map da.matmul over the leading (batch) axis of both arguments: one "
-        "vmap, zipping A and B."
-    )
+    hint = ("Hint: map da.matmul over the leading (batch) axis of both arguments: one "
+            "vmap, zipping A and B.")
     for shapes in (((5, 2, 3), (5, 3, 4)), ((3, 4, 2), (3, 2, 1))):
         a, b = (rng.normal(size=s) for s in shapes)
         where = f"input: A : {_shape(a)}, B : {_shape(b)}"
@@ -75,20 +73,12 @@ def check_batched_matmul(batched_matmul: Callable[[Any, Any], Any]) -> Feedback:
         if failure:
             return failure
         if "build1" not in str(p.source):
-            return not_yet(
-                title,
-                where,
-                "expected: a vmap (a build1 in the traced source)",
-                "obtained: no build1",
-                "Hint: use da.vmap rather than a batched "
-                "operation, so that the bot has a loop to remove.",
-            )
+            return not_yet(title, where, "expected: a vmap (a build1 in the traced source)",
+                           "obtained: no build1", "Hint: use da.vmap rather than a batched "
+                           "operation, so that the bot has a loop to remove.")
     rules = ", ".join(dict.fromkeys(step.rule for step in p.bot_steps))
-    return passed(
-        title,
-        f"right on 2 batches; the bot's rules: {rules}",
-        f"after simplification: {p.vectorised}",
-    )
+    return passed(title, f"right on 2 batches; the bot's rules: {rules}",
+                  f"after simplification: {p.vectorised}")
 
 
 # --------------------------------------------------------------------------------------
@@ -104,7 +94,9 @@ def nested_sum(depth: int) -> Callable[..., Tensor]:
             if k == depth:
                 assert acc is not None
                 return acc
-            mapped: Tensor = vmap(lambda a: level(k + 1, a if acc is None else acc + a))(vectors[k])
+            mapped: Tensor = vmap(lambda a: level(k + 1, a if acc is None else acc + a))(
+                vectors[k]
+            )
             return mapped
 
         return level(0, None)
@@ -126,10 +118,8 @@ def check_three_way_sum(three_way_sum: Callable[[Any, Any, Any], Any]) -> Feedba
     nested vmaps (three ``build1``s in the traced source)."""
     require_callable(three_way_sum, "three_way_sum", "check_three_way_sum")
     title = "three nested vmaps"
-    hint = (
-        "Hint: one vmap zips its arguments (one shared axis); nesting a vmap inside "
-        "another gives each argument its own axis. Nest three, one per vector."
-    )
+    hint = ("Hint: one vmap zips its arguments (one shared axis); nesting a vmap inside "
+            "another gives each argument its own axis. Nest three, one per vector.")
     for lengths in ((3, 3, 3), (2, 3, 4)):
         a, b, c = (np.arange(float(n)) * 10.0**k for k, n in enumerate(lengths))
         where = f"input: vectors of lengths {lengths}"
@@ -144,20 +134,12 @@ def check_three_way_sum(three_way_sum: Callable[[Any, Any, Any], Any]) -> Feedba
             return failure
         loops = str(p.source).count("build1")
         if loops != 3:
-            return not_yet(
-                title,
-                where,
-                "expected: three build1s in the traced source",
-                f"obtained: {loops}",
-                hint,
-            )
+            return not_yet(title, where, "expected: three build1s in the traced source",
+                           f"obtained: {loops}", hint)
     steps = bot_steps_by_depth()
-    return passed(
-        title,
-        "right; bot steps by depth of nesting: "
-        + ", ".join(f"{d} → {n}" for d, n in steps.items())
-        + ": each level pushes its build1 through everything the inner ones made",
-    )
+    return passed(title, "right; bot steps by depth of nesting: "
+                  + ", ".join(f"{d} → {n}" for d, n in steps.items())
+                  + ": each level pushes its build1 through everything the inner ones made")
 
 
 # --------------------------------------------------------------------------------------
@@ -181,12 +163,9 @@ def check_gather_rule(answer: object) -> Feedback:
     if answer == expected.rule:
         return passed(title, f"{expected.rule}: {expected.before}  ⟶  {expected.after}")
     if not isinstance(answer, str) or answer not in rules:
-        return not_yet(
-            title,
-            f"obtained: {answer!r}",
-            f"expected: one of the rules that fire here: {', '.join(rules)}",
-            "Hint: print every step of p.bot_steps with its rule and its after.",
-        )
+        return not_yet(title, f"obtained: {answer!r}",
+                       f"expected: one of the rules that fire here: {', '.join(rules)}",
+                       "Hint: print every step of p.bot_steps with its rule and its after.")
     step = next(s for s in p.bot_steps if s.rule == answer)
     return not_yet(
         title,
@@ -207,11 +186,9 @@ def check_shifted_rows(shifted_rows: Callable[[Any, Any], Any]) -> Feedback:
     maps ``M`` only (``in_axes=(None, 0)``)."""
     require_callable(shifted_rows, "shifted_rows", "check_shifted_rows")
     title = "mapping the second argument only (in_axes)"
-    hint = (
-        "Hint: by default vmap maps the leading axis of every argument, so v's 3 "
-        "elements would be paired with M's 4 rows. in_axes says, argument by argument, "
-        "which axis is mapped, or that it is not mapped at all."
-    )
+    hint = ("Hint: by default vmap maps the leading axis of every argument, so v's 3 "
+            "elements would be paired with M's 4 rows. in_axes says, argument by argument, "
+            "which axis is mapped, or that it is not mapped at all.")
     rng = np.random.default_rng(2)
     v, m = rng.normal(size=3), rng.normal(size=(4, 3))
     where = f"input: v : {_shape(v)}, M : {_shape(m)}"
@@ -226,13 +203,8 @@ def check_shifted_rows(shifted_rows: Callable[[Any, Any], Any]) -> Feedback:
         return failure
     loops = str(p.source).count("build1")
     if loops != 1:
-        return not_yet(
-            title,
-            where,
-            "expected: one vmap (one build1 in the traced source)",
-            f"obtained: {loops}",
-            hint,
-        )
+        return not_yet(title, where, "expected: one vmap (one build1 in the traced source)",
+                       f"obtained: {loops}", hint)
     return passed(title, "equals the NumPy loop over the rows", f"vectorised: {p.vectorised}")
 
 
@@ -297,12 +269,8 @@ def check_growth(prediction: Mapping[str, object]) -> Feedback:
         "grow?",
     }
     if not isinstance(prediction, Mapping):
-        return not_yet(
-            title,
-            f"obtained: {prediction!r}",
-            "expected: a dict {'source': p, 'vectorised': q}",
-            hint["source"],
-        )
+        return not_yet(title, f"obtained: {prediction!r}",
+                       "expected: a dict {'source': p, 'vectorised': q}", hint["source"])
     for stage, (small, large) in counts.items():
         exponent = round(math.log2(large / small))
         got = prediction.get(stage)
@@ -315,8 +283,5 @@ def check_growth(prediction: Mapping[str, object]) -> Feedback:
                 f"obtained: {got!r}",
                 hint[stage],
             )
-    return passed(
-        title,
-        "the looped source does a quadratic amount of Python work, the bulk "
-        "program a constant one: its cost per element is NumPy's",
-    )
+    return passed(title, "the looped source does a quadratic amount of Python work, the bulk "
+                  "program a constant one: its cost per element is NumPy's")

@@ -1,8 +1,8 @@
 """``python -m dualarr.teach.scratch``: grade saved work, or regenerate the notebooks.
 
-python -m dualarr.teach.scratch check [a b ...] [--dir FOLDER] [--solutions]
-python -m dualarr.teach.scratch generate [--check]
-python -m dualarr.teach.scratch lines
+    python -m dualarr.teach.scratch check [a b ...] [--dir FOLDER] [--solutions]
+    python -m dualarr.teach.scratch generate [--check]
+    python -m dualarr.teach.scratch lines
 """
 
 from __future__ import annotations
@@ -41,11 +41,8 @@ def _check(stages: list[str], folder: Path | None, solutions: bool) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m dualarr.teach.scratch",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = argparse.ArgumentParser(prog="python -m dualarr.teach.scratch", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = parser.add_subparsers(dest="verb", required=True)
     check = verbs.add_parser("check", help="grade the saved notebooks, task by task")
     check.add_argument("stages", nargs="*", help=f"stages to grade ({' '.join(STAGES)}; all)")

@@ -47,11 +47,8 @@ def check_read(ns: Mapping[str, Any]) -> str:
         shown = f"read(array of shape {list(array.shape)}, {ix})"
         expect_close(want, got, what=shown, hint=READ_HINT, program=shown)
         if np.asarray(got).dtype != want.dtype:
-            raise Mismatch(
-                f"{shown}: dtype {np.asarray(got).dtype}, expected {want.dtype}",
-                hint=READ_HINT,
-                program=shown,
-            )
+            raise Mismatch(f"{shown}: dtype {np.asarray(got).dtype}, expected {want.dtype}",
+                           hint=READ_HINT, program=shown)
     return f"400 random reads ({outside} out of range) agree with dualarr's index"
 
 
@@ -61,24 +58,15 @@ EVALUATE_HINT = (
 )
 
 
-@task(
-    "a.evaluate",
-    names=("evaluate",),
-    title="the evaluator of Fig. 7 (total, §5.2)",
-    hint=EVALUATE_HINT,
-)
+@task("a.evaluate", names=("evaluate",), title="the evaluator of Fig. 7 (total, §5.2)",
+      hint=EVALUATE_HINT)
 def check_evaluate(ns: Mapping[str, Any]) -> str:
     evaluate = ns["evaluate"]
     programs = cases(11, 60)
     for case in sorted(programs, key=lambda c: len(show(c.term))):
-        expect_close(
-            case.value(),
-            evaluate(case.term, dict(case.env)),
-            what="the value differs from dualarr's",
-            hint=_construct_hint(case.term),
-            program=case.text,
-            inputs=case.env,
-        )
+        expect_close(case.value(), evaluate(case.term, dict(case.env)),
+                     what="the value differs from dualarr's", hint=_construct_hint(case.term),
+                     program=case.text, inputs=case.env)
     return f"{len(programs)} random programs of every Fig. 7 construct agree with dualarr"
 
 
@@ -89,9 +77,8 @@ def _construct_hint(term: Term) -> str:
     return f"{EVALUATE_HINT} (this program uses {kinds})"
 
 
-def _traced_agrees(
-    ns: Mapping[str, Any], constructs: frozenset[str], seed: int, count: int, hint: str
-) -> int:
+def _traced_agrees(ns: Mapping[str, Any], constructs: frozenset[str], seed: int,
+                   count: int, hint: str) -> int:
     reference = stage("a", "reference")
     api = {name: ns[name] for name in (
         "const", "build1", "gather", "scatter", "sum_outer", "replicate", "transpose",
@@ -102,47 +89,29 @@ def _traced_agrees(
         f = as_python(case.term, api, case.inputs)
         traced = ns["trace"](f, *case.inputs)
         value = reference.evaluate(traced, dict(case.env))
-        expect_close(
-            case.value(),
-            value,
-            what="the traced term's value differs from dualarr's value of the "
-            "program (your term: " + show(traced) + ")",
-            hint=hint,
-            program=case.text,
-            inputs=case.env,
-        )
+        expect_close(case.value(), value,
+                     what="the traced term's value differs from dualarr's value of the "
+                          "program (your term: " + show(traced) + ")",
+                     hint=hint, program=case.text, inputs=case.env)
     return len(programs)
 
 
-@task(
-    "a.trace",
-    names=("lift", "op", "Tracer", "trace"),
-    title="tracing by operator overloading",
-    hint=TRACE_HINT,
-)
+@task("a.trace", names=("lift", "op", "Tracer", "trace"),
+      title="tracing by operator overloading",
+      hint=TRACE_HINT)
 def check_trace(ns: Mapping[str, Any]) -> str:
     n = _traced_agrees(ns, NO_BINDERS, 12, 40, hint=TRACE_HINT)
-    return (
-        f"{n} random programs without binders, written in Python and traced by your "
-        "code, evaluate to dualarr's values"
-    )
+    return (f"{n} random programs without binders, written in Python and traced by your "
+            "code, evaluate to dualarr's values")
 
 
-@task(
-    "a.binders",
-    names=("build1", "_index_function", "let"),
-    title="build1, gather, scatter and let as functions",
-    hint=BINDERS_HINT,
-)
+
+@task("a.binders", names=("build1", "_index_function", "let"),
+      title="build1, gather, scatter and let as functions",
+      hint=BINDERS_HINT)
 def check_binders(ns: Mapping[str, Any]) -> str:
-    n = _traced_agrees(
-        ns,
-        frozenset({"build1", "gather", "scatter", "let", *NO_BINDERS}),
-        13,
-        40,
-        hint=BINDERS_HINT,
-    )
-    return (
-        f"{n} random programs with build1, gather, scatter and let, traced by your "
-        "code, evaluate to dualarr's values"
-    )
+    n = _traced_agrees(ns, frozenset({"build1", "gather", "scatter", "let", *NO_BINDERS}),
+                       13, 40, hint=BINDERS_HINT)
+    return (f"{n} random programs with build1, gather, scatter and let, traced by your "
+            "code, evaluate to dualarr's values")
+

@@ -110,13 +110,8 @@ def _reference() -> types.ModuleType:
     return stage("c", "reference")
 
 
-def _reference_reverse(
-    delta: Any,
-    cotangent: Array,
-    shapes: dict[str, tuple[int, ...]],
-    program: str,
-    inputs: Mapping[str, Any] | None,
-) -> dict[str, Array]:
+def _reference_reverse(delta: Any, cotangent: Array, shapes: dict[str, tuple[int, ...]],
+                       program: str, inputs: Mapping[str, Any] | None) -> dict[str, Array]:
     """The reference reverse pass on the learner's Delta, a failure reported as theirs."""
     try:
         grads: dict[str, Array] = _reference().reverse(delta, cotangent, shapes)
@@ -124,11 +119,11 @@ def _reference_reverse(
         raise
     except Exception as error:
         raise Mismatch(
-            f"the reference reverse pass cannot read your Delta ({type(error).__name__}: {error})",
+            f"the reference reverse pass cannot read your Delta ({type(error).__name__}: "
+            f"{error})",
             hint=FORWARD_HINT + "; the Delta constructors' fields are those of delta.py "
             "(source_shape: the shape of the Delta's argument; Index: ints)",
-            program=program,
-            inputs=inputs,
+            program=program, inputs=inputs,
         ) from error
     return grads
 
@@ -137,13 +132,8 @@ ARITHMETIC = frozenset({"op", "let", "cond", "index", "sumOuter", "replicate", "
 """Constructs of programs with more elementwise arithmetic than the whole set gives."""
 
 
-def _call(
-    function: Callable[..., Any],
-    *args: Any,
-    hint: str,
-    program: str,
-    inputs: Mapping[str, Any] | None,
-) -> Any:
+def _call(function: Callable[..., Any], *args: Any, hint: str, program: str,
+          inputs: Mapping[str, Any] | None) -> Any:
     """``function(*args)``, the learner's code: a failure is reported with the program it
     ran on."""
     try:
@@ -241,24 +231,17 @@ def handmade() -> list[Handmade]:
         Transpose((1, 2, 0), x),
         SumOuter(Transpose((2, 0, 1), Op("sin", (x,)))),
         Transpose((1, 0), Op("mul", (x, x))),
-        FromList(
-            (Index(m, (int_const(-1),)), Index(m, (int_const(3),)), Index(m, (int_const(2),)))
-        ),
+        FromList((Index(m, (int_const(-1),)), Index(m, (int_const(3),)),
+                  Index(m, (int_const(2),)))),
         Index(m, (int_const(1), int_const(2))),
         Gather((4,), v, ("i",), (Op("sub", (int_const(2), i)),)),
         Gather((3,), x, ("i",), (Op("rem", (i, int_const(2))),)),
         Scatter((2,), v, ("i",), (Op("sub", (i, int_const(1))),)),
         Scatter((2,), m, ("i", "j"), (j,)),
-        Let(
-            "u",
-            Op("mul", (m, m)),
-            Op("maximum", (Var("u"), Replicate(3, Index(m, (int_const(0),))))),
-        ),
-        Cond(
-            Op("gt", (Index(v, (int_const(0),)), float_const(0.0))),
-            FromList((v, Op("neg", (v,)))),
-            Replicate(2, Op("tanh", (v,))),
-        ),
+        Let("u", Op("mul", (m, m)),
+            Op("maximum", (Var("u"), Replicate(3, Index(m, (int_const(0),)))))),
+        Cond(Op("gt", (Index(v, (int_const(0),)), float_const(0.0))),
+             FromList((v, Op("neg", (v,)))), Replicate(2, Op("tanh", (v,)))),
     ]
     env = {"x": data(2, 3, 4), "m": data(3, 2), "v": data(3)}
     return [Handmade(t, {n: env[n] for n in ("x", "m", "v") if mentions(t, n)}) for t in terms]
@@ -268,26 +251,16 @@ def _shapes(env: Mapping[str, Array]) -> dict[str, tuple[int, ...]]:
     return {name: tuple(np.shape(x)) for name, x in env.items()}
 
 
-def _expect_gradients(
-    case: Program, cotangent: Array, got: Any, *, what: str, hint: str, program: str | None = None
-) -> None:
+def _expect_gradients(case: Program, cotangent: Array, got: Any, *, what: str, hint: str,
+                      program: str | None = None) -> None:
     want = case.vjp(cotangent)
     if not isinstance(got, Mapping):
-        raise Mismatch(
-            f"{what}: a {type(got).__name__}, expected a dict by input name",
-            hint=hint,
-            program=program or case.text,
-            inputs=case.env,
-        )
+        raise Mismatch(f"{what}: a {type(got).__name__}, expected a dict by input name",
+                       hint=hint, program=program or case.text, inputs=case.env)
     for name, expected in want.items():
-        expect_close(
-            expected,
-            got.get(name),
-            what=f"{what}, input {name}",
-            hint=hint,
-            program=program or case.text,
-            inputs={**case.env, "cotangent": cotangent},
-        )
+        expect_close(expected, got.get(name), what=f"{what}, input {name}", hint=hint,
+                     program=program or case.text,
+                     inputs={**case.env, "cotangent": cotangent})
 
 
 # --------------------------------------------------------------------------------------
@@ -315,31 +288,27 @@ def check_op_delta(ns: Mapping[str, Any]) -> str:
             shown = f"{op} {' '.join(names)}"
             inputs = {**dict(zip(names, xs, strict=True)), "cotangent": cotangent}
             deltas = tuple(dl.Input(n) for n in names)
-            delta = _call(op_delta, op, xs, deltas, y, hint=OP_HINT, program=shown, inputs=inputs)
+            delta = _call(op_delta, op, xs, deltas, y, hint=OP_HINT, program=shown,
+                          inputs=inputs)
             shapes = {n: shape for n in names}
             got = _reference_reverse(delta, cotangent, shapes, shown, inputs)
             _, pullback = da.vjp(f, *xs)
             for name, expected in zip(names, pullback(cotangent), strict=True):
-                expect_close(
-                    expected,
-                    got[name],
-                    what=f"the gradient of <cotangent, {shown}> by {name} (your Delta, transposed)",
-                    hint=OP_HINT,
-                    program=shown,
-                    inputs=inputs,
-                )
+                expect_close(expected, got[name],
+                             what=f"the gradient of <cotangent, {shown}> by {name} "
+                                  "(your Delta, transposed)",
+                             hint=OP_HINT, program=shown, inputs=inputs)
             checked += 1
-    return (
-        f"the Deltas of {len(ELEMENTWISE)} elementwise operations on {checked} random "
-        "arrays (ties included) transpose to dualarr's gradients"
-    )
+    return (f"the Deltas of {len(ELEMENTWISE)} elementwise operations on {checked} random "
+            "arrays (ties included) transpose to dualarr's gradients")
 
 
 # --------------------------------------------------------------------------------------
 # c.forward
 # --------------------------------------------------------------------------------------
 
-LINEAR = (dl.Index, dl.Gather, dl.Scatter, dl.SumOuter, dl.Replicate, dl.Transpose, dl.FromList)
+LINEAR = (dl.Index, dl.Gather, dl.Scatter, dl.SumOuter, dl.Replicate, dl.Transpose,
+          dl.FromList)
 LEAVES = (dl.Zero, dl.Input)
 
 
@@ -371,25 +340,23 @@ def sharing_problem(root: Any) -> str | None:
     for node in dl.nodes(root):
         above = parents.get(id(node), [])
         if len(above) > 1 and not isinstance(node, (dl.Share, *LEAVES)):
-            return (
-                f"{_describe(node)} is used {len(above)} times but is not a "
-                "Share: a reverse pass would walk it once per use"
-            )
+            return (f"{_describe(node)} is used {len(above)} times but is not a "
+                    "Share: a reverse pass would walk it once per use")
         if isinstance(node, LINEAR) and any(not isinstance(p, dl.Share) for p in above):
             parent = next(p for p in above if not isinstance(p, dl.Share))
-            return f"{_describe(node)} sits inside {_describe(parent)}, not directly in a Share"
+            return (f"{_describe(node)} sits inside {_describe(parent)}, not "
+                    "directly in a Share")
         # one rule's Delta: Add of Scales or arguments; an Add deeper down is another rule's
         inside = (*LINEAR, dl.Add, dl.Scale) if isinstance(node, dl.Add) else LINEAR
         if isinstance(node, dl.Add | dl.Scale) and any(isinstance(p, inside) for p in above):
             parent = next(p for p in above if isinstance(p, inside))
-            return f"{_describe(node)} sits inside {_describe(parent)}, not in a Share of its own"
+            return (f"{_describe(node)} sits inside {_describe(parent)}, not "
+                    "in a Share of its own")
         if isinstance(node, dl.Share):
             for inner in _shares_below(node):
                 if inner.id >= node.id:
-                    return (
-                        f"Share {node.id} contains Share {inner.id}: ids must grow "
-                        "toward the root (Invariant 1)"
-                    )
+                    return (f"Share {node.id} contains Share {inner.id}: ids must grow "
+                            "toward the root (Invariant 1)")
     return None
 
 
@@ -406,72 +373,38 @@ def _shares_below(share: dl.Share) -> list[dl.Share]:
     return found
 
 
-@task(
-    "c.forward",
-    names=("forward", "op_delta"),
-    title="dual arrays: the forward rules (Fig. 14)",
-    hint=FORWARD_HINT,
-)
+@task("c.forward", names=("forward", "op_delta"),
+      title="dual arrays: the forward rules (Fig. 14)", hint=FORWARD_HINT)
 @_graded
 def check_forward(ns: Mapping[str, Any]) -> str:
     forward = ns["forward"]
-    programs: list[Program] = [
-        *_programs(41, 20),
-        *_programs(42, 15, ARITHMETIC),
-        *vectorised(40, 15),
-        *handmade(),
-    ]
+    programs: list[Program] = [*_programs(41, 20), *_programs(42, 15, ARITHMETIC),
+                               *vectorised(40, 15), *handmade()]
     for case in programs:
-        result = _call(
-            forward,
-            case.term,
-            dict(case.env),
-            hint=FORWARD_HINT,
-            program=case.text,
-            inputs=case.env,
-        )
+        result = _call(forward, case.term, dict(case.env), hint=FORWARD_HINT,
+                       program=case.text, inputs=case.env)
         if not (isinstance(result, tuple) and len(result) == 2):
-            raise Mismatch(
-                f"forward returned a {type(result).__name__}, expected a pair (primal, Delta)",
-                hint=FORWARD_HINT,
-                program=case.text,
-                inputs=case.env,
-            )
+            raise Mismatch(f"forward returned a {type(result).__name__}, expected a pair "
+                           "(primal, Delta)", hint=FORWARD_HINT, program=case.text,
+                           inputs=case.env)
         primal, delta = result
         hint = f"{FORWARD_HINT} (this program uses {_kinds(case.term)})"
-        expect_close(
-            case.value(),
-            primal,
-            what="the primal differs from the expected value",
-            hint=hint,
-            program=case.text,
-            inputs=case.env,
-        )
+        expect_close(case.value(), primal, what="the primal differs from the expected value",
+                     hint=hint, program=case.text, inputs=case.env)
         problem = sharing_problem(delta)
         if problem is not None:
-            raise Mismatch(
-                f"the Delta breaks the sharing invariant: {problem}",
-                hint=SHARE_HINT,
-                program=case.text,
-                inputs=case.env,
-            )
+            raise Mismatch(f"the Delta breaks the sharing invariant: {problem}",
+                           hint=SHARE_HINT, program=case.text, inputs=case.env)
         cotangent = case.cotangent()
         got = _reference_reverse(delta, cotangent, _shapes(case.env), case.text, case.env)
-        _expect_gradients(
-            case,
-            cotangent,
-            got,
-            what="your Delta, transposed by the reference reverse pass, "
-            "differs from dualarr's gradient",
-            hint=hint,
-        )
-    return (
-        f"{len(programs)} programs (random build1-free ones, random ones through the "
-        "reference bot, and a few that read and write out of range or transpose "
-        "cyclically): the primal is dualarr's value, every "
-        "rule's Delta is shared with ids growing toward the root (§2.5), and the Delta "
-        "transposes to dualarr's gradient"
-    )
+        _expect_gradients(case, cotangent, got,
+                          what="your Delta, transposed by the reference reverse pass, "
+                               "differs from dualarr's gradient", hint=hint)
+    return (f"{len(programs)} programs (random build1-free ones, random ones through the "
+            "reference bot, and a few that read and write out of range or transpose "
+            "cyclically): the primal is dualarr's value, every "
+            "rule's Delta is shared with ids growing toward the root (§2.5), and the Delta "
+            "transposes to dualarr's gradient")
 
 
 def _kinds(term: Term) -> str:
@@ -501,42 +434,23 @@ def _runner(reverse: Callable[..., Any], delta: Any) -> Callable[[], Any]:
     return lambda: reverse(delta, np.asarray(1.0), {"x0": (3,)})
 
 
-@task(
-    "c.reverse",
-    names=("reverse",),
-    title="the reverse pass (Fig. 17), linear with Share",
-    hint=REVERSE_HINT,
-)
+@task("c.reverse", names=("reverse",), title="the reverse pass (Fig. 17), linear with Share",
+      hint=REVERSE_HINT)
 @_graded
 def check_reverse(ns: Mapping[str, Any]) -> str:
     reverse = ns["reverse"]
     reference = _reference()
-    programs: list[Program] = [
-        *_programs(43, 20),
-        *_programs(44, 10, ARITHMETIC),
-        *vectorised(45, 15),
-        *handmade(),
-    ]
+    programs: list[Program] = [*_programs(43, 20), *_programs(44, 10, ARITHMETIC),
+                               *vectorised(45, 15), *handmade()]
     for case in programs:
         _, delta = reference.forward(case.term, dict(case.env))
         cotangent = case.cotangent()
         hint = f"{REVERSE_HINT} (this program uses {_kinds(case.term)})"
-        got = _call(
-            reverse,
-            delta,
-            cotangent,
-            _shapes(case.env),
-            hint=hint,
-            program=case.text,
-            inputs={**case.env, "cotangent": cotangent},
-        )
-        _expect_gradients(
-            case,
-            cotangent,
-            got,
-            what="the gradient (the reference Delta, your reverse pass)",
-            hint=hint,
-        )
+        got = _call(reverse, delta, cotangent, _shapes(case.env), hint=hint,
+                    program=case.text, inputs={**case.env, "cotangent": cotangent})
+        _expect_gradients(case, cotangent, got,
+                          what="the gradient (the reference Delta, your reverse pass)",
+                          hint=hint)
     calls: dict[int, int] = {}
     previous = None
     for n in (5, 10, 20):
@@ -544,29 +458,19 @@ def check_reverse(ns: Mapping[str, Any]) -> str:
         shown = f"the doubling chain of §2.5 with n = {n}: {show(term)}"
         _, delta = reference.forward(term, {"x0": np.ones(3)})
         grads, calls[n] = count_calls(_runner(reverse, delta))
-        expect_close(
-            np.full(3, 2.0**n),
-            grads["x0"],
-            what="the gradient of the doubling chain",
-            hint=REVERSE_HINT,
-            program=shown,
-            inputs={"x0": np.ones(3)},
-        )
+        expect_close(np.full(3, 2.0**n), grads["x0"], what="the gradient of the doubling chain",
+                     hint=REVERSE_HINT, program=shown, inputs={"x0": np.ones(3)})
         if previous is not None and calls[n] > GROWTH * calls[previous]:
             raise Mismatch(
                 f"your reverse pass made {calls[previous]} Python calls at n = {previous} "
                 f"and {calls[n]} at n = {n}: its work grows faster than the Delta "
-                f"({3 * n} nodes)",
-                hint=LINEAR_HINT,
-                program=shown,
+                f"({3 * n} nodes)", hint=LINEAR_HINT, program=shown,
             )
         previous = n
-    return (
-        f"{len(programs)} programs (build1-free, or through the reference bot): the "
-        "reference Deltas reverse to dualarr's gradients; "
-        f"the doubling chain takes {calls[5]}, {calls[10]}, {calls[20]} calls "
-        "at n = 5, 10, 20 (linear, §2.5)"
-    )
+    return (f"{len(programs)} programs (build1-free, or through the reference bot): the "
+            "reference Deltas reverse to dualarr's gradients; "
+            f"the doubling chain takes {calls[5]}, {calls[10]}, {calls[20]} calls "
+            "at n = 5, 10, 20 (linear, §2.5)")
 
 
 # --------------------------------------------------------------------------------------
@@ -574,48 +478,25 @@ def check_reverse(ns: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------------------
 
 
-@task(
-    "c.vjp",
-    names=("vjp", "forward", "reverse"),
-    title="the wrapper (§6.5), on the bot's output",
-    hint=VJP_HINT,
-)
+@task("c.vjp", names=("vjp", "forward", "reverse"),
+      title="the wrapper (§6.5), on the bot's output", hint=VJP_HINT)
 @_graded
 def check_vjp(ns: Mapping[str, Any]) -> str:
     vjp = ns["vjp"]
     programs: list[Program] = [*_programs(47, 15), *vectorised(48, 25)]
     for case in programs:
         cotangent = case.cotangent()
-        result = _call(
-            vjp,
-            case.term,
-            dict(case.env),
-            cotangent,
-            hint=VJP_HINT,
-            program=case.text,
-            inputs=case.env,
-        )
+        result = _call(vjp, case.term, dict(case.env), cotangent, hint=VJP_HINT,
+                       program=case.text, inputs=case.env)
         if not (isinstance(result, tuple) and len(result) == 2):
-            raise Mismatch(
-                f"vjp returned a {type(result).__name__}, expected a pair (value, gradients)",
-                hint=VJP_HINT,
-                program=case.text,
-                inputs=case.env,
-            )
+            raise Mismatch(f"vjp returned a {type(result).__name__}, expected a pair "
+                           "(value, gradients)", hint=VJP_HINT, program=case.text,
+                           inputs=case.env)
         value, grads = result
-        expect_close(
-            case.value(),
-            value,
-            what="the value differs from dualarr's",
-            hint=VJP_HINT,
-            program=case.text,
-            inputs=case.env,
-        )
-        _expect_gradients(
-            case, cotangent, grads, what="the gradient differs from dualarr's", hint=VJP_HINT
-        )
+        expect_close(case.value(), value, what="the value differs from dualarr's",
+                     hint=VJP_HINT, program=case.text, inputs=case.env)
+        _expect_gradients(case, cotangent, grads, what="the gradient differs from dualarr's",
+                          hint=VJP_HINT)
     bots = sum(isinstance(p, Vectorised) for p in programs)
-    return (
-        f"{len(programs)} random programs ({bots} of them with build1, through the "
-        "reference bot): value and gradient agree with dualarr"
-    )
+    return (f"{len(programs)} random programs ({bots} of them with build1, through the "
+            "reference bot): value and gradient agree with dualarr")

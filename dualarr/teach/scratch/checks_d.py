@@ -155,11 +155,8 @@ def _brief(t: Any, limit: int = 160) -> str:
 
 def _is_share(t: Any) -> bool:
     """A ``share_id t`` term of a notebook (an ``Op`` subclass named ``Share``)."""
-    return (
-        isinstance(t, Op)
-        and type(t).__name__ == "Share"
-        and isinstance(getattr(t, "id", None), int)
-    )
+    return isinstance(t, Op) and type(t).__name__ == "Share" and isinstance(
+        getattr(t, "id", None), int)
 
 
 def _size(roots: Iterable[Any], limit: int = SIZE_LIMIT) -> int:
@@ -198,52 +195,41 @@ def _free(t: Term) -> set[str]:
 def _check_closed(t: Any, scope: set[str], where: str, hint: str, program: str) -> None:
     """``t`` is a term without let, build1 or share whose free variables are in scope."""
     if not is_term(t):
-        raise Mismatch(
-            f"{where} is not a term of the core language: {_brief(t)}", hint=hint, program=program
-        )
+        raise Mismatch(f"{where} is not a term of the core language: {_brief(t)}",
+                       hint=hint, program=program)
     if _size([t]) >= SIZE_LIMIT:
-        raise Mismatch(f"{where} has over {SIZE_LIMIT} nodes as a tree", hint=hint, program=program)
+        raise Mismatch(f"{where} has over {SIZE_LIMIT} nodes as a tree", hint=hint,
+                       program=program)
     stack: list[Any] = [t]
     while stack:
         node = stack.pop()
         if _is_share(node):
-            raise Mismatch(
-                f"{where} still holds {node.op} (your term: {_brief(t)})",
-                hint=hint,
-                program=program,
-            )
+            raise Mismatch(f"{where} still holds {node.op} (your term: {_brief(t)})",
+                           hint=hint, program=program)
         if isinstance(node, Let | Build1):
-            raise Mismatch(
-                f"{where} holds a {type(node).__name__} (your term: {_brief(t)})",
-                hint=hint,
-                program=program,
-            )
+            raise Mismatch(f"{where} holds a {type(node).__name__} (your term: {_brief(t)})",
+                           hint=hint, program=program)
         stack.extend(children(node))
     unbound = _free(t) - scope
     if unbound:
-        raise Mismatch(
-            f"{where} reads {', '.join(sorted(unbound))}, bound nowhere before it "
-            f"(your term: {_brief(t)})",
-            hint=hint,
-            program=program,
-        )
+        raise Mismatch(f"{where} reads {', '.join(sorted(unbound))}, bound nowhere before it "
+                       f"(your term: {_brief(t)})", hint=hint, program=program)
 
 
-def _check_bindings(bindings: Any, scope: set[str], what: str, hint: str, program: str) -> set[str]:
+def _check_bindings(bindings: Any, scope: set[str], what: str, hint: str,
+                    program: str) -> set[str]:
     """Each binding closed over the scope and the earlier bindings, each name new; the
     scope after them."""
     scope = set(scope)
     try:
         pairs = [(name, bound) for name, bound in bindings]
     except (TypeError, ValueError) as error:
-        raise Mismatch(
-            f"{what} are not (name, term) pairs: {error}", hint=hint, program=program
-        ) from error
+        raise Mismatch(f"{what} are not (name, term) pairs: {error}", hint=hint,
+                       program=program) from error
     for name, bound in pairs:
         if not isinstance(name, str):
-            raise Mismatch(
-                f"{what}: a binding's name is {name!r}, not a str", hint=hint, program=program
-            )
+            raise Mismatch(f"{what}: a binding's name is {name!r}, not a str", hint=hint,
+                           program=program)
         _check_closed(bound, scope, f"the binding of {name}", hint, program)
         if name in scope:
             raise Mismatch(f"{what}: {name} is bound twice", hint=hint, program=program)
@@ -251,7 +237,8 @@ def _check_bindings(bindings: Any, scope: set[str], what: str, hint: str, progra
     return scope
 
 
-def _run(bindings: Bindings, env: dict[str, Array], hint: str, program: str) -> dict[str, Array]:
+def _run(bindings: Bindings, env: dict[str, Array], hint: str,
+         program: str) -> dict[str, Array]:
     """The environment after evaluating ``bindings`` in order."""
     evaluate = _evaluate()
     env = dict(env)
@@ -259,60 +246,34 @@ def _run(bindings: Bindings, env: dict[str, Array], hint: str, program: str) -> 
         try:
             env[name] = np.asarray(evaluate(bound, env))
         except KeyError as error:
-            raise Mismatch(
-                f"the binding of {name} reads {error}, which is not bound before "
-                f"it (its term: {_brief(bound)})",
-                hint=hint,
-                program=program,
-            ) from error
+            raise Mismatch(f"the binding of {name} reads {error}, which is not bound before "
+                           f"it (its term: {_brief(bound)})", hint=hint,
+                           program=program) from error
         except Exception as error:
-            raise Mismatch(
-                f"stage a's evaluator fails on the binding of {name} "
-                f"({type(error).__name__}: {error}; its term: {_brief(bound)})",
-                hint=hint,
-                program=program,
-            ) from error
+            raise Mismatch(f"stage a's evaluator fails on the binding of {name} "
+                           f"({type(error).__name__}: {error}; its term: {_brief(bound)})",
+                           hint=hint, program=program) from error
     return env
 
 
-def _expect_gradients(
-    case: Any,
-    env: dict[str, Array],
-    gradients: Sequence[Term],
-    cotangent: Array,
-    hint: str,
-    what: str,
-) -> None:
+def _expect_gradients(case: Any, env: dict[str, Array], gradients: Sequence[Term],
+                      cotangent: Array, hint: str, what: str) -> None:
     evaluate = _evaluate()
     want = case.vjp(cotangent)
     for name, g in zip(case.inputs, gradients, strict=True):
         try:
             got = evaluate(g, env)
         except KeyError as error:
-            raise Mismatch(
-                f"the gradient of {name} reads {error}, which is bound nowhere "
-                f"(its term: {_brief(g)})",
-                hint=hint,
-                program=case.text,
-                inputs=case.env,
-            ) from error
+            raise Mismatch(f"the gradient of {name} reads {error}, which is bound nowhere "
+                           f"(its term: {_brief(g)})", hint=hint, program=case.text,
+                           inputs=case.env) from error
         except Exception as error:
-            raise Mismatch(
-                f"stage a's evaluator fails on the gradient of {name} "
-                f"({type(error).__name__}: {error}; its term: {_brief(g)})",
-                hint=hint,
-                program=case.text,
-                inputs=case.env,
-            ) from error
-        expect_close(
-            want[name],
-            got,
-            what=f"{what}: the gradient of {name} (for the "
-            f"cotangent {np.round(cotangent, 3).tolist()}) differs from dualarr's",
-            hint=hint,
-            program=case.text,
-            inputs=case.env,
-        )
+            raise Mismatch(f"stage a's evaluator fails on the gradient of {name} "
+                           f"({type(error).__name__}: {error}; its term: {_brief(g)})",
+                           hint=hint, program=case.text, inputs=case.env) from error
+        expect_close(want[name], got, what=f"{what}: the gradient of {name} (for the "
+                     f"cotangent {np.round(cotangent, 3).tolist()}) differs from dualarr's",
+                     hint=hint, program=case.text, inputs=case.env)
 
 
 ELEMENTWISE: dict[str, Callable[..., Any]] = {
@@ -377,13 +338,8 @@ def _transpositions() -> list[Handmade]:
     found = []
     for perm in ((1, 2, 0), (2, 0, 1), (1, 0)):
         axes = (*perm, *range(len(perm), 3))
-        found.append(
-            Handmade(
-                SumOuter(Transpose(perm, Var("x"))),
-                {"x": x},
-                lambda x, axes=axes: da.sum(da.transpose(x, axes), axis=0),
-            )
-        )
+        found.append(Handmade(SumOuter(Transpose(perm, Var("x"))), {"x": x},
+                              lambda x, axes=axes: da.sum(da.transpose(x, axes), axis=0)))
     return found
 
 
@@ -391,9 +347,8 @@ def _zeros(shape: tuple[int, ...]) -> Const:
     return Const(np.zeros(shape))
 
 
-def _reference_gradients(
-    ref: ModuleType, delta: dl.Delta, shapes: Shapes
-) -> tuple[Bindings, list[Term]]:
+def _reference_gradients(ref: ModuleType, delta: dl.Delta,
+                         shapes: Shapes) -> tuple[Bindings, list[Term]]:
     """The reference's Fig. 19 and Fig. 20 on a Delta: cotangent bindings, gradients."""
     grads = ref.reverse_symbolic(delta, Var(DT))
     shared, outs = ref.share_to_let([grads.get(n, _zeros(s)) for n, s in shapes.items()])
@@ -513,12 +468,9 @@ def _chains(measure: Callable[[Chain], int], what: str, hint: str) -> str:
 def _growth(counts: Mapping[int, int], what: str, hint: str, program: str) -> None:
     (small, a), (large, b) = sorted(counts.items())
     if b > GROWTH * max(a, 1):
-        raise Mismatch(
-            f"{what}: {a} at n = {small}, {b} at n = {large}: it grows faster "
-            "than the program (doubling n should about double it)",
-            hint=hint,
-            program=program,
-        )
+        raise Mismatch(f"{what}: {a} at n = {small}, {b} at n = {large}: it grows faster "
+                       "than the program (doubling n should about double it)", hint=hint,
+                       program=program)
 
 
 def _invariants(root: Any, hint: str, program: str) -> None:
@@ -529,15 +481,11 @@ def _invariants(root: Any, hint: str, program: str) -> None:
         inner = max((highest[id(k)] for k in dl.delta_children(node)), default=0)
         if isinstance(node, dl.Share):
             if owner.setdefault(node.id, id(node)) != id(node):
-                raise Mismatch(
-                    f"two different Delta nodes are Share {node.id}", hint=hint, program=program
-                )
+                raise Mismatch(f"two different Delta nodes are Share {node.id}",
+                               hint=hint, program=program)
             if inner >= node.id:
-                raise Mismatch(
-                    f"Share {node.id} holds Share {inner}, whose id is not smaller",
-                    hint=hint,
-                    program=program,
-                )
+                raise Mismatch(f"Share {node.id} holds Share {inner}, whose id is not smaller",
+                               hint=hint, program=program)
             inner = node.id
         highest[id(node)] = inner
 
@@ -562,12 +510,8 @@ def _delta_postorder(root: Any) -> list[Any]:
 # --------------------------------------------------------------------------------------
 
 
-@task(
-    "d.forward_terms",
-    names=("op_delta", "forward_terms"),
-    title="Fig. 14 on terms: primal terms and symbolic Deltas",
-    hint=FORWARD_HINT,
-)
+@task("d.forward_terms", names=("op_delta", "forward_terms"),
+      title="Fig. 14 on terms: primal terms and symbolic Deltas", hint=FORWARD_HINT)
 def check_forward_terms(ns: Mapping[str, Any]) -> str:
     ref, evaluate = _reference(), _evaluate()
     dual, forward_terms = ns["Dual"], ns["forward_terms"]
@@ -577,32 +521,20 @@ def check_forward_terms(ns: Mapping[str, Any]) -> str:
         shapes, hint = _shapes(case), _hint(case.term, FORWARD_HINT)
         y = forward_terms(case.term, {n: dual(Var(n), dl.Input(n), s) for n, s in shapes.items()})
         if not is_term(getattr(y, "primal", None)):
-            raise Mismatch(
-                f"the primal of your dual term is not a term: {_brief(y)}",
-                hint=hint,
-                program=case.text,
-            )
+            raise Mismatch(f"the primal of your dual term is not a term: {_brief(y)}",
+                           hint=hint, program=case.text)
         if not dl.is_delta(getattr(y, "delta", None)):
-            raise Mismatch(
-                f"a float program's dual term has the Delta {y.delta!r}",
-                hint=hint,
-                program=case.text,
-            )
+            raise Mismatch(f"a float program's dual term has the Delta {y.delta!r}",
+                           hint=hint, program=case.text)
         value = case.value()
         if tuple(y.shape) != value.shape:
-            raise Mismatch(
-                f"your dual term's shape is {list(y.shape)}, the value's {list(value.shape)}",
-                hint=hint,
-                program=case.text,
-            )
+            raise Mismatch(f"your dual term's shape is {list(y.shape)}, the value's "
+                           f"{list(value.shape)}", hint=hint, program=case.text)
         for node in dl.nodes(y.delta):
             for p in ref.primal_values(node):
                 if not is_term(p):
-                    raise Mismatch(
-                        f"a {type(node).__name__} of your Delta holds {_brief(p)}, not a term",
-                        hint=hint,
-                        program=case.text,
-                    )
+                    raise Mismatch(f"a {type(node).__name__} of your Delta holds "
+                                   f"{_brief(p)}, not a term", hint=hint, program=case.text)
         _invariants(y.delta, INVARIANT_HINT, case.text)
         try:
             eq6 = ref.extract(ref.Dual(y.primal, y.delta, tuple(y.shape)), shapes)
@@ -613,34 +545,22 @@ def check_forward_terms(ns: Mapping[str, Any]) -> str:
         except Mismatch:
             raise
         except Exception as error:
-            raise Mismatch(
-                f"the reference stages could not differentiate your dual term "
-                f"({type(error).__name__}: {error})",
-                hint=hint,
-                program=case.text,
-            ) from error
-        expect_close(
-            value,
-            primal,
-            what="the value of your primal term differs from dualarr's",
-            hint=hint,
-            program=case.text,
-            inputs=case.env,
-        )
+            raise Mismatch(f"the reference stages could not differentiate your dual term "
+                           f"({type(error).__name__}: {error})", hint=hint,
+                           program=case.text) from error
+        expect_close(value, primal, what="the value of your primal term differs from dualarr's",
+                     hint=hint, program=case.text, inputs=case.env)
         _expect_gradients(case, env, outs, cotangent, hint, "through your Delta")
-
     def calls(chain: Chain) -> int:
         env = {"x": dual(Var("x"), dl.Input("x"), (3,))}
         return count_calls(lambda: forward_terms(chain.term, env))[1]
 
     counted = _chains(calls, "your forward pass's Python calls", LET_HINT)
-    return (
-        f"{len(ELEMENTWISE)} elementwise operations (ties included), cyclic "
-        f"transpositions and {len(programs)} "
-        "random build1-free programs: your primal terms evaluate to dualarr's values and "
-        "your Deltas (reversed by the reference) give its gradients; let chains of 6 "
-        f"and 12 take {counted} calls"
-    )
+    return (f"{len(ELEMENTWISE)} elementwise operations (ties included), cyclic "
+            f"transpositions and {len(programs)} "
+            "random build1-free programs: your primal terms evaluate to dualarr's values and "
+            "your Deltas (reversed by the reference) give its gradients; let chains of 6 "
+            f"and 12 take {counted} calls")
 
 
 # --------------------------------------------------------------------------------------
@@ -655,41 +575,31 @@ def _check_eq6(eq6: Any, shapes: Shapes, hint: str, program: str) -> set[str]:
     try:
         bindings, primal, delta = eq6
     except (TypeError, ValueError) as error:
-        raise Mismatch(
-            f"extract returned {type(eq6).__name__}, not (bindings, primal, delta)",
-            hint=hint,
-            program=program,
-        ) from error
+        raise Mismatch(f"extract returned {type(eq6).__name__}, not (bindings, primal, delta)",
+                       hint=hint, program=program) from error
     scope = _check_bindings(bindings, set(shapes), "the primal bindings", hint, program)
     if not isinstance(primal, Var | Const):
-        raise Mismatch(
-            f"the primal result is not a variable or a constant (Eq. 6): {_brief(primal)}",
-            hint=hint,
-            program=program,
-        )
+        raise Mismatch(f"the primal result is not a variable or a constant (Eq. 6): "
+                       f"{_brief(primal)}", hint=hint, program=program)
     _check_closed(primal, scope, "the primal result", hint, program)
     if not dl.is_delta(delta):
         raise Mismatch(f"the Delta is {delta!r}", hint=hint, program=program)
     for node in dl.nodes(delta):
         if isinstance(node, dl.Scale) and not isinstance(node.factor, Var | Const):
-            raise Mismatch(
-                f"a Scale factor is the computation {_brief(node.factor)}, not a "
-                "variable (exception 2 of §7.1)",
-                hint=hint,
-                program=program,
-            )
+            raise Mismatch(f"a Scale factor is the computation {_brief(node.factor)}, not a "
+                           "variable (exception 2 of §7.1)", hint=hint, program=program)
         own = set(node.vars) if isinstance(node, dl.Gather | dl.Scatter) else set()
         values = [node.factor] if isinstance(node, dl.Scale) else []
         if isinstance(node, dl.Index | dl.Gather | dl.Scatter):
             values += list(node.index)
         for value in values:
-            _check_closed(
-                value, scope | own, f"a term of the Delta's {type(node).__name__}", hint, program
-            )
+            _check_closed(value, scope | own, f"a term of the Delta's {type(node).__name__}",
+                          hint, program)
     return scope
 
 
-@task("d.extract", names=("extract",), title="the separated form of Eq. 6", hint=EXTRACT_HINT)
+@task("d.extract", names=("extract",), title="the separated form of Eq. 6",
+      hint=EXTRACT_HINT)
 def check_extract(ns: Mapping[str, Any]) -> str:
     ref, evaluate = _reference(), _evaluate()
     dual, extract = ns["Dual"], ns["extract"]
@@ -708,26 +618,18 @@ def check_extract(ns: Mapping[str, Any]) -> str:
         shared, outs = _reference_gradients(ref, delta, shapes)
         cotangent = case.cotangent()
         env = _run([*bindings, *shared], {**case.env, DT: cotangent}, hint, case.text)
-        expect_close(
-            case.value(),
-            evaluate(primal, env),
-            what="the value of the primal bindings and result differs from dualarr's",
-            hint=hint,
-            program=case.text,
-            inputs=case.env,
-        )
+        expect_close(case.value(), evaluate(primal, env),
+                     what="the value of the primal bindings and result differs from dualarr's",
+                     hint=hint, program=case.text, inputs=case.env)
         _expect_gradients(case, env, outs, cotangent, hint, "through your extracted Delta")
-
     def size(chain: Chain) -> int:
         bindings, primal, _ = extracted(chain.term, {"x": (3,)})
         return _size([primal, *(bound for _, bound in bindings)])
 
     counted = _chains(size, "the size of your primal bindings", SHARING_HINT)
-    return (
-        f"{len(programs)} random programs: your Eq. 6 binds in dependency order, its "
-        "Scale factors are variables, its values and gradients are dualarr's; let "
-        f"chains of 6 and 12 bind {counted} nodes"
-    )
+    return (f"{len(programs)} random programs: your Eq. 6 binds in dependency order, its "
+            "Scale factors are variables, its values and gradients are dualarr's; let "
+            f"chains of 6 and 12 bind {counted} nodes")
 
 
 # --------------------------------------------------------------------------------------
@@ -735,12 +637,8 @@ def check_extract(ns: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------------------
 
 
-@task(
-    "d.reverse_symbolic",
-    names=("reverse_symbolic",),
-    title="the symbolic reverse pass with share (Fig. 19)",
-    hint=REVERSE_HINT,
-)
+@task("d.reverse_symbolic", names=("reverse_symbolic",),
+      title="the symbolic reverse pass with share (Fig. 19)", hint=REVERSE_HINT)
 def check_reverse_symbolic(ns: Mapping[str, Any]) -> str:
     ref = _reference()
     reverse_symbolic = ns["reverse_symbolic"]
@@ -751,19 +649,13 @@ def check_reverse_symbolic(ns: Mapping[str, Any]) -> str:
         eq6 = ref.delta_program(case.term, shapes)
         grads = reverse_symbolic(eq6.delta, Var(DT))
         if not isinstance(grads, Mapping) or not set(grads) <= set(shapes):
-            raise Mismatch(
-                f"reverse_symbolic returned {_brief(grads)}, not a dict from input "
-                f"names ({', '.join(shapes)}) to terms",
-                hint=hint,
-                program=case.text,
-            )
+            raise Mismatch(f"reverse_symbolic returned {_brief(grads)}, not a dict from input "
+                           f"names ({', '.join(shapes)}) to terms", hint=hint,
+                           program=case.text)
         roots = [grads.get(n, _zeros(s)) for n, s in shapes.items()]
         if _size(roots) >= SIZE_LIMIT:
-            raise Mismatch(
-                f"your gradient terms have over {SIZE_LIMIT} nodes",
-                hint=DUPLICATION_HINT,
-                program=case.text,
-            )
+            raise Mismatch(f"your gradient terms have over {SIZE_LIMIT} nodes",
+                           hint=DUPLICATION_HINT, program=case.text)
         shared, outs = _unshare(roots)
         scope = set(shapes) | {DT} | {name for name, _ in eq6.bindings}
         scope = _check_bindings(shared, scope, "your shared cotangents", hint, case.text)
@@ -772,25 +664,19 @@ def check_reverse_symbolic(ns: Mapping[str, Any]) -> str:
         cotangent = case.cotangent()
         env = _run([*eq6.bindings, *shared], {**case.env, DT: cotangent}, hint, case.text)
         _expect_gradients(case, env, outs, cotangent, hint, "your gradient terms")
-
     def reversed_chain(chain: Chain) -> tuple[Any, int]:
         delta = ref.delta_program(chain.term, {"x": (3,)}).delta
         return count_calls(lambda: reverse_symbolic(delta, Var(DT)))
 
-    calls = _chains(
-        lambda c: reversed_chain(c)[1], "your reverse pass's Python calls", REVERSE_LINEAR_HINT
-    )
-    sizes = _chains(
-        lambda c: _size(list(reversed_chain(c)[0].values())),
-        "the size of your gradient terms (each share counted once)",
-        DUPLICATION_HINT,
-    )
-    return (
-        f"{len(programs)} random programs and cyclic transpositions: your gradient "
-        "terms, their shares bound "
-        "lowest id first, give dualarr's gradients; on let chains of 6 and 12 they have "
-        f"{sizes} nodes ({calls} calls)"
-    )
+    calls = _chains(lambda c: reversed_chain(c)[1], "your reverse pass's Python calls",
+                    REVERSE_LINEAR_HINT)
+    sizes = _chains(lambda c: _size(list(reversed_chain(c)[0].values())),
+                    "the size of your gradient terms (each share counted once)",
+                    DUPLICATION_HINT)
+    return (f"{len(programs)} random programs and cyclic transpositions: your gradient "
+            "terms, their shares bound "
+            "lowest id first, give dualarr's gradients; on let chains of 6 and 12 they have "
+            f"{sizes} nodes ({calls} calls)")
 
 
 # --------------------------------------------------------------------------------------
@@ -805,12 +691,8 @@ def _doubling_shares(n: int, share_term: Callable[[Term], Term]) -> Term:
     return s
 
 
-@task(
-    "d.share_to_let",
-    names=("share_to_let",),
-    title="share→let, linear (Fig. 20, §7.4)",
-    hint=SHARE_TO_LET_HINT,
-)
+@task("d.share_to_let", names=("share_to_let",), title="share→let, linear (Fig. 20, §7.4)",
+      hint=SHARE_TO_LET_HINT)
 def check_share_to_let(ns: Mapping[str, Any]) -> str:
     ref = _reference()
     share_to_let, share_class = ns["share_to_let"], ns["Share"]
@@ -828,22 +710,14 @@ def check_share_to_let(ns: Mapping[str, Any]) -> str:
             shared, outs = result
             shared, outs = list(shared), list(outs)
         except (TypeError, ValueError) as error:
-            raise Mismatch(
-                f"share_to_let returned {_brief(result)}, not (bindings, roots)",
-                hint=hint,
-                program=case.text,
-            ) from error
+            raise Mismatch(f"share_to_let returned {_brief(result)}, not (bindings, roots)",
+                           hint=hint, program=case.text) from error
         if len(outs) != len(roots):
-            raise Mismatch(
-                f"{len(roots)} roots went in, {len(outs)} came out", hint=hint, program=case.text
-            )
+            raise Mismatch(f"{len(roots)} roots went in, {len(outs)} came out", hint=hint,
+                           program=case.text)
         if len(shared) != len(ids):
-            raise Mismatch(
-                f"the gradients hold {len(ids)} distinct shares, and you made "
-                f"{len(shared)} bindings",
-                hint=hint,
-                program=case.text,
-            )
+            raise Mismatch(f"the gradients hold {len(ids)} distinct shares, and you made "
+                           f"{len(shared)} bindings", hint=hint, program=case.text)
         scope = set(shapes) | {DT} | {name for name, _ in eq6.bindings}
         scope = _check_bindings(shared, scope, "your cotangent bindings", hint, case.text)
         for name, g in zip(shapes, outs, strict=True):
@@ -856,20 +730,11 @@ def check_share_to_let(ns: Mapping[str, Any]) -> str:
         eq6 = ref.delta_program(chain.term, {"x": (3,)})
         grads = ref.reverse_symbolic(eq6.delta, Var(DT))
         shared, (out,) = share_to_let(_converted([grads["x"]], share_class))
-        env = _run(
-            [*eq6.bindings, *shared],
-            {"x": CHAIN_X, DT: np.asarray(0.75)},
-            SHARE_TO_LET_HINT,
-            chain.text,
-        )
-        expect_close(
-            chain.expected(0.75)[1],
-            _evaluate()(out, env),
-            what="the gradient after your share→let",
-            hint=SHARE_TO_LET_HINT,
-            program=chain.text,
-            inputs={"x": CHAIN_X},
-        )
+        env = _run([*eq6.bindings, *shared], {"x": CHAIN_X, DT: np.asarray(0.75)},
+                   SHARE_TO_LET_HINT, chain.text)
+        expect_close(chain.expected(0.75)[1], _evaluate()(out, env),
+                     what="the gradient after your share→let", hint=SHARE_TO_LET_HINT,
+                     program=chain.text, inputs={"x": CHAIN_X})
     calls = {}
     evaluate = _evaluate()
     x = np.array([1.0, -0.5])
@@ -879,33 +744,19 @@ def check_share_to_let(ns: Mapping[str, Any]) -> str:
         shared, (out,) = result
         text = f"s1 = share x, s(k+1) = share (s(k) + s(k)), up to s{n}"
         if n > 4:
-            _growth(
-                {n // 2: calls[n // 2], n: calls[n]},
-                "your share→let's Python calls on a doubling chain of shares",
-                LINEAR_SHARE_HINT,
-                text,
-            )
+            _growth({n // 2: calls[n // 2], n: calls[n]},
+                    "your share→let's Python calls on a doubling chain of shares",
+                    LINEAR_SHARE_HINT, text)
         if len(shared) != n:
-            raise Mismatch(
-                f"{n} shares went in, {len(shared)} bindings came out",
-                hint=SHARE_TO_LET_HINT,
-                program=text,
-            )
+            raise Mismatch(f"{n} shares went in, {len(shared)} bindings came out",
+                           hint=SHARE_TO_LET_HINT, program=text)
         env = _run(list(shared), {"x": x}, SHARE_TO_LET_HINT, text)
-        expect_close(
-            2.0 ** (n - 1) * x,
-            evaluate(out, env),
-            what=f"the value of s{n}",
-            hint=SHARE_TO_LET_HINT,
-            program=text,
-            inputs={"x": x},
-        )
-    return (
-        f"{len(programs)} random gradients ({shares} shares) and two let chains: your "
-        "bindings come in dependency order and give the gradients; doubling chains of "
-        f"4, 8 and 16 shares take {calls[4]}, {calls[8]} and {calls[16]} calls (linear, "
-        "§7.4)"
-    )
+        expect_close(2.0 ** (n - 1) * x, evaluate(out, env), what=f"the value of s{n}",
+                     hint=SHARE_TO_LET_HINT, program=text, inputs={"x": x})
+    return (f"{len(programs)} random gradients ({shares} shares) and two let chains: your "
+            "bindings come in dependency order and give the gradients; doubling chains of "
+            f"4, 8 and 16 shares take {calls[4]}, {calls[8]} and {calls[16]} calls (linear, "
+            "§7.4)")
 
 
 # --------------------------------------------------------------------------------------
@@ -927,51 +778,32 @@ def _check_program(p: Any, case: Case, term: Term, hint: str) -> None:
     shapes = _shapes(case)
     for field in ("inputs", "cotangent", "bindings", "primal", "gradients"):
         if not hasattr(p, field):
-            raise Mismatch(
-                f"gradient_program returned {type(p).__name__}, without "
-                f"{field}: not a GradientProgram",
-                hint=hint,
-                program=case.text,
-            )
+            raise Mismatch(f"gradient_program returned {type(p).__name__}, without "
+                           f"{field}: not a GradientProgram", hint=hint, program=case.text)
     if tuple(p.inputs) != tuple(shapes):
-        raise Mismatch(
-            f"the program's inputs are {list(p.inputs)}, expected {list(shapes)}",
-            hint=hint,
-            program=case.text,
-        )
+        raise Mismatch(f"the program's inputs are {list(p.inputs)}, expected "
+                       f"{list(shapes)}", hint=hint, program=case.text)
     if not isinstance(p.cotangent, str) or p.cotangent in shapes:
-        raise Mismatch(
-            f"the cotangent's name {p.cotangent!r} is not a new name", hint=hint, program=case.text
-        )
+        raise Mismatch(f"the cotangent's name {p.cotangent!r} is not a new name", hint=hint,
+                       program=case.text)
     if len(p.gradients) != len(shapes):
-        raise Mismatch(
-            f"{len(p.gradients)} gradients for {len(shapes)} inputs", hint=hint, program=case.text
-        )
-    scope = _check_bindings(
-        p.bindings, {*shapes, p.cotangent}, "the program's bindings", hint, case.text
-    )
+        raise Mismatch(f"{len(p.gradients)} gradients for {len(shapes)} inputs", hint=hint,
+                       program=case.text)
+    scope = _check_bindings(p.bindings, {*shapes, p.cotangent}, "the program's bindings",
+                            hint, case.text)
     _check_closed(p.primal, scope, "the primal result", hint, case.text)
     for name, g in zip(shapes, p.gradients, strict=True):
         _check_closed(g, scope, f"the gradient of {name}", hint, case.text)
     cotangent = case.cotangent()
     env = _run(list(p.bindings), {**case.env, p.cotangent: cotangent}, hint, case.text)
-    expect_close(
-        case.value(),
-        _evaluate()(p.primal, env),
-        what="the program's primal result differs from dualarr's value",
-        hint=hint,
-        program=case.text,
-        inputs=case.env,
-    )
+    expect_close(case.value(), _evaluate()(p.primal, env),
+                 what="the program's primal result differs from dualarr's value", hint=hint,
+                 program=case.text, inputs=case.env)
     _expect_gradients(case, env, list(p.gradients), cotangent, hint, "the program")
 
 
-@task(
-    "d.gradient_program",
-    names=("gradient_program",),
-    title="the gradient program of Fig. 21",
-    hint=PROGRAM_HINT,
-)
+@task("d.gradient_program", names=("gradient_program",),
+      title="the gradient program of Fig. 21", hint=PROGRAM_HINT)
 def check_gradient_program(ns: Mapping[str, Any]) -> str:
     gradient_program = ns["gradient_program"]
     programs = _programs(45, 30)
@@ -982,10 +814,8 @@ def check_gradient_program(ns: Mapping[str, Any]) -> str:
     for case, term in vectorised:
         hint = _hint(term, PROGRAM_HINT)
         p = gradient_program(term, _shapes(case))
-        _check_program(
-            p, case, term, f"{hint}; the program is the reference bot's output {_brief(term, 300)}"
-        )
-
+        _check_program(p, case, term, f"{hint}; the program is the reference bot's output "
+                       f"{_brief(term, 300)}")
     def program(chain: Chain) -> tuple[Any, int]:
         p, calls = count_calls(lambda: gradient_program(chain.term, {"x": (3,)}))
         return p, calls
@@ -996,35 +826,17 @@ def check_gradient_program(ns: Mapping[str, Any]) -> str:
         p = program(chain)[0]
         size = _size([p.primal, *p.gradients, *(bound for _, bound in p.bindings)])
         if size < SIZE_LIMIT:
-            env = _run(
-                list(p.bindings),
-                {"x": CHAIN_X, p.cotangent: np.asarray(0.75)},
-                PROGRAM_HINT,
-                chain.text,
-            )
+            env = _run(list(p.bindings), {"x": CHAIN_X, p.cotangent: np.asarray(0.75)},
+                       PROGRAM_HINT, chain.text)
             value, grad = chain.expected(0.75)
-            expect_close(
-                value,
-                _evaluate()(p.primal, env),
-                what="the chain's value",
-                hint=PROGRAM_HINT,
-                program=chain.text,
-                inputs={"x": CHAIN_X},
-            )
-            expect_close(
-                grad,
-                _evaluate()(p.gradients[0], env),
-                what="the chain's gradient",
-                hint=PROGRAM_HINT,
-                program=chain.text,
-                inputs={"x": CHAIN_X},
-            )
+            expect_close(value, _evaluate()(p.primal, env), what="the chain's value",
+                         hint=PROGRAM_HINT, program=chain.text, inputs={"x": CHAIN_X})
+            expect_close(grad, _evaluate()(p.gradients[0], env), what="the chain's gradient",
+                         hint=PROGRAM_HINT, program=chain.text, inputs={"x": CHAIN_X})
         return size
 
     sizes = _chains(size, "the size of your gradient program", DUPLICATION_HINT)
     bot = f" and {len(vectorised)} bot outputs" if vectorised else ""
-    return (
-        f"{len(programs)} random build1-free programs{bot}: your gradient programs are "
-        "closed, share-free and give dualarr's values and gradients; on let chains of 6 "
-        f"and 12 they have {sizes} nodes ({calls} calls: linear, §7.2)"
-    )
+    return (f"{len(programs)} random build1-free programs{bot}: your gradient programs are "
+            "closed, share-free and give dualarr's values and gradients; on let chains of 6 "
+            f"and 12 they have {sizes} nodes ({calls} calls: linear, §7.2)")

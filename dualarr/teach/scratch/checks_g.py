@@ -49,6 +49,8 @@ PER_EXAMPLE_HINT = (
 # --------------------------------------------------------------------------------------
 
 
+
+
 def _evaluate() -> Callable[[Term, dict[str, Array]], Array]:
     evaluate: Callable[[Term, dict[str, Array]], Array] = stage("a", "reference").evaluate
     return evaluate

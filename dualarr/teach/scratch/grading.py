@@ -184,15 +184,12 @@ def run_task(t: Task, namespace: Mapping[str, Any]) -> Outcome:
         return Outcome(
             t,
             False,
-            [
-                f"not written yet: {', '.join(todo or t.names)} (NotImplementedError)",
-                f"hint:     {t.hint}",
-            ],
+            [f"not written yet: {', '.join(todo or t.names)} (NotImplementedError)",
+             f"hint:     {t.hint}"],
         )
     except RecursionError:
-        return Outcome(
-            t, False, ["your code recursed without end (RecursionError)", f"hint:     {t.hint}"]
-        )
+        return Outcome(t, False, ["your code recursed without end (RecursionError)",
+                                  f"hint:     {t.hint}"])
     except Exception as error:  # the learner's code failed: say where, in their code
         return Outcome(t, False, [*learner_error_lines(error), f"hint:     {t.hint}"])
     return Outcome(t, True, [verified])
@@ -221,11 +218,8 @@ def learner_error_lines(error: Exception) -> list[str]:
 
 _LIBRARY_ROOTS = tuple(
     str(Path(p).resolve())
-    for p in (
-        Path(__file__).parents[2],
-        Path(np.__file__).parents[1],
-        Path(inspect.__file__).parent,
-    )
+    for p in (Path(__file__).parents[2], Path(np.__file__).parents[1],
+              Path(inspect.__file__).parent)
 )
 
 
@@ -370,17 +364,10 @@ def expect_close(
             expected=want, obtained=obtained,
         )  # fmt: skip
     if got.dtype == object:
-        raise Mismatch(
-            f"{what}: an array of Python objects, expected numbers",
-            hint=hint,
-            program=program,
-            inputs=inputs,
-            expected=want,
-            obtained=got,
-        )
-    close = np.isclose(
-        got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True
-    )
+        raise Mismatch(f"{what}: an array of Python objects, expected numbers", hint=hint,
+                       program=program, inputs=inputs, expected=want, obtained=got)
+    close = np.isclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol,
+                       equal_nan=True)
     if not close.all():
         at = tuple(int(j) for j in np.argwhere(~close)[0])
         raise Mismatch(

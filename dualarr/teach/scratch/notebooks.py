@@ -117,7 +117,8 @@ def stage(name: str, which: Which = "mine", *, folder: Path | None = None) -> ty
         _reference_only.reset(token)
     _loaded[key] = module
     if which == "mine":
-        print(f"stage {name}: your {path.name} (not finished? write stage({name!r}, 'reference'))")
+        print(f"stage {name}: your {path.name} "
+              f"(not finished? write stage({name!r}, 'reference'))")
     return module
 
 
@@ -129,7 +130,8 @@ def references(functions: Sequence[Any], names: Sequence[str]) -> Iterator[None]
     """Bind ``names`` (stages ``"a"``, ``"b"``, ...) to the reference stages in the globals
     of the learner's ``functions`` while a check runs, so that a task is graded on its own
     (the learner's bindings are restored afterwards)."""
-    scopes = {id(g): g for f in functions if isinstance(g := getattr(f, "__globals__", None), dict)}
+    scopes = {id(g): g for f in functions
+              if isinstance(g := getattr(f, "__globals__", None), dict)}
     saved: list[tuple[dict[str, Any], str, Any]] = []
     try:
         for scope in scopes.values():
@@ -307,10 +309,8 @@ def generate(root: Path | None = None, *, check_only: bool = False) -> list[Path
     for source in sources(root):
         base, stem = source.parent.parent, source.stem
         student, solution = generated(source)
-        for path, text in (
-            (base / f"{stem}.ipynb", student),
-            (base / "solutions" / f"{stem}.ipynb", solution),
-        ):
+        for path, text in ((base / f"{stem}.ipynb", student),
+                           (base / "solutions" / f"{stem}.ipynb", solution)):
             current = path.read_text(encoding="utf-8") if path.exists() else None
             if _normalised(current) != _normalised(text):
                 changed.append(path)
@@ -326,3 +326,5 @@ def _normalised(text: str | None) -> Any:
         return None
     cells = json.loads(text)["cells"]
     return [(c["cell_type"], _source(c), c.get("metadata", {}).get("tags", [])) for c in cells]
+
+

@@ -62,16 +62,18 @@ def _vjp(random: RandomProgram, cotangent: Array) -> dict[str, Array]:
     compiled = compile_gradient(vectorised)
     _, grads = compiled(*random.arrays, cotangent=np.asarray(cotangent, dtype=np.float64))
     names = random.names()
-    return {names[var]: np.asarray(g) for var, g in zip(random.program.inputs, grads, strict=True)}
+    return {
+        names[var]: np.asarray(g)
+        for var, g in zip(random.program.inputs, grads, strict=True)
+    }
 
 
 @functools.cache
 def _drawn(
     seed: int, count: int, constructs: frozenset[str], outer_build1: bool, depth: int
 ) -> tuple[RandomProgram, ...]:
-    return tuple(
-        random_programs(seed, count, constructs=constructs, outer_build1=outer_build1, depth=depth)
-    )
+    return tuple(random_programs(seed, count, constructs=constructs,
+                                 outer_build1=outer_build1, depth=depth))
 
 
 def cases(
@@ -149,3 +151,5 @@ def as_python(term: Term, api: Mapping[str, Any], inputs: Sequence[str]) -> Call
         return build(term, dict(zip(inputs, args, strict=True)))
 
     return function
+
+

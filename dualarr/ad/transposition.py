@@ -37,7 +37,8 @@ from typing import Any, TypeAlias, cast
 import numpy as np
 
 from ..interp.algebra import Algebra, BodyRunner, IndexFn
-from ..lang.errors import UnsupportedError, format_shape
+from ..interp.evaluate import body_runner
+from ..lang.errors import format_shape
 from ..lang.terms import (
     DType,
     MapAccum,
@@ -115,6 +116,8 @@ class Cot:
     dtype: DType
 
     def __str__(self) -> str:
+        if self.id < 0:
+            return "0"  # a zero cotangent (RecordingAlgebra.zeros): no statement binds it
         return "c" if self.id == 0 else f"c{self.id}"
 
 
@@ -138,7 +141,19 @@ class DInput:
         return f"dx{self.index}"
 
 
-DKey: TypeAlias = DVar | DInput
+@dataclass(frozen=True)
+class DResult:
+    """The DMap key of result ``index`` of loop Delta ``s<name>`` (``s<name>.<index>``;
+    a loop is horde-ad's mapAccum, not in the paper)."""
+
+    name: int
+    index: int
+
+    def __str__(self) -> str:
+        return f"s{self.name}.{self.index}"
+
+
+DKey: TypeAlias = DVar | DInput | DResult
 
 
 class _ShownLinear:
@@ -290,17 +305,29 @@ class Lookup(_ShownLinear):
     """``let c<k> = Lookup n``: the cotangent gathered for ``s<n>`` (0 if none)."""
 
     target: Cot
-    key: DVar
+    key: DVar | DResult
 
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Delete(_ShownLinear):
     """``Delete n``: drop ``s<n>`` from the DMap (it goes out of scope)."""
 
-    key: DVar
+    key: DVar | DResult
 
 
-Stmt: TypeAlias = Bind | Onehot | Lookup | Delete
+@dataclass(frozen=True, eq=False, repr=False)
+class RunLoop(_ShownLinear):
+    """``let (c<k>, …) = mapAccum …``: the transpose of a loop's Delta, itself a loop
+    over the body's transpose (:mod:`dualarr.ad.loops`; horde-ad's mapAccum, not in the
+    paper).  ``inputs`` are the loop's initial carries, xs and invariants: cotangent
+    variables (``0`` where none reached) or primal values of Γ (the saved carries)."""
+
+    targets: tuple[Cot, ...]
+    loop: MapAccum
+    inputs: tuple[Any, ...]
+
+
+Stmt: TypeAlias = Bind | Onehot | Lookup | Delete | RunLoop
 """A statement of a linear program: a DMap → DMap (0 = no statement, + = sequencing)."""
 
 
@@ -408,20 +435,14 @@ class RecordingAlgebra:
         return self._bind(CStructural(construct, tuple(params.items()), a), shape, dtype)
 
     def zeros(self, shape: Shape, dtype: DType) -> Cot:
-        raise _no_loops()
+        """A cotangent that is 0 by construction: a variable no statement binds."""
+        return Cot(-next(self.fresh), tuple(shape), dtype)
 
     def map_accum(self, loop: MapAccum, inputs: Sequence[Any], body: BodyRunner) -> list[Cot]:
-        raise _no_loops()
-
-
-def _no_loops() -> UnsupportedError:
-    """Transposition as rewriting covers the paper's Deltas; a loop's Delta (horde-ad's
-    mapAccum) is transposed by the reverse pass into a loop (:mod:`dualarr.ad.loops`)."""
-    return UnsupportedError(
-        "transposition as a linear program covers the Deltas of the paper; a loop's "
-        "Delta is transposed by the reverse pass (da.vjp, da.grad, da.pipeline)",
-        op="transpose_delta",
-    )
+        types = zip(loop.shapes, loop.dtypes, strict=True)
+        targets = tuple(self.cotangent(shape, dtype) for shape, dtype in types)
+        self.body.append(RunLoop(targets, loop, tuple(inputs)))
+        return list(targets)
 
 
 class RecordingState(ReverseState):
@@ -442,10 +463,22 @@ class RecordingState(ReverseState):
         self.algebra.body.append(Onehot(DVar(share.id), c))
 
     def add_to_loop(self, alg: Any, loop: dl.MapAccum, k: int, c: Any) -> None:
-        raise _no_loops()
+        collected = self.accum.get(loop.id)
+        if collected is None:
+            super().add_to_loop(alg, loop, k, DResult(loop.id, k))
+        else:
+            collected.setdefault(k, DResult(loop.id, k))
+        self.algebra.body.append(Onehot(DResult(loop.id, k), c))
 
     def take_largest(self) -> tuple[int, Any, dl.Delta]:
-        i, _, d = super().take_largest()
+        i, collected, d = super().take_largest()
+        if isinstance(d, dl.MapAccum):  # one cotangent per result that got one
+            cotangents: dict[int, Cot] = {}
+            for k in sorted(collected):
+                c = self.algebra.cotangent(d.shapes[k], d.dtypes[k])
+                self.algebra.body += [Lookup(c, DResult(i, k)), Delete(DResult(i, k))]
+                cotangents[k] = c
+            return i, cotangents, d
         c = self.algebra.cotangent(d.shape, d.dtype)
         self.algebra.body += [Lookup(c, DVar(i)), Delete(DVar(i))]
         return i, c, d
@@ -523,8 +556,22 @@ def _uses(s: Stmt) -> tuple[Cot, ...]:
             return (c,)
         case Lookup() | Delete():
             return ()
+        case RunLoop(inputs=inputs):
+            return tuple(c for c in inputs if isinstance(c, Cot) and c.id >= 0)
         case _:
             assert_never(s)
+
+
+def _run_loop(algebra: Algebra[Any], s: RunLoop, cots: dict[int, Any]) -> list[Any]:
+    """A ``RunLoop`` statement's results (None for all when every cotangent input is 0)."""
+    values = [cots.get(x.id) if isinstance(x, Cot) else x for x in s.inputs]
+    if all(v is None for v, x in zip(values, s.inputs, strict=True) if isinstance(x, Cot)):
+        return [None] * len(s.targets)
+    filled = [
+        algebra.zeros(x.shape, x.dtype) if isinstance(x, Cot) and v is None else v
+        for v, x in zip(values, s.inputs, strict=True)
+    ]
+    return algebra.map_accum(s.loop, filled, body_runner(s.loop))
 
 
 def run_linear(program: LinearProgram, algebra: Algebra[Any], cotangent: Any) -> dict[int, Any]:
@@ -554,6 +601,9 @@ def run_linear(program: LinearProgram, algebra: Algebra[Any], cotangent: Any) ->
                 cots[t.id] = dmap.get(k)
             case Delete(key=k):
                 dmap.pop(k, None)
+            case RunLoop(targets=targets):
+                for t, value in zip(targets, _run_loop(algebra, s, cots), strict=True):
+                    cots[t.id] = value
             case _:
                 assert_never(s)
         for c in _uses(s):
@@ -665,6 +715,16 @@ def _format_piece(piece: CExpr | Stmt, g: _Gamma) -> str:
             return f"let {t} = Lookup {k}"
         case Delete(key=k):
             return f"Delete {k}"
+        case RunLoop(targets=targets, loop=loop, inputs=inputs):
+            groups = (len(loop.inits), len(loop.xs), len(loop.consts))
+            shown = [str(x) if isinstance(x, Cot) else g.value(x, "r") for x in inputs]
+            at, parts = 0, []
+            for size in groups:
+                parts.append("(" + ", ".join(shown[at : at + size]) + ")")
+                at += size
+            kind = "mapAccumR" if loop.reverse else "mapAccumL"
+            names = ", ".join(str(t) for t in targets)
+            return f"let ({names}) = {kind} {loop.length} T[body] {' '.join(parts)}"
         case _:
             assert_never(piece)
 
@@ -690,10 +750,16 @@ def _rule(s: Stmt) -> str:
             return f"T[{construct.name.capitalize()} u]"
         case Bind(expr=e):
             return _RULE_OF[type(e)]
+        case Onehot(key=DResult(name=n, index=k)):
+            return f"T[LoopOutput {k} s{n}]"
         case Onehot(key=k):
             return f"T[Var {k.name}]" if isinstance(k, DVar) else f"T[Input {k.index}]"
+        case Lookup(key=DResult(name=n)) | Delete(key=DResult(name=n)):
+            return f"T[MapAccum] (s{n})"
         case Lookup(key=k) | Delete(key=k):
             return f"T[Let {k.name} u1 u2]"
+        case RunLoop():
+            return "T[MapAccum]: a loop over T[body]"
         case _:
             assert_never(s)
 
@@ -732,6 +798,7 @@ __all__ = [
     "Cot",
     "DInput",
     "DKey",
+    "DResult",
     "DVar",
     "Delete",
     "LetForm",
@@ -740,6 +807,7 @@ __all__ = [
     "Onehot",
     "RecordingAlgebra",
     "RecordingState",
+    "RunLoop",
     "Stmt",
     "format_program",
     "run_linear",

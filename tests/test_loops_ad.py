@@ -25,7 +25,7 @@ import dualarr.numpy as dnp
 from dualarr.ad import delta as dl
 from dualarr.ad.dual import Dual, DualAlgebra
 from dualarr.interp.evaluate import Interpreter, NumpyAlgebra
-from dualarr.lang.terms import LoopOutput, MapAccum, count_nodes, postorder
+from dualarr.lang.terms import LoopOutput, MapAccum, Op, count_nodes, postorder
 
 ORACLES = json.loads((Path(__file__).parent / "data" / "scan_oracles.json").read_text())["cases"]
 MODES = ("interpret", "compiled")
@@ -117,9 +117,11 @@ def test_the_loops_gradient_is_a_loop_in_the_opposite_direction() -> None:
     assert all(n.length == 50 for n in loops)
 
 
-def test_the_dual_run_saves_one_residual_stack_per_carry_and_one_delta_node() -> None:
-    """D of a loop (interpret mode): one Delta node for the whole loop, holding the
-    stacked carries each step received, however many steps."""
+def test_the_dual_run_saves_the_residuals_in_one_delta_node() -> None:
+    """D of a loop (interpret mode): one Delta node for the whole loop, holding one
+    stack per residual — the step-dependent primal values the body's Delta mentions:
+    here the carry (read reversed and gathered) and tanh's derivative, 1 - y² —
+    however many steps."""
     x = np.linspace(0.1, 1.0, 4)
     program_ = da.trace(_chain(30), x, np.arange(4))
     (var, idx_var) = program_.inputs
@@ -128,9 +130,23 @@ def test_the_dual_run_saves_one_residual_stack_per_carry_and_one_delta_node() ->
     (out,) = Interpreter(alg).run(program_.outputs, env)
     loops = [d for d in dl.delta_postorder([out.delta]) if isinstance(d, dl.MapAccum)]
     assert len(loops) == 1
-    (residual,) = loops[0].residuals
-    assert residual.shape == (30, 4)
+    assert [r.shape for r in loops[0].residuals] == [(30, 4), (30, 4)]
     assert dl.size([out.delta]).nodes < 10
+
+
+def test_the_linear_loops_do_not_recompute_the_primal() -> None:
+    """The cotangent loop reads the residuals: its body has no tanh (the primal's only
+    transcendental function) — unlike a loop that would recompute each step."""
+    y0, idx = np.linspace(-1, 1, 8), np.arange(8)[::-1].copy()
+    p = da.pipeline(_chain(50), y0, idx)
+    loops = [n for n in postorder(p.gradient.terms()) if isinstance(n, MapAccum)]
+    (backward,) = [n for n in loops if n.reverse]
+    (primal,) = [n for n in loops if not n.reverse]
+
+    def ops(loop: MapAccum) -> set[str]:
+        return {n.op for n in postorder(list(loop.body)) if isinstance(n, Op)}
+
+    assert "tanh" in ops(primal) and "tanh" not in ops(backward)
 
 
 def test_vjp_and_jvp_of_a_scan_are_adjoint() -> None:

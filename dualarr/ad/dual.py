@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeAlias
 
 from ..interp.algebra import A, Algebra, BodyRunner, IndexFn
-from ..interp.evaluate import body_runner
 from ..lang.primitives import IDENTITY, REGISTRY
 from ..lang.rules import RuleTable
 from ..lang.terms import (
@@ -25,7 +24,6 @@ from ..lang.terms import (
     Shape,
     Structural,
     parse_contraction,
-    saving_carries,
 )
 from . import delta as dl
 
@@ -38,6 +36,16 @@ DerivativeRule: TypeAlias = Callable[
 
 DERIVATIVES: RuleTable[DerivativeRule] = RuleTable("derivative")
 """D of each :class:`~dualarr.lang.terms.Structural` construct."""
+
+LoopDerivative: TypeAlias = Callable[
+    ["DualAlgebra", MapAccum, Sequence[Any], BodyRunner], list[Any]
+]
+"""D of a loop: ``(alg, loop, inputs, body)`` with ``inputs`` the dual (or primal)
+initial carries, xs and invariants gives every result, with its Delta."""
+
+LOOP_DERIVATIVES: RuleTable[LoopDerivative] = RuleTable("loop derivative")
+"""D of :class:`~dualarr.lang.terms.MapAccum`, filed by :mod:`dualarr.ad.loops` (it
+derives the body's derivatives with the pipeline, which needs this module)."""
 
 
 def linear_derivative(
@@ -233,35 +241,9 @@ class DualAlgebra(Algebra[Any]):
         return DERIVATIVES[construct](self, construct, args, params, y)
 
     def map_accum(self, loop: MapAccum, inputs: Sequence[Any], body: BodyRunner) -> list[Any]:
-        """D of a loop (horde-ad's mapAccum; not in the paper): the primal loop also
-        stacks the carry each step received (the residuals), and every float result's
-        Delta reads one :class:`~dualarr.ad.delta.MapAccum` node holding them, whose
-        transpose and tangent are loops over the body's derivatives
-        (:mod:`dualarr.ad.loops`).  A loop none of whose inputs has a tangent stays
-        primal."""
-        prims = [self.prim(a) for a in inputs]
-        deltas = [self.delta_of(a, v.dtype) for a, v in zip(inputs, loop.binders, strict=True)]
-        if all(isinstance(d, dl.Zero) for d in deltas):
-            return self.p.map_accum(loop, prims, body)
-        saving = saving_carries(loop)
-        outs = self.p.map_accum(saving, prims, body_runner(saving))
-        carries_n, xs_n = len(loop.carry_vars), len(loop.x_vars)
-        results = len(loop.shapes)
-        self.shared += 1
-        node = dl.MapAccum(
-            self.supply.fresh(),
-            loop,
-            tuple(outs[results:]),
-            tuple(prims[carries_n : carries_n + xs_n]),
-            tuple(prims[carries_n + xs_n :]),
-            tuple(deltas[:carries_n]),
-            tuple(deltas[carries_n : carries_n + xs_n]),
-            tuple(deltas[carries_n + xs_n :]),
-        )
-        return [
-            Dual(y, dl.LoopOutput(k, node)) if loop.dtypes[k].is_float else y
-            for k, y in enumerate(outs[:results])
-        ]
+        """D of a loop (horde-ad's mapAccum; not in the paper), the rule filed in
+        :data:`LOOP_DERIVATIVES` by :mod:`dualarr.ad.loops`."""
+        return LOOP_DERIVATIVES[MapAccum](self, loop, inputs, body)
 
     def argmin(self, a: Any) -> Any:
         return self.p.argmin(self.prim(a))

@@ -1,27 +1,33 @@
-"""The derivatives of a loop, derived from its body by the pipeline itself.
+"""D of a loop and its two linear maps, derived from the body by the pipeline itself.
 
-horde-ad's mapAccum rules (``AstMapAccumRDer``, ``DeltaMapAccumR``); the paper has no
-loops.  D of a loop (:meth:`dualarr.ad.dual.DualAlgebra.map_accum`) runs the primal loop
-saving the carry each step received and makes one Delta node,
-:class:`~dualarr.ad.delta.MapAccum`.  Its two linear maps are loops too, over
-derivatives of the body that this module derives **once per loop** with the stages of
-the pipeline, never by hand per body:
+Loops are horde-ad's mapAccum (``AstMapAccumRDer``, ``DeltaMapAccumR``) and JAX's
+``lax.scan``; the paper has no loops.  Everything here is derived **once per loop**,
+from its body, with the stages of the pipeline — never written per body:
 
-* the body is run with dual arrays over terms (:class:`~dualarr.ad.dual.DualAlgebra`
-  over :class:`~dualarr.interp.term_algebra.TermAlgebra`, as the symbolic forward pass
-  of §7.1 does): a Delta of each result, over one ``Input`` per binder;
-* the **tangent loop** (forward mode) runs, in the loop's direction, the body's
-  tangent: ``forward`` (evalFwd) of those Deltas on tangent variables;
-* the **cotangent loop** runs in the opposite direction the body's transpose:
-  ``reverse_seeds`` (the reverse pass of Fig. 17, in the term algebra) seeded with
-  cotangent variables.  It carries the carries' cotangents and adds up the loop
-  invariants' cotangents (as JAX's scan transpose does), and stacks the xs'.
+* **the body's Delta.**  The body runs with dual arrays over terms
+  (:class:`~dualarr.ad.dual.DualAlgebra` over
+  :class:`~dualarr.interp.term_algebra.TermAlgebra`, as the symbolic forward pass of
+  §7.1 does): each result's primal as a term and its Delta over one ``Input`` per
+  binder (carries, slices, loop invariants).
+* **the residuals.**  The primal values that Delta mentions (its factors and the data its
+  index functions read, Eq. 6's values) which depend on the step — on a carry or a slice —
+  are what the linear maps need of each step.  The **saving loop** is the primal loop
+  whose body also returns them: stacked, they are the loop's residuals (JAX's partial
+  evaluation of ``scan`` splits a primal scan that saves stacked residuals the same way).
+* **the tangent loop** (forward mode) runs, in the loop's direction, ``forward``
+  (evalFwd, :mod:`dualarr.ad.reverse`) of the body's Delta on tangent variables;
+* **the cotangent loop** runs in the opposite direction the reverse pass of Fig. 17 on
+  the body's Delta, seeded with cotangent variables (``reverse_seeds``, in the term
+  algebra).  It carries the carries' cotangents, adds up the loop invariants' (as JAX's
+  scan transpose does) and stacks the xs'.
 
-Each step recomputes the body's primal from the saved carry (the residuals are the
-carries, one stack per carry, as horde-ad's are).  Both derived loops are
-:class:`~dualarr.lang.terms.MapAccum` terms, so every stage — evaluation, the symbolic
-reverse pass, printing, code generation, and differentiation again — treats them as
-any loop.
+In both linear loops each residual is a row read from its stack, so neither recomputes
+the body's primal.  All three are :class:`~dualarr.lang.terms.MapAccum` terms, so every
+stage — evaluation, the symbolic reverse pass, printing, code generation, and D again
+(grad of grad) — treats them as any loop.  :func:`dual_loop` (D of a loop, filed in
+:data:`dualarr.ad.dual.LOOP_DERIVATIVES`) runs the saving loop and makes one Delta node,
+:class:`~dualarr.ad.delta.MapAccum`; :func:`transpose_loop` and :func:`tangent_loop` (filed
+in the reverse pass's tables) run the two linear loops on its residuals.
 """
 
 from __future__ import annotations
@@ -31,25 +37,33 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..interp.algebra import Algebra
+from ..interp.algebra import Algebra, BodyRunner
 from ..interp.evaluate import Interpreter, body_runner
 from ..interp.term_algebra import TermAlgebra
 from ..lang.terms import (
+    FreeVars,
+    Gather,
     IdSupply,
     MapAccum,
     Op,
+    Replicate,
+    Reshape,
     Term,
+    Transpose,
     Var,
+    children,
     fresh_var,
+    rebuild,
+    transform,
     zeros,
 )
 from ..vectorise.bot import vectorise
 from ..vectorise.simplify import simplify
 from . import delta as dl
-from .dual import Dual, DualAlgebra
+from .dual import LOOP_DERIVATIVES, Dual, DualAlgebra
 from .reverse import LOOP_TANGENT, LOOP_TRANSPOSE, CotangentAlgebra, forward, reverse_seeds
 
-__all__ = ["LoopDerivatives", "derivatives"]
+__all__ = ["LoopDerivatives", "derivatives", "dual_loop", "tangent_loop", "transpose_loop"]
 
 _FIRST_ID = 1_000_000
 """Where the ids of the variables a derivation makes start (apart from a program's)."""
@@ -57,12 +71,22 @@ _FIRST_ID = 1_000_000
 
 @dataclass(frozen=True, eq=False)
 class LoopDerivatives:
-    """A loop's tangent and cotangent loops (inputs are placeholders: an algebra runs
-    them on its own values with ``map_accum``) and which binders and results are float
-    (differentiable), by position."""
+    """A loop's saving, tangent and cotangent loops and which binders and results are
+    float (differentiable), by position.  The loops' inputs are placeholders: an algebra
+    runs them on its own values (``map_accum``).
 
+    ``saving`` returns the loop's results, then one stack per residual.  ``tangent``
+    carries the float carries' tangents; its slices are the residuals, the xs and the
+    float xs' tangents; its invariants the invariants and the float ones' tangents; it
+    returns the float carries' and float ys' tangents.  ``cotangent`` (the opposite
+    direction) carries the float carries' cotangents and the float invariants' sums; its
+    slices are the residuals, the xs and the float ys' cotangents; its invariants the
+    invariants; it stacks the float xs' cotangents."""
+
+    saving: MapAccum
     tangent: MapAccum
     cotangent: MapAccum
+    residuals: int
     float_carries: tuple[int, ...]
     float_xs: tuple[int, ...]
     float_consts: tuple[int, ...]
@@ -74,7 +98,7 @@ _DERIVED: weakref.WeakKeyDictionary[MapAccum, LoopDerivatives] = weakref.WeakKey
 
 
 def derivatives(loop: MapAccum) -> LoopDerivatives:
-    """The tangent and cotangent loops of ``loop``, derived from its body."""
+    """The saving, tangent and cotangent loops of ``loop``, derived from its body."""
     found = _DERIVED.get(loop)
     if found is None:
         found = _DERIVED[loop] = _derive(loop)
@@ -83,6 +107,40 @@ def derivatives(loop: MapAccum) -> LoopDerivatives:
 
 def _floats(variables: Sequence[Var] | Sequence[Term]) -> tuple[int, ...]:
     return tuple(k for k, v in enumerate(variables) if v.dtype.is_float)
+
+
+def _residuals(
+    deltas: Sequence[dl.Delta], step_vars: frozenset[Var], rows: frozenset[Var], free: FreeVars
+) -> list[Term]:
+    """The primal values the Delta mentions that depend on the step (read a carry or a
+    slice), each once: whole factors and indices, and the parts of an index function's
+    components that read no variable of its lambda (Eq. 6's rule).  A slice itself
+    (``rows``) is not one: the linear loops read the xs."""
+    found: dict[Term, None] = {}
+    for d in dl.delta_postorder(deltas):
+        inner = frozenset(d.fn.variables) if isinstance(d, dl.Gather | dl.Scatter) else frozenset()
+        stack = [v for v in dl.primal_values(d) if isinstance(v, Term)]
+        while stack:
+            node = stack.pop()
+            mentioned = free(node)
+            if not mentioned & step_vars or node in found or node in rows:
+                continue
+            if mentioned & inner or _view(node, free):  # look inside
+                stack.extend(children(node))
+            else:
+                found[node] = None
+    return list(found)
+
+
+def _view(node: Term, free: FreeVars) -> bool:
+    """A rearrangement of its operand that reads no data to do it (a transpose, a
+    reshape, a replication, a gather at positions its variables alone give): a linear
+    loop recomputes it from the residual it reads instead of saving it too."""
+    if isinstance(node, Transpose | Reshape | Replicate):
+        return True
+    if isinstance(node, Gather):
+        return all(free(c) <= set(node.vars) for c in node.index)
+    return False
 
 
 def _derive(loop: MapAccum) -> LoopDerivatives:
@@ -96,6 +154,7 @@ def _derive(loop: MapAccum) -> LoopDerivatives:
         for j, v in enumerate(binders)
     }
     outs = Interpreter(duals).run(body, env)
+    primals = [out.primal if isinstance(out, Dual) else out for out in outs]
     deltas = [out.delta if isinstance(out, Dual) else None for out in outs]
     carries_n, xs_n = len(loop.carry_vars), len(loop.x_vars)
     fc, fx = _floats(loop.carry_vars), _floats(loop.x_vars)
@@ -105,8 +164,21 @@ def _derive(loop: MapAccum) -> LoopDerivatives:
     def fresh(hint: str, like: Var | Term) -> Var:
         return fresh_var(supply, hint, like.shape, like.dtype)
 
-    # the tangent loop: carries' tangents; slices: saved carries, xs, xs' tangents;
-    # invariants: the invariants and their tangents
+    # the residuals: each becomes a row variable of the two linear loops
+    present = [d for d in deltas if d is not None]
+    step_vars = frozenset((*loop.carry_vars, *loop.x_vars))
+    saved = _residuals(present, step_vars, frozenset(loop.x_vars), FreeVars())
+    rows = {term: fresh("r", term) for term in saved}
+    linear = dl.map_primal_values(present, lambda value: _replaced(value, rows))
+    by_position = iter(linear)
+    linear_deltas = [None if d is None else next(by_position) for d in deltas]
+    saving = _template(
+        loop, supply, loop.reverse, loop.carry_vars, loop.x_vars, loop.const_vars,
+        (*primals, *saved),
+    )  # fmt: skip
+    residual_vars = tuple(rows[t] for t in saved)
+
+    # the tangent loop
     tc = [fresh("dc", loop.carry_vars[j]) for j in fc]
     tx = [fresh("dx", loop.x_vars[j]) for j in fx]
     tk = [fresh("dk", loop.const_vars[j]) for j in fk]
@@ -117,34 +189,26 @@ def _derive(loop: MapAccum) -> LoopDerivatives:
     }
 
     def tangent_of(position: int) -> Term:
-        delta, out = deltas[position], body[position]
+        delta, out = linear_deltas[position], body[position]
         if delta is None:
             return zeros(out.shape, out.dtype)
         found: Term = forward(terms, delta, tangents)
         return found
 
-    tangent_body = [
-        *(tangent_of(j) for j in fc),
-        *(tangent_of(carries_n + o) for o in fy),
-    ]
     tangent = _template(
-        loop,
-        supply,
-        loop.reverse,
-        tuple(tc),
-        (*loop.carry_vars, *loop.x_vars, *tx),
+        loop, supply, loop.reverse, tuple(tc), (*residual_vars, *loop.x_vars, *tx),
         (*loop.const_vars, *tk),
-        simplify(tangent_body, supply),
-    )
+        simplify([*(tangent_of(j) for j in fc), *(tangent_of(carries_n + o) for o in fy)],
+                 supply),
+    )  # fmt: skip
 
-    # the cotangent loop, in the opposite direction: carries' cotangents and the sums
-    # of the invariants'; slices: saved carries, xs, ys' cotangents; stacks the xs'
+    # the cotangent loop, in the opposite direction
     gc = [fresh("gc", loop.carry_vars[j]) for j in fc]
     gk = [fresh("gk", loop.const_vars[j]) for j in fk]
     gy = [fresh("gy", loop.ys[o]) for o in fy]
     seeds = [
-        *((deltas[j], g) for j, g in zip(fc, gc, strict=True)),
-        *((deltas[carries_n + o], g) for o, g in zip(fy, gy, strict=True)),
+        *((linear_deltas[j], g) for j, g in zip(fc, gc, strict=True)),
+        *((linear_deltas[carries_n + o], g) for o, g in zip(fy, gy, strict=True)),
     ]
     grads = reverse_seeds(terms, [(d, g) for d, g in seeds if d is not None])
 
@@ -163,15 +227,20 @@ def _derive(loop: MapAccum) -> LoopDerivatives:
         *(cotangent_of(carries_n + j) for j in fx),
     ]
     cotangent = _template(
-        loop,
-        supply,
-        not loop.reverse,
-        (*gc, *gk),
-        (*loop.carry_vars, *loop.x_vars, *gy),
-        loop.const_vars,
-        simplify(cotangent_body, supply),
-    )
-    return LoopDerivatives(tangent, cotangent, fc, fx, fk, fy)
+        loop, supply, not loop.reverse, (*gc, *gk), (*residual_vars, *loop.x_vars, *gy),
+        loop.const_vars, simplify(cotangent_body, supply),
+    )  # fmt: skip
+    return LoopDerivatives(saving, tangent, cotangent, len(saved), fc, fx, fk, fy)
+
+
+def _replaced(value: Any, rows: Mapping[Term, Var]) -> Any:
+    """``value`` with each residual it contains read from its row variable."""
+    if not isinstance(value, Term) or not rows:
+        return value
+    found = rows.get(value)
+    if found is not None:
+        return found
+    return transform([value], lambda node, kids: rows.get(node) or rebuild(node, kids))[0]
 
 
 def _template(
@@ -202,37 +271,68 @@ def _template(
     )
 
 
+@LOOP_DERIVATIVES.register(MapAccum)
+def dual_loop(
+    alg: DualAlgebra, loop: MapAccum, inputs: Sequence[Any], body: BodyRunner
+) -> list[Any]:
+    """D of a loop: the saving loop on the primal inputs, and one Delta node holding its
+    residual stacks (a loop none of whose inputs has a tangent stays primal)."""
+    prims = [alg.prim(a) for a in inputs]
+    deltas = [alg.delta_of(a, v.dtype) for a, v in zip(inputs, loop.binders, strict=True)]
+    if all(isinstance(d, dl.Zero) for d in deltas):
+        return alg.p.map_accum(loop, prims, body)
+    found = derivatives(loop)
+    outs = alg.p.map_accum(found.saving, prims, body_runner(found.saving))
+    carries_n, xs_n = len(loop.carry_vars), len(loop.x_vars)
+    results = len(loop.shapes)
+    alg.shared += 1
+    node = dl.MapAccum(
+        alg.supply.fresh(),
+        loop,
+        tuple(outs[results:]),
+        tuple(prims[carries_n : carries_n + xs_n]),
+        tuple(prims[carries_n + xs_n :]),
+        tuple(deltas[:carries_n]),
+        tuple(deltas[carries_n : carries_n + xs_n]),
+        tuple(deltas[carries_n + xs_n :]),
+    )
+    return [
+        Dual(y, dl.LoopOutput(k, node)) if loop.dtypes[k].is_float else y
+        for k, y in enumerate(outs[:results])
+    ]
+
+
 @LOOP_TRANSPOSE.register(dl.MapAccum)
 def transpose_loop(
     alg: CotangentAlgebra[Any], d: dl.MapAccum, cotangents: Mapping[int, Any]
 ) -> list[Any]:
-    """The cotangent loop on the saved residuals, xs and invariants: the cotangent
-    of each operand Delta (initial carries, xs, invariants; None for int ones)."""
+    """The cotangent loop on the saved residuals: the cotangent of each operand Delta
+    (initial carries, xs, invariants; None for int ones) from the results' cotangents."""
     loop = d.loop
     found = derivatives(loop)
-    carries_n = len(loop.carry_vars)
+    carries_n, xs_n = len(loop.carry_vars), len(loop.x_vars)
 
     def cotangent(k: int) -> Any:
         c = cotangents.get(k)
         return c if c is not None else alg.zeros(loop.shapes[k], loop.dtypes[k])
 
+    consts = loop.const_vars
     inputs = [
         *(cotangent(j) for j in found.float_carries),
-        *(alg.zeros(loop.const_vars[j].shape, loop.const_vars[j].dtype)
-          for j in found.float_consts),
+        *(alg.zeros(consts[j].shape, consts[j].dtype) for j in found.float_consts),
         *d.residuals,
         *d.xs,
         *(cotangent(carries_n + o) for o in found.float_ys),
         *d.consts,
-    ]  # fmt: skip
+    ]
     reverse = found.cotangent
     outs = alg.map_accum(reverse, inputs, body_runner(reverse))
     fc, fk = len(found.float_carries), len(found.float_consts)
-    result: list[Any] = [None] * (carries_n + len(loop.x_vars) + len(loop.const_vars))
+    result: list[Any] = [None] * (carries_n + xs_n + len(consts))
     for at, j in enumerate(found.float_carries):
         result[j] = outs[at]
     for at, j in enumerate(found.float_consts):
-        result[carries_n + len(loop.x_vars) + j] = outs[fc + at]
+        result[carries_n + xs_n + j] = outs[fc + at]
     for at, j in enumerate(found.float_xs):
         result[carries_n + j] = outs[fc + fk + at]
     return result
@@ -240,8 +340,8 @@ def transpose_loop(
 
 @LOOP_TANGENT.register(dl.MapAccum)
 def tangent_loop(alg: Algebra[Any], d: dl.MapAccum, tangents: Sequence[Any]) -> list[Any]:
-    """The tangent loop on the saved residuals, xs and invariants and the operand
-    Deltas' tangents: the tangent of each result (None for int ones)."""
+    """The tangent loop on the saved residuals: the tangent of each result (None for
+    int ones) from the tangent of each operand Delta."""
     loop = d.loop
     found = derivatives(loop)
     carries_n, xs_n = len(loop.carry_vars), len(loop.x_vars)

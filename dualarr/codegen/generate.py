@@ -405,7 +405,7 @@ class _Generator:
         self.kernels: list[Kernel] = []
         self.implementations: dict[str, Callable[..., Any]] = {}  # see :func:`_call`
         self.read_outside: set[Term] = set()
-        self.range_checks: dict[tuple[str, Shape], str] = {}
+        self.range_checks: dict[tuple[str, Shape, Term | None], str] = {}
         self.shared_components: dict[str, str] = {}
         self.alias_of: dict[Term, Term] = {}  # a pending let-bound name -> its expression
         # one array under several names (``v1 = t1``, a view taken twice): kernels read
@@ -907,16 +907,31 @@ class _Generator:
         known = self._known_in_range(node.index, extents)
         if known is not None:
             return f", {known}"  # constant indices, checked here once
-        if self.home[node] is not _TOP or not re.fullmatch(r"\[[\w, ]*\]", comps):
+        if not re.fullmatch(r"\[[\w, ]*\]", comps):
             return ""
-        key = (comps, tuple(extents))
+        at: Term = node
+        home = self.home[node]
+        if isinstance(home, MapAccum):  # indices the loop does not change: check once
+            if not self._outside_loop(home, comps):
+                return ""
+            at = home
+        elif home is not _TOP:
+            return ""
+        key = (comps, tuple(extents), self.home[at])
         name = self.range_checks.get(key)
         if name is None:
             name = self.range_checks[key] = self.namer.fresh("in_range", numbered=True)
-            self._lines(node).append(
-                f"{name} = helpers.in_range({comps}, {_shape(extents)})"
-            )
+            self._lines(at).append(f"{name} = helpers.in_range({comps}, {_shape(extents)})")
         return f", {name}"
+
+    def _outside_loop(self, loop: MapAccum, comps: str) -> bool:
+        """Whether every name ``comps`` reads is bound before ``loop`` (none is a carry,
+        a row, or bound by the body's lines so far)."""
+        inside = {self.names[v] for v in (*loop.carry_vars, *loop.x_vars) if v in self.names}
+        chunk = self.chunks.get(loop)
+        if chunk is not None:
+            inside |= set(_reads_and_binds(chunk.lines)[1])
+        return not set(re.findall(r"\w+", comps)) & inside
 
     def _known_in_range(self, index: Sequence[Term], extents: Shape) -> bool | None:
         """Whether every component is within its extent, when its values are constants
@@ -966,8 +981,8 @@ class _Generator:
         for name in self.range_checks.values():
             pattern = re.compile(rf"\b{name}\b")
             readers = [k for k, line in enumerate(lines) if pattern.search(line)]
-            if len(readers) == 2:  # its definition and one call
-                definition, reader = readers
+            if len(readers) == 2 and not lines[readers[1]].startswith(" "):
+                definition, reader = readers  # one call, not in a loop's body
                 lines[reader] = lines[reader].replace(f", {name})", ")")
                 del lines[definition]
 

@@ -964,23 +964,6 @@ def loop_outputs(loop: MapAccum) -> tuple[LoopOutput, ...]:
     return tuple(LoopOutput(k, loop) for k in range(len(loop.shapes)))
 
 
-def saving_carries(loop: MapAccum) -> MapAccum:
-    """The loop that also returns, as extra ys after its own, the carries each step
-    received (horde-ad's mapAccum derivative saves them; not in the paper): row ``t``
-    of each extra stack is the carry entering the step that reads row ``t`` of the xs."""
-    return MapAccum(
-        loop.length,
-        loop.reverse,
-        loop.carry_vars,
-        loop.x_vars,
-        loop.const_vars,
-        loop.inits,
-        loop.xs,
-        loop.consts,
-        (*loop.body, *loop.carry_vars),
-    )
-
-
 def closed_loop(loop: MapAccum, free_vars: FreeVars) -> tuple[MapAccum, tuple[Var, ...]]:
     """``loop`` with each variable its body reads from outside bound as one more loop
     invariant (bound to itself), and those variables; ``loop`` itself when its body is

@@ -72,11 +72,15 @@ TERM_SPELLINGS = {
     "ArgMax": r"\bargmax \S|\b(?:da|dnp)\.argmax\(|\bArgMax\(",
     "ArgSort": r"\bargsort \S|\b(?:da|dnp)\.argsort\(|\bArgSort\(",
     "Rev": r"\brev \d|\bda\.rev\(|\bRev\(",
+    "MapAccum": r"\bmapAccum[LR]\b|\bda\.(?:scan|fori_loop)\(|\bMapAccum\(",
+    "LoopOutput": r"\bmapAccum[LR]\b|\bLoopOutput\(",
 }
 DELTA_SPELLINGS = {
     "Contract": r"\bContract\b",
     "Convert": r"\bConvert\b",
     "Structural": r"\bRev \d",
+    "MapAccum": r"\bMapAccum[LR]\b|\bRunLoop\(|\bT\[MapAccum\]",
+    "LoopOutput": r"\bT\[LoopOutput \d",
 }
 # The kit's transformations and options that the paper does not have.
 CONSTRUCT_SPELLINGS = {
@@ -85,6 +89,7 @@ CONSTRUCT_SPELLINGS = {
     "a user's primitive": r"\bda\.primitive\b|\bcustom_jvp\b|\bcustom_vjp\b",
     "fused kernels": r"\.kernels\b|\bfuse=True\b|\bkernel\d+\(",
     "transposition as a linear language": r"\btranspose_delta\(|\bto_let_form\(|\brun_linear\(",
+    "loops": r"\bda\.(?:scan|fori_loop)\(",
 }
 
 

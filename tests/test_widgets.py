@@ -35,6 +35,19 @@ def test_backprop_stepper_visits_every_share_once_in_decreasing_order() -> None:
     assert not stepper.current.accum  # every Share was evaluated
 
 
+def test_backprop_stepper_transposes_a_loop_once() -> None:
+    """A loop's Delta is one node with an id: the stepper takes it once, after every
+    use of its results, and ends with the loop's gradient."""
+    x, w = np.linspace(-1.0, 1.0, 12).reshape(4, 3), np.linspace(0.1, 0.3, 3)
+    stepper = BackpropStepper(scan_rnn, x, w)
+    order = stepper.share_order
+    assert order == sorted(order, reverse=True) and len(set(order)) == len(order)
+    while stepper.step < stepper.total - 1:
+        stepper.next_button.click()
+    np.testing.assert_allclose(stepper.current.grad[1], da.grad(scan_rnn, argnums=1)(x, w))
+    assert not stepper.current.accum
+
+
 def _plain(markup: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", markup))
 
@@ -197,8 +210,15 @@ def mlp_program(w: Any, b: Any, x: Any) -> Any:
     return da.mean(da.logsumexp(hidden, axis=1))
 
 
+def scan_rnn(x: Any, w: Any) -> Any:
+    """A loop (#38): the explorer and the stepper show loops too."""
+    c, ys = da.scan(lambda c, xi: (da.tanh(c * w + xi), da.sum(c * c)), w, x)
+    return da.sum(c) + da.sum(ys)
+
+
 EXPLORED: list[tuple[Any, tuple[np.ndarray, ...]]] = [
     (fig18, (np.arange(1.0, 6.0),)),
+    (scan_rnn, (np.linspace(-1.0, 1.0, 12).reshape(4, 3), np.linspace(0.1, 0.3, 3))),
     (shared_chain, (np.linspace(0.1, 1.0, 4),)),
     (mlp_program, (np.linspace(-0.5, 0.5, 15).reshape(5, 3), np.linspace(0.0, 0.3, 3),
                    np.linspace(-1.0, 1.0, 20).reshape(4, 5))),

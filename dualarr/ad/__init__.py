@@ -4,5 +4,3 @@ Delta terms, D as an algebra over any primal algebra, the reverse pass (Fig. 17)
 compile-time passes of §7 (Eq. 6, the symbolic reverse pass of Fig. 19), share → let
 (Figs. 20–21) and transposition read as rewriting into a linear language.
 """
-
-from . import loops as loops  # files the loop derivatives in the reverse pass's table

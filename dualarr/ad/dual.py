@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeAlias
 
 from ..interp.algebra import A, Algebra, BodyRunner, IndexFn
+from ..interp.evaluate import Interpreter, body_runner
+from ..interp.term_algebra import TermAlgebra
 from ..lang.primitives import IDENTITY, REGISTRY
 from ..lang.rules import RuleTable
 from ..lang.terms import (
@@ -23,9 +25,12 @@ from ..lang.terms import (
     MapAccum,
     Shape,
     Structural,
+    Term,
+    Var,
     parse_contraction,
 )
 from . import delta as dl
+from .loops import derivatives
 
 DerivativeRule: TypeAlias = Callable[
     ["DualAlgebra", type[Structural], Sequence[Any], Mapping[str, Any], Any], Any
@@ -36,17 +41,6 @@ DerivativeRule: TypeAlias = Callable[
 
 DERIVATIVES: RuleTable[DerivativeRule] = RuleTable("derivative")
 """D of each :class:`~dualarr.lang.terms.Structural` construct."""
-
-LoopDerivative: TypeAlias = Callable[
-    ["DualAlgebra", MapAccum, Sequence[Any], BodyRunner], list[Any]
-]
-"""D of a loop: ``(alg, loop, inputs, body)`` with ``inputs`` the dual (or primal)
-initial carries, xs and invariants gives every result, with its Delta."""
-
-LOOP_DERIVATIVES: RuleTable[LoopDerivative] = RuleTable("loop derivative")
-"""D of :class:`~dualarr.lang.terms.MapAccum`, filed by :mod:`dualarr.ad.loops` (it
-derives the body's derivatives with the pipeline, which needs this module)."""
-
 
 def linear_derivative(
     alg: DualAlgebra,
@@ -241,9 +235,33 @@ class DualAlgebra(Algebra[Any]):
         return DERIVATIVES[construct](self, construct, args, params, y)
 
     def map_accum(self, loop: MapAccum, inputs: Sequence[Any], body: BodyRunner) -> list[Any]:
-        """D of a loop (horde-ad's mapAccum; not in the paper), the rule filed in
-        :data:`LOOP_DERIVATIVES` by :mod:`dualarr.ad.loops`."""
-        return LOOP_DERIVATIVES[MapAccum](self, loop, inputs, body)
+        """D of a loop (horde-ad's mapAccum; not in the paper): the saving loop of
+        :mod:`dualarr.ad.loops` on the primal inputs — the loop's results and one stack
+        per residual — and one Delta node holding the stacks.  A loop none of whose
+        inputs has a tangent stays primal."""
+        prims = [self.prim(a) for a in inputs]
+        deltas = [self.delta_of(a, v.dtype) for a, v in zip(inputs, loop.binders, strict=True)]
+        if all(isinstance(d, dl.Zero) for d in deltas):
+            return self.p.map_accum(loop, prims, body)
+        found = derivatives(loop, differentiate_body)
+        outs = self.p.map_accum(found.saving, prims, body_runner(found.saving))
+        carries_n, xs_n = len(loop.carry_vars), len(loop.x_vars)
+        results = len(loop.shapes)
+        self.shared += 1
+        node = dl.MapAccum(
+            self.supply.fresh(),
+            loop,
+            tuple(outs[results:]),
+            tuple(prims[carries_n : carries_n + xs_n]),
+            tuple(prims[carries_n + xs_n :]),
+            tuple(deltas[:carries_n]),
+            tuple(deltas[carries_n : carries_n + xs_n]),
+            tuple(deltas[carries_n + xs_n :]),
+        )
+        return [
+            Dual(y, dl.LoopOutput(k, node)) if loop.dtypes[k].is_float else y
+            for k, y in enumerate(outs[:results])
+        ]
 
     def argmin(self, a: Any) -> Any:
         return self.p.argmin(self.prim(a))
@@ -281,6 +299,21 @@ class DualAlgebra(Algebra[Any]):
 
     def index_fn_constant(self, ix: Sequence[Any]) -> IndexFn[Any]:
         return self.p.index_fn_constant([self.prim(i) for i in ix])
+
+
+def differentiate_body(
+    body: Sequence[Term], binders: Sequence[Var], terms: TermAlgebra
+) -> tuple[list[Term], list[dl.Delta | None]]:
+    """D of a loop's body with terms as primals (§7.1): each result's primal and its
+    Delta over one ``Input`` per binder (None for a result that is not float); what
+    :func:`dualarr.ad.loops.derivatives` derives a loop's linear maps from."""
+    env: dict[Var, Any] = {
+        v: Dual(v, dl.Input(j, v.shape, v.dtype)) if v.dtype.is_float else v
+        for j, v in enumerate(binders)
+    }
+    outs = Interpreter(DualAlgebra(terms, IdSupply())).run(body, env)
+    primals = [out.primal if isinstance(out, Dual) else out for out in outs]
+    return primals, [out.delta if isinstance(out, Dual) else None for out in outs]
 
 
 def _sum(terms: list[dl.Delta], shape: Shape, dtype: DType) -> dl.Delta:

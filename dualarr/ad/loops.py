@@ -24,8 +24,8 @@ from its body, with the stages of the pipeline — never written per body:
 In both linear loops each residual is a row read from its stack, so neither recomputes
 the body's primal.  All three are :class:`~dualarr.lang.terms.MapAccum` terms, so every
 stage — evaluation, the symbolic reverse pass, printing, code generation, and D again
-(grad of grad) — treats them as any loop.  :func:`dual_loop` (D of a loop, filed in
-:data:`dualarr.ad.dual.LOOP_DERIVATIVES`) runs the saving loop and makes one Delta node,
+(grad of grad) — treats them as any loop.  D of a loop
+(:meth:`dualarr.ad.dual.DualAlgebra.map_accum`) runs the saving loop and makes one Delta node,
 :class:`~dualarr.ad.delta.MapAccum`; :func:`transpose_loop` and :func:`tangent_loop` (filed
 in the reverse pass's tables) run the two linear loops on its residuals.
 """
@@ -33,12 +33,12 @@ in the reverse pass's tables) run the two linear loops on its residuals.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
-from ..interp.algebra import Algebra, BodyRunner
-from ..interp.evaluate import Interpreter, body_runner
+from ..interp.algebra import Algebra
+from ..interp.evaluate import body_runner
 from ..interp.term_algebra import TermAlgebra
 from ..lang.terms import (
     FreeVars,
@@ -60,10 +60,9 @@ from ..lang.terms import (
 from ..vectorise.bot import vectorise
 from ..vectorise.simplify import simplify
 from . import delta as dl
-from .dual import LOOP_DERIVATIVES, Dual, DualAlgebra
 from .reverse import LOOP_TANGENT, LOOP_TRANSPOSE, CotangentAlgebra, forward, reverse_seeds
 
-__all__ = ["LoopDerivatives", "derivatives", "dual_loop", "tangent_loop", "transpose_loop"]
+__all__ = ["BodyDerivative", "LoopDerivatives", "derivatives", "tangent_loop", "transpose_loop"]
 
 _FIRST_ID = 1_000_000
 """Where the ids of the variables a derivation makes start (apart from a program's)."""
@@ -93,16 +92,30 @@ class LoopDerivatives:
     float_ys: tuple[int, ...]
 
 
+BodyDerivative: TypeAlias = Callable[
+    [Sequence[Term], Sequence[Var], TermAlgebra], tuple[list[Term], list["dl.Delta | None"]]
+]
+"""D of a body with terms as primals (the symbolic forward pass of §7.1, run by
+:mod:`dualarr.ad.dual`, which uses this module for D of a loop): each result's primal
+term and its Delta over one ``Input`` per binder (None for a result that is not float)."""
+
 _DERIVED: weakref.WeakKeyDictionary[MapAccum, LoopDerivatives] = weakref.WeakKeyDictionary()
 """Each loop's derivatives, derived once (a cache: a loop node is immutable)."""
 
 
-def derivatives(loop: MapAccum) -> LoopDerivatives:
-    """The saving, tangent and cotangent loops of ``loop``, derived from its body."""
+def derivatives(loop: MapAccum, differentiate: BodyDerivative) -> LoopDerivatives:
+    """The saving, tangent and cotangent loops of ``loop``, derived from its body with
+    ``differentiate`` (D of the body; the first call for a loop derives, later ones
+    reuse)."""
     found = _DERIVED.get(loop)
     if found is None:
-        found = _DERIVED[loop] = _derive(loop)
+        found = _DERIVED[loop] = _derive(loop, differentiate)
     return found
+
+
+def derived(loop: MapAccum) -> LoopDerivatives:
+    """The derivatives of a loop D has already differentiated (its Delta exists)."""
+    return _DERIVED[loop]
 
 
 def _floats(variables: Sequence[Var] | Sequence[Term]) -> tuple[int, ...]:
@@ -143,19 +156,12 @@ def _view(node: Term, free: FreeVars) -> bool:
     return False
 
 
-def _derive(loop: MapAccum) -> LoopDerivatives:
+def _derive(loop: MapAccum, differentiate: BodyDerivative) -> LoopDerivatives:
     supply = IdSupply(_FIRST_ID)
     body = simplify(list(vectorise(list(loop.body), supply).terms), supply)
     terms = TermAlgebra(supply)
-    duals = DualAlgebra(terms, IdSupply())
     binders = loop.binders
-    env: dict[Var, Any] = {
-        v: Dual(v, dl.Input(j, v.shape, v.dtype)) if v.dtype.is_float else v
-        for j, v in enumerate(binders)
-    }
-    outs = Interpreter(duals).run(body, env)
-    primals = [out.primal if isinstance(out, Dual) else out for out in outs]
-    deltas = [out.delta if isinstance(out, Dual) else None for out in outs]
+    primals, deltas = differentiate(body, binders, terms)
     carries_n, xs_n = len(loop.carry_vars), len(loop.x_vars)
     fc, fx = _floats(loop.carry_vars), _floats(loop.x_vars)
     fk, fy = _floats(loop.const_vars), _floats(loop.ys)
@@ -271,37 +277,6 @@ def _template(
     )
 
 
-@LOOP_DERIVATIVES.register(MapAccum)
-def dual_loop(
-    alg: DualAlgebra, loop: MapAccum, inputs: Sequence[Any], body: BodyRunner
-) -> list[Any]:
-    """D of a loop: the saving loop on the primal inputs, and one Delta node holding its
-    residual stacks (a loop none of whose inputs has a tangent stays primal)."""
-    prims = [alg.prim(a) for a in inputs]
-    deltas = [alg.delta_of(a, v.dtype) for a, v in zip(inputs, loop.binders, strict=True)]
-    if all(isinstance(d, dl.Zero) for d in deltas):
-        return alg.p.map_accum(loop, prims, body)
-    found = derivatives(loop)
-    outs = alg.p.map_accum(found.saving, prims, body_runner(found.saving))
-    carries_n, xs_n = len(loop.carry_vars), len(loop.x_vars)
-    results = len(loop.shapes)
-    alg.shared += 1
-    node = dl.MapAccum(
-        alg.supply.fresh(),
-        loop,
-        tuple(outs[results:]),
-        tuple(prims[carries_n : carries_n + xs_n]),
-        tuple(prims[carries_n + xs_n :]),
-        tuple(deltas[:carries_n]),
-        tuple(deltas[carries_n : carries_n + xs_n]),
-        tuple(deltas[carries_n + xs_n :]),
-    )
-    return [
-        Dual(y, dl.LoopOutput(k, node)) if loop.dtypes[k].is_float else y
-        for k, y in enumerate(outs[:results])
-    ]
-
-
 @LOOP_TRANSPOSE.register(dl.MapAccum)
 def transpose_loop(
     alg: CotangentAlgebra[Any], d: dl.MapAccum, cotangents: Mapping[int, Any]
@@ -309,7 +284,7 @@ def transpose_loop(
     """The cotangent loop on the saved residuals: the cotangent of each operand Delta
     (initial carries, xs, invariants; None for int ones) from the results' cotangents."""
     loop = d.loop
-    found = derivatives(loop)
+    found = derived(loop)
     carries_n, xs_n = len(loop.carry_vars), len(loop.x_vars)
 
     def cotangent(k: int) -> Any:
@@ -343,7 +318,7 @@ def tangent_loop(alg: Algebra[Any], d: dl.MapAccum, tangents: Sequence[Any]) -> 
     """The tangent loop on the saved residuals: the tangent of each result (None for
     int ones) from the tangent of each operand Delta."""
     loop = d.loop
-    found = derivatives(loop)
+    found = derived(loop)
     carries_n, xs_n = len(loop.carry_vars), len(loop.x_vars)
     consts_at = carries_n + xs_n
     inputs = [

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Hashable, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from ..lang import indexing as ix_
@@ -43,6 +44,8 @@ from ..lang.terms import (
     Index,
     Iota,
     Let,
+    LoopOutput,
+    MapAccum,
     Op,
     Replicate,
     Reshape,
@@ -129,6 +132,10 @@ _GUARD = "a bounds guard, as op(0, …, 0) may not be 0 where the index is out o
 _HOIST = "hoisting, an array computed in the index is vectorised once and let-bound"
 _ARG = "argmin/argmax/argsort, which the paper's language does not have"
 _CONTRACT = "contraction, as horde-ad's contractAst (book/rules.md §5.5)"
+_LOOP = (
+    "loops (horde-ad's mapAccum; not in the paper): one loop over batched carries, "
+    "the batch dimension inside the loop dimension"
+)
 
 
 # --------------------------------------------------------------------------------------
@@ -209,6 +216,31 @@ def _to_position(m: int, rank: int) -> tuple[int, ...]:
     return (*range(1, m + 1), 0, *range(m + 1, rank))
 
 
+class _Input(Enum):
+    """What an input of a loop becomes in the batched loop (:class:`_LoopPlan`)."""
+
+    KEEP = "keep"  # its binder is not batched
+    REPLICATE = "replicate"  # a carry batched by the fixpoint only
+    VECTORISE = "vectorise"  # B[input]
+    TRANSPOSE = "transpose"  # B[xs], the loop dimension moved outermost
+
+
+@dataclass(frozen=True, eq=False)
+class _LoopPlan:
+    """How ``build1 k (λi. …)`` vectorises a loop ``L`` whose inputs mention ``i``
+    (:meth:`Vectoriser.loop_plan`): the binders and body of the batched loop ``L'``,
+    which results of ``L'`` are batched (the others are ``L``'s, the same for every
+    ``i``), and what each input of ``L`` becomes (``keep``, ``replicate``, or the next
+    of ``requests`` vectorised, then ``transpose``d for an xs)."""
+
+    loop: MapAccum
+    binders: tuple[Var, ...]
+    body: tuple[Term, ...]
+    outputs: tuple[bool, ...]
+    modes: tuple[_Input, ...]
+    requests: tuple[Request, ...]
+
+
 class Rewriter:
     """Plumbing shared by the bot's two rewriters: requests solved by rules, memoised and
     trampolined; each rule application reported to ``on_rule`` (for the trace)."""
@@ -218,6 +250,8 @@ class Rewriter:
         self.fv = free_vars
         self.hint = hint
         self.on_rule: Callable[[Request, Rewrite], None] | None = None
+        # told of each rewriter this one starts (the bot of a loop's body, for the trace)
+        self.on_spawn: Callable[[Rewriter], None] | None = None
         self.memo: dict[Hashable, Term] = {}
         self.known_bounds: dict[Var, tuple[int, int]] = {}
 
@@ -343,6 +377,8 @@ class Vectoriser(Rewriter):
         self.dependent: set[Var] = {var}
         self.vectorised_let: dict[Var, Var] = {}  # x ↦ x' (x stands for x'[i])
         self.known_bounds = {var: (0, size - 1)}
+        self.loop_plans: dict[Term, _LoopPlan] = {}  # a loop L ↦ how B[L] is built
+        self.loops: dict[tuple[Term, ...], MapAccum] = {}  # (L, its batched inputs) ↦ L'
 
     def run(self, body: Term) -> Term:
         return self.solve(Vec(body))
@@ -405,7 +441,8 @@ class Vectoriser(Rewriter):
             fv = self.fv(node)
             heavy = (node.shape != () and not isinstance(node, Var)) or isinstance(
                 node,
-                SumOuter | ArgMin | ArgMax | ArgSort | Gather | Scatter | Reshape | Transpose,
+                SumOuter | ArgMin | ArgMax | ArgSort | Gather | Scatter | Reshape | Transpose
+                | LoopOutput,
             )
             if heavy and fv.isdisjoint(bound):
                 var = fresh_var(self.supply, "c", (self.k, *node.shape), node.dtype)
@@ -461,6 +498,111 @@ class Vectoriser(Rewriter):
             rule, figure, (Vec(bound), body),
             lambda rs: Let(new_var, rs[0], rs[1]),
         )
+
+    # -- loops (horde-ad's mapAccum; not in the paper) -----------------------------------
+
+    def loop_plan(self, loop: MapAccum) -> _LoopPlan:
+        """How ``B[L]`` is built for a loop ``L`` whose inputs mention ``i`` (once per
+        loop: every result of ``L`` reads the one batched loop ``L'``)."""
+        plan = self.loop_plans.get(loop)
+        if plan is None:
+            plan = self.loop_plans[loop] = self._plan_loop(loop)
+        return plan
+
+    def _plan_loop(self, loop: MapAccum) -> _LoopPlan:
+        """The binders of ``L'`` and its body.
+
+        A binder is batched (a new variable with the batch dimension ``k`` in front)
+        when its input mentions ``i``, and a carry also when the body's next value of it
+        reads a batched binder (a fixpoint).  The body of ``L'`` is the bot of
+        ``build1 k (λj. out[b := b'[j]])`` for each output ``out`` that reads a batched
+        binder (every batched carry's, so its type stays that of its binder); the other
+        outputs stay as they are."""
+        k, fv = self.k, self.fv
+        batched = {b for b, x in zip(loop.binders, loop.inputs, strict=True) if self.depends(x)}
+        changed = True
+        while changed:
+            changed = False
+            for var, out in zip(loop.carry_vars, loop.carry_outs, strict=True):
+                if var not in batched and not fv(out).isdisjoint(batched):
+                    batched.add(var)
+                    changed = True
+        binders = tuple(
+            fresh_var(self.supply, b.hint, (k, *b.shape), b.dtype) if b in batched else b
+            for b in loop.binders
+        )
+        carries = len(loop.carry_vars)
+        outputs = tuple(
+            (loop.carry_vars[n] in batched) if n < carries else not fv(out).isdisjoint(batched)
+            for n, out in enumerate(loop.body)
+        )
+        j = self.fresh_index_var()
+        mapping: dict[Var, Term] = {
+            b: Index(new, (j,))
+            for b, new in zip(loop.binders, binders, strict=True)
+            if b in batched
+        }
+        wanted = [out for out, yes in zip(loop.body, outputs, strict=True) if yes]
+        inner = Vectoriser(k, j, self.supply, fv)
+        if self.on_spawn is not None:
+            self.on_spawn(inner)
+        done = iter([inner.run(t) for t in substitute_free(wanted, mapping, fv, self.supply)])
+        body = tuple(
+            next(done) if yes else out for out, yes in zip(loop.body, outputs, strict=True)
+        )
+        modes: list[_Input] = []
+        requests: list[Request] = []
+        xs = range(carries, carries + len(loop.xs))
+        for position, (b, x) in enumerate(zip(loop.binders, loop.inputs, strict=True)):
+            if b not in batched:
+                modes.append(_Input.KEEP)
+            elif not self.depends(x):  # a carry batched by the fixpoint only
+                modes.append(_Input.REPLICATE)
+            else:
+                modes.append(_Input.TRANSPOSE if position in xs else _Input.VECTORISE)
+                requests.append(Vec(x))
+        return _LoopPlan(loop, binders, body, outputs, tuple(modes), tuple(requests))
+
+    def batched_loop(self, plan: _LoopPlan, vectorised: Sequence[Term]) -> MapAccum:
+        """``L'`` over the vectorised inputs (one per request of the plan, in order):
+        inits ``B[init]`` (a replicate if only the fixpoint batched it), xs ``B[x]``
+        with the loop dimension moved outermost, consts ``B[const]``; memoised, so every
+        result of ``L`` reads the same ``L'``."""
+        key = (plan.loop, *vectorised)
+        found = self.loops.get(key)
+        if found is not None:
+            return found
+        loop, k = plan.loop, self.k
+        given = iter(vectorised)
+        inputs: list[Term] = []
+        for mode, x in zip(plan.modes, loop.inputs, strict=True):
+            match mode:
+                case _Input.KEEP:
+                    inputs.append(x)
+                case _Input.REPLICATE:
+                    inputs.append(Replicate(k, x))
+                case _Input.VECTORISE:
+                    inputs.append(next(given))
+                case _Input.TRANSPOSE:  # (k, length, …) → (length, k, …)
+                    r = next(given)
+                    inputs.append(Transpose(_swap01(len(r.shape)), r))
+                case _:
+                    assert_never(mode)
+        carries, n_x = len(loop.carry_vars), len(loop.x_vars)
+        binders = plan.binders
+        found = MapAccum(
+            loop.length,
+            loop.reverse,
+            binders[:carries],
+            binders[carries : carries + n_x],
+            binders[carries + n_x :],
+            tuple(inputs[:carries]),
+            tuple(inputs[carries : carries + n_x]),
+            tuple(inputs[carries + n_x :]),
+            plan.body,
+        )
+        self.loops[key] = found
+        return found
 
     # -- Fig. 10 and 11: push index down, or gather (the rules: BUILD1_INDEX_RULES) ------
 
@@ -665,6 +807,36 @@ def _build1_share(v: Vectoriser, e: Share) -> Rewrite:
     return Rewrite("build1-share", "§7.2", (Vec(e.array),), _same)
 
 
+@BUILD1_RULES.register(LoopOutput)
+def _build1_loop_output(v: Vectoriser, e: LoopOutput) -> Rewrite:
+    """``B[L.n]`` for a loop ``L`` whose inputs mention ``i`` (horde-ad's mapAccum; not
+    in the paper): result ``n`` of one batched loop ``L'`` (:meth:`Vectoriser.loop_plan`),
+    shared by every result of ``L``.  A batched carry of ``L'`` is ``(k, …)`` already;
+    its stacked ys are ``(length, k, …)``, transposed back to ``(k, length, …)``; a
+    result that reads no batched binder is the same for every ``i``: replicated."""
+    loop = e.loop
+    assert isinstance(loop, MapAccum)
+    plan = v.loop_plan(loop)
+    k, n, carries = v.k, e.index, len(loop.carry_vars)
+
+    def assemble(results: Sequence[Term]) -> Term:
+        out = LoopOutput(n, v.batched_loop(plan, results))
+        if not plan.outputs[n]:
+            return Replicate(k, out)
+        if n < carries:
+            return out
+        return Transpose(_swap01(len(out.shape)), out)
+
+    return Rewrite("build1-mapAccum", "Fig. 9", plan.requests, assemble, _LOOP)
+
+
+def _loop_itself(*_: object) -> Rewrite:
+    raise DualarrError(
+        "internal: a loop has several results and is read only through LoopOutput", op="bot"
+    )
+
+
+BUILD1_RULES.register(MapAccum)(_loop_itself)
 BUILD1_RULES.register(Build1)(_inner_build1)
 
 
@@ -768,7 +940,7 @@ def _vindex_floor(v: Vectoriser, a: Floor, ix: tuple[Term, ...]) -> Rewrite:
     return Rewrite("index-floor", "Fig. 10", (VecIndex(a.array, ix),), lambda rs: Floor(rs[0]))
 
 
-@BUILD1_INDEX_RULES.register(Var, FromList, Scatter, Contract, Share, ArgSort)
+@BUILD1_INDEX_RULES.register(Var, FromList, Scatter, Contract, Share, ArgSort, LoopOutput)
 def _vindex_diagonal(v: Vectoriser, a: Term, ix: tuple[Term, ...]) -> Rewrite:
     """A normal form that mentions ``i``: vectorise it and take the diagonal (rule D)."""
     k = v.k
@@ -780,6 +952,7 @@ def _vindex_diagonal(v: Vectoriser, a: Term, ix: tuple[Term, ...]) -> Rewrite:
 
 
 BUILD1_INDEX_RULES.register(Build1)(_inner_build1)
+BUILD1_INDEX_RULES.register(MapAccum)(_loop_itself)
 
 
 @BUILD1_INDEX_RULES.register(Const, Iota)
@@ -815,9 +988,11 @@ class IndexPusher(Rewriter):
 
 
 INDEX_NORMAL_FORMS = (
-    Var, Const, FromList, Scatter, Contract, Share, ArgMin, ArgMax, ArgSort
+    Var, Const, FromList, Scatter, Contract, Share, ArgMin, ArgMax, ArgSort, LoopOutput
 )
-"""What ``index`` may be applied to in the normal form of Theorem 5.1 (and after)."""
+"""What ``index`` may be applied to in the normal form of Theorem 5.1 (and after); a
+loop's result (horde-ad's mapAccum, not in the paper) is computed whole, then indexed:
+an index cannot be pushed into a loop."""
 
 
 PushRule = Callable[[IndexPusher, Any, tuple[Term, ...]], Rewrite]
@@ -915,6 +1090,7 @@ def _push_floor(p: IndexPusher, a: Floor, ix: tuple[Term, ...]) -> Rewrite:
 
 
 INDEX_RULES.register(Build1)(_inner_build1)
+INDEX_RULES.register(MapAccum)(_loop_itself)
 
 _SPEC_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -968,7 +1144,14 @@ class _Recorder:
 
     def watch(self, original: Term, rewriter: Rewriter, root: Request) -> None:
         self.jobs.append((original, rewriter, root))
+        self.listen(rewriter)
+
+    def listen(self, rewriter: Rewriter) -> None:
+        """Record ``rewriter``'s rule applications, and those of the rewriters it starts
+        (the bot of a loop's body: its steps come before the loop's own, and the whole
+        program after one of them is the program before the loop's step)."""
         rewriter.on_rule = lambda request, rewrite: self.on_rule(rewriter, request, rewrite)
+        rewriter.on_spawn = self.listen
 
     def on_rule(self, rewriter: Rewriter, request: Request, rewrite: Rewrite) -> None:
         number = len(self.steps) + 1
@@ -1070,9 +1253,10 @@ class NotBotNormal(DualarrError):
 def check_bot_normal(roots: Sequence[Term]) -> None:
     """Raise :class:`NotBotNormal` naming the offending subterm unless Theorem 5.1 holds:
     no ``build1``, and every ``index`` is of a variable, a constant, a ``fromList`` or a
-    ``scatter`` (or a ``contract``/``share``, which only simplification introduces, or an
+    ``scatter`` (or a ``contract``/``share``, which only simplification introduces, an
     ``argmin``/``argmax``/``argsort``: integer results, computed in bulk once, then
-    indexed)."""
+    indexed, or a loop's result).  The bodies of loops are checked too: they are
+    children like any other."""
     for node in postorder(roots):
         if isinstance(node, Build1):
             raise NotBotNormal(f"build1 remains: {_short(node)}", node)

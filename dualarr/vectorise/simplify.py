@@ -14,6 +14,11 @@ Rules and their origin:
 * ``sumOuter (replicate n e)`` is ``e * n`` (horde-ad ``astSum`` of ``AstReplicate``);
 * ``(iota n)[j]`` is ``j`` when ``j`` is in range (horde-ad ``astIndex`` of ``AstIota``);
 * ``a * 1``, ``1 * a``, ``a / 1`` are ``a`` and ``a * -1`` is ``-a`` (exact in IEEE);
+* loops (horde-ad's mapAccum; not in the paper) are simplified inside their bodies and
+  never unrolled: an input the body never reads is dropped, and a result the body
+  passes through reads the loop's input (a carry returned unchanged is its initial
+  value; a row of ys that is an xs row, a loop invariant or closed is that xs, or the
+  invariant replicated);
 * constant folding (elementwise operations, casts and indexing of constants, ``cond`` on
   a constant), composition of ``tr`` and of ``reshape``, identity ``tr``/``reshape``;
 * dead ``let``s (the bound variable unused) are dropped;
@@ -60,6 +65,8 @@ from ..lang.terms import (
     Index,
     Iota,
     Let,
+    LoopOutput,
+    MapAccum,
     Op,
     Replicate,
     Reshape,
@@ -183,6 +190,61 @@ def _mk_as_is(s: Simplifier, t: Term) -> Term:
     """Constructs no rule rewrites stay as they are (a construct of its own module,
     unless it files a smart constructor)."""
     return t
+
+
+@SMART_CONSTRUCTORS.register(MapAccum)
+def _mk_map_accum(s: Simplifier, t: MapAccum) -> Term:
+    """An xs or a loop invariant the body never reads is dropped (horde-ad's mapAccum;
+    not in the paper).  The body was simplified as any children; the loop stays one
+    node, never unrolled."""
+    read = frozenset().union(*(s.fv(out) for out in t.body))
+    xs = [m for m, var in enumerate(t.x_vars) if var in read]
+    consts = [m for m, var in enumerate(t.const_vars) if var in read]
+    if len(xs) == len(t.xs) and len(consts) == len(t.consts):
+        return t
+    return MapAccum(
+        t.length,
+        t.reverse,
+        t.carry_vars,
+        tuple(t.x_vars[m] for m in xs),
+        tuple(t.const_vars[m] for m in consts),
+        t.inits,
+        tuple(t.xs[m] for m in xs),
+        tuple(t.consts[m] for m in consts),
+        t.body,
+    )
+
+
+@SMART_CONSTRUCTORS.register(LoopOutput)
+def _mk_loop_output(s: Simplifier, t: LoopOutput) -> Term:
+    """A result the body passes through, read off the loop's inputs (exact: no
+    arithmetic moves): a final carry is its initial value when the body returns the
+    carry unchanged or the loop has no steps, and a loop invariant (or a closed value)
+    the body returns when it has steps; ys whose row is the xs row is that xs, and ys
+    whose row is a loop invariant (or closed) is it replicated ``length`` times
+    (horde-ad's mapAccum; not in the paper)."""
+    loop = t.loop
+    assert isinstance(loop, MapAccum)
+    n, out = t.index, loop.body[t.index]
+    if n < len(loop.carry_vars):
+        if out is loop.carry_vars[n] or loop.length == 0:
+            return loop.inits[n]
+        passed = _invariant_value(s, loop, out)
+        return t if passed is None else passed
+    for var, xs in zip(loop.x_vars, loop.xs, strict=True):
+        if out is var:
+            return xs
+    passed = _invariant_value(s, loop, out)
+    return t if passed is None else Replicate(loop.length, passed)
+
+
+def _invariant_value(s: Simplifier, loop: MapAccum, out: Term) -> Term | None:
+    """The value outside the loop of a body term that is the same at every step: a loop
+    invariant's variable, or a closed term; None for any other."""
+    for var, const in zip(loop.const_vars, loop.consts, strict=True):
+        if out is var:
+            return const
+    return out if not s.fv(out) else None
 
 
 @SMART_CONSTRUCTORS.register(Contract)
@@ -583,7 +645,7 @@ def _range_of_op(t: Op) -> tuple[int, int] | None:
 
 @INT_RANGES.register(
     Var, Cond, Let, Build1, Index, Gather, Scatter, SumOuter, FromList, FromIntegral, Floor,
-    ArgMin, ArgMax, ArgSort, Contract, Share, Structural,
+    ArgMin, ArgMax, ArgSort, Contract, Share, MapAccum, LoopOutput, Structural,
 )
 def _range_unknown(t: Term) -> tuple[int, int] | None:
     """Bounds not known statically (a construct of its own module: unless it says)."""
@@ -728,7 +790,7 @@ def _alpha_key(term: Term, position: dict[Var, int], budget: int = 64) -> Hashab
             return None
         if isinstance(node, Var):
             continue
-        if isinstance(node, Gather | Scatter | Build1 | Let):
+        if isinstance(node, Gather | Scatter | Build1 | Let | MapAccum):
             return None  # inner binders: compare by identity only
         stack.extend(children(node))
     keys: dict[Term, Hashable] = {}
@@ -871,6 +933,21 @@ def _named_sum_outer(before: SumOuter, after: Term) -> tuple[str, str]:
     return "sumOuter-contract", (
         "a sum of products is a contraction, dot or matmul; a kit extension, as "
         "horde-ad's contractAst, book/rules.md §5.5"
+    )
+
+
+@REWRITE_NAMES.register(MapAccum)
+def _named_map_accum(before: MapAccum, after: Term) -> tuple[str, str]:
+    return "loop-unused-input", (
+        "an input the loop's body never reads is dropped (horde-ad's mapAccum; not in the paper)"
+    )
+
+
+@REWRITE_NAMES.register(LoopOutput)
+def _named_loop_output(before: LoopOutput, after: Term) -> tuple[str, str]:
+    return "loop-passthrough", (
+        "a result the loop's body passes through is read off its inputs (horde-ad's "
+        "mapAccum; not in the paper)"
     )
 
 

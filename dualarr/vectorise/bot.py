@@ -1216,11 +1216,17 @@ def _vectorise(roots: Sequence[Term], supply: IdSupply, record: bool) -> BotResu
     free_vars = FreeVars()
     recorder = _Recorder(roots) if record else None
     new: dict[Term, Term] = {}
+    # build1s binding the same variable (vmap's, one per leaf of a result) share one
+    # vectoriser: what their bodies share is vectorised once
+    vectorisers: dict[tuple[int, Var], Vectoriser] = {}
     for node in postorder(roots):
         kids = tuple(new[k] for k in children(node))
         result = rebuild(node, kids)
         if isinstance(result, Build1):
-            vectoriser = Vectoriser(result.size, result.var, supply, free_vars)
+            vectoriser = vectorisers.get((result.size, result.var))
+            if vectoriser is None:
+                vectoriser = Vectoriser(result.size, result.var, supply, free_vars)
+                vectorisers[result.size, result.var] = vectoriser
             if recorder is not None:
                 recorder.watch(node, vectoriser, Vec(result.body))
             result = vectoriser.run(result.body)

@@ -16,8 +16,9 @@ import numpy as np
 import optree
 
 from ..lang.errors import DualarrError, ShapeError, TracingError
-from ..lang.functions import build1, transpose
-from ..lang.tensor import Tensor, ensure_tensor, indexing_rule
+from ..lang.functions import transpose
+from ..lang.tensor import Tensor, ensure_tensor, indexing_rule, new_var
+from ..lang.terms import Build1, DType
 
 
 def _axis(value: Any) -> bool:
@@ -80,27 +81,19 @@ def mapped_term(
             )
         (n,) = sizes
 
-        trees: list[Any] = []
-
-        def row(k: int) -> Callable[[Tensor], Any]:
-            def body(i: Tensor) -> Any:
-                picked = [t if axis is None else t[i] for t, axis in zip(moved, axes, strict=True)]
-                with indexing_rule(total=False):  # f's indexing is NumPy's, as unmapped
-                    leaves, tree = optree.tree_flatten(f(*picked, **kwargs))
-                if k == 0:
-                    trees.append(tree)
-                if not leaves:
-                    raise TracingError("the mapped function returned no array", op="vmap")
-                return leaves[k]
-
-            return body
-
-        # a function returning a tuple (a tree of arrays) is mapped once per leaf
-        first = build1(n, row(0))
-        count = trees[0].num_leaves
-        return optree.tree_unflatten(
-            trees[0], [first, *(build1(n, row(k)) for k in range(1, count))]
-        )
+        # f is traced once, its index variable shared by one build1 per leaf of its
+        # result: the bot vectorises them together, so what the leaves share (a loop,
+        # say) is vectorised and computed once
+        var = new_var("vmap", "i", (), DType.INT64)
+        i = Tensor(var)
+        with indexing_rule(total=True):  # as build1's body
+            picked = [t if axis is None else t[i] for t, axis in zip(moved, axes, strict=True)]
+            with indexing_rule(total=False):  # f's indexing is NumPy's, as unmapped
+                leaves, tree = optree.tree_flatten(f(*picked, **kwargs))
+            bodies = [ensure_tensor(leaf, "vmap").term for leaf in leaves]
+        if not bodies:
+            raise TracingError("the mapped function returned no array", op="vmap")
+        return optree.tree_unflatten(tree, [Tensor(Build1(n, var, body)) for body in bodies])
 
     mapped.__name__ = f"vmap({getattr(f, '__name__', 'f')})"
     return mapped

@@ -7,6 +7,13 @@ an indexed array is a normal form that mentions ``i`` (a ``fromList``, a ``scatt
 ``let``-bound variable), the array is vectorised and its diagonal taken (horde-ad's rule
 D).  ``cond c a b`` is encoded as ``index (fromList [a, b]) [cond c 0 1]``.
 
+Loops (horde-ad's mapAccum; not in the paper): a ``build1`` in a loop's body is
+vectorised there like any other, and ``build1 k (λi. L.n)`` for a loop ``L`` whose
+inputs mention ``i`` reads result ``n`` of one batched loop ``L'`` (every result of ``L``
+the same ``L'``): the loop dimension stays outermost, the batch dimension is inside it,
+and the body of ``L'`` is the bot of ``build1 k`` over ``L``'s body.  An index of a
+loop's result cannot be pushed into the loop: it is a normal form.
+
 The transform works bottom-up: the body of an inner ``build1`` is vectorised before the
 outer one, so a rule never meets a ``build1`` below it (``book/rules.md §2``).  It is
 memoised on the DAG (a shared subterm is vectorised once, sharing kept) and trampolined

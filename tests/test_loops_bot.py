@@ -22,6 +22,7 @@ from dualarr.lang.terms import (
     FreeVars,
     IdSupply,
     Index,
+    Let,
     LoopOutput,
     MapAccum,
     Op,
@@ -35,7 +36,7 @@ from dualarr.lang.terms import (
     postorder,
 )
 from dualarr.pipeline import vectorise_program
-from dualarr.vectorise.bot import NotBotNormal, is_bot_normal
+from dualarr.vectorise.bot import NotBotNormal, is_bot_normal, vectorise
 from dualarr.vectorise.simplify import simplify
 
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -492,3 +493,44 @@ def test_loop_binders_are_not_confused_with_outer_variables() -> None:
     inputs = set(source.inputs)
     assert all(isinstance(b, Var) and b not in inputs for b in loop.binders)
     assert [b.shape for b in loop.carry_vars] == [(2, 3)]
+
+
+LOOP_SHAPES: dict[str, Callable[[Any], Any]] = {
+    "no carries": lambda a: da.build1(3, lambda i: da.scan(lambda c, x: (c, x * a[i]), (), a)[1]),
+    "no xs": lambda a: da.build1(
+        3,
+        lambda i: da.scan(lambda c, _: (c * 0.5 + a[i], c.sum()), a[i], None, length=4)[1],
+    ),
+    "an int carry": lambda a: da.build1(
+        3,
+        lambda i: da.fori_loop(0, 4, lambda t, c: (c[0] + t * i, c[1] * a[i]), (i * 0, a[i]))[1],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOOP_SHAPES))
+def test_loops_of_every_shape_under_build1(name: str) -> None:
+    _, _, rules = vectorised(LOOP_SHAPES[name], np.random.default_rng(13).random((3, 4)))
+    assert "build1-mapAccum" in rules
+
+
+def test_a_loop_reading_a_vectorised_let() -> None:
+    """``build1 k (λi. let y = a[i]·a[i] in L(y))``: the loop's initial carry is the
+    vectorised let's variable ``y'``; every recorded step keeps the value."""
+    supply = IdSupply()
+    f64 = DType.FLOAT64
+    a = fresh_var(supply, "a", (3, 4), f64)
+    i = fresh_var(supply, "i", (), DType.INT64)
+    y, c = fresh_var(supply, "y", (4,), f64), fresh_var(supply, "c", (4,), f64)
+    loop = MapAccum(3, False, (c,), (), (), (y,), (), (), (Op("mul", (c, c)), Op("add", (c, c))))
+    row = Op("add", (LoopOutput(0, loop), SumOuter(LoopOutput(1, loop))))
+    term = Build1(3, i, Let(y, Op("mul", (Index(a, (i,)), Index(a, (i,)))), row))
+    env = {a: np.random.default_rng(14).random((3, 4))}
+    (want,) = evaluate_many([term], env)
+    result = vectorise([term], supply, record=True)
+    assert is_bot_normal(result.terms)
+    close(evaluate_many(list(result.terms), env)[0], want)
+    for step in result.steps:
+        close(evaluate_many(list(step.whole), env)[0], want)
+    (batched,) = loops_in(result.terms)
+    assert isinstance(batched.inits[0], Var) and batched.inits[0].shape == (3, 4)

@@ -1017,8 +1017,8 @@ def print_tables(cases: Sequence[Case], outcomes: dict[str, Outcome], quick: boo
         t = timing(name, row)
         return None if t is None else t.peak_bytes
 
-    chain_memory = [(case, name) for case, _ in scan_rows for name in MEMORY_LIBRARIES
-                    if peak_of(name, case.row) is not None]
+    chain_memory = [(case, name) for case in cases if case.workload == "S"
+                    for name in MEMORY_LIBRARIES if peak_of(name, case.row) is not None]
     if chain_memory:
         print("\n## peak memory of one steady-state C and S gradient (tracemalloc), MB; for S "
               "the saved residual stacks and one step's arrays, also in (k, n) float64 "

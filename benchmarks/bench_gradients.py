@@ -15,7 +15,15 @@ Workloads (the gradient of a rank-0 result with respect to the float inputs name
 - C the chain ``y = tanh(y*y[::-1] + 0.5*y[idx])`` for k steps from ``y = x``, then
   ``sum(y)``, w.r.t. x, n = 10^3, k = 10, 100, 1000 (``idx`` a fixed random permutation,
   an int64 input): many small operations, so it measures what a compiled program costs
-  beyond its arithmetic.
+  beyond its arithmetic;
+- S the same chain written as a loop, ``da.scan(lambda y, _: (tanh(y*y[::-1] +
+  0.5*y[idx]), None), x, length=k)`` (``jax.lax.scan`` of the same body for jax), same
+  sizes and hand-written gradient as C: traced once into one loop node whatever k is, so
+  it measures what a loop costs against the unrolled program C.  The goal (issue #38): per
+  call no slower than C at the same k, and a time to first gradient that does not grow
+  with k (the unrolled chain's grows with it); the ratio to ``jax.jit`` (its own scan) is
+  reported like the other workloads'.  autograd and torch have no scan: their S cells read
+  "no scan" (C is the chain they can write).
 
 Libraries: ``numpy`` (the hand-written gradient: the base of the first ratio table),
 ``dualarr.jit`` (``da.jit(da.grad(f))``: traced and compiled once per input types, the
@@ -45,7 +53,7 @@ would (the previous chain's first time scaled by the number of steps) is not run
 both read "skipped (first gradient > budget)".  Ratios are taken within one run of this
 script; expect about 20% drift between runs.
 
-Three more measurements, each in processes of its own:
+Four more measurements, each in processes of its own:
 
 - time to the first gradient in a fresh process, for ``dualarr.jit``, ``dualarr`` and
   ``jax.jit``: a new interpreter imports the library (timed apart), builds the W1 n = 10^3
@@ -55,10 +63,19 @@ Three more measurements, each in processes of its own:
   ``tracemalloc.start()`` and ``tracemalloc.get_traced_memory()``), for ``numpy``,
   ``dualarr.jit`` and ``dualarr.unfused``, in MB and as a ratio to the hand-written
   gradient (NumPy arrays, numexpr's outputs among them, are traced by ``tracemalloc``);
+- the same peak for one steady-state C and S gradient, for the same libraries: for S it
+  is the loop's saved residuals (the stacks of shape (k, n) the forward loop writes for
+  the reverse loop) plus the few arrays of one step, so it is also given in units of one
+  (k, n) float64 stack (the hand-written gradient keeps k + 1 outputs: about 1);
+- S against C: per k and per library that ran both, the per-call ratio S/C and the
+  first-gradient times of both, with the first gradient less one call (the compile-time
+  work, which for S should not grow with k);
 - the goals, read from the tables: ``dualarr.jit`` within 1.25× of ``jax.jit`` and at
   most the hand-written NumPy gradient's time on the large workloads, within 2× of
   ``jax.jit`` on the chain, at most 10 µs per call (W1 n = 10^3), a first gradient in a
-  fresh process no later than ``jax.jit``'s, and a W5 peak at most the hand-written one's.
+  fresh process no later than ``jax.jit``'s, a W5 peak at most the hand-written one's,
+  S at most C's time per call, and S's first gradient less one call at the largest k
+  within 1.5× of that at the smallest.
   With the ``vml`` extra installed the kernels of ``sin`` and ``cos`` call Intel's Vector
   Math Library (the header says whether it is).
 
@@ -118,7 +135,12 @@ GOAL_LIBRARY, GOAL_BASE = "dualarr.jit", "jax.jit"
 GOAL_LARGE, GOAL_CHAIN, GOAL_PER_CALL_US = 1.25, 2.0, 10.0
 SEED = 20261122
 MALLOC_TUNED = {"MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_MMAP_THRESHOLD_": str(1 << 30)}
+CHAINS = ("C", "S")  # the unrolled chain and the same chain as one loop
 SKIPPED = "skipped (first gradient > budget)"
+NO_SCAN = "no scan (S not applicable: C is the chain it can write)"
+ABSENT = {SKIPPED: "skipped", NO_SCAN: "no scan"}  # the word a table cell shows
+MEMORY_WORKLOADS = ("W5", *CHAINS)
+GOAL_SCAN_PER_CALL, GOAL_SCAN_FIRST_SPREAD = 1.0, 1.5
 NO_FUSE_SETTING = "fuse setting not available"
 
 
@@ -141,7 +163,7 @@ class Case:
             return f"{n_in}-{hidden}-{n_out} b{batch}"
         if self.workload == "W6":
             return f"n={_num(self.size[0])} m={_num(self.size[1])}"
-        if self.workload == "C":
+        if self.workload in CHAINS:
             return f"n={_num(self.size[0])} k={self.size[1]}"
         if len(self.size) == 1:
             return f"n={_num(self.size[0])}"
@@ -166,6 +188,7 @@ FULL: tuple[Case, ...] = (
     Case("W5", (10**6,)),
     Case("W6", (10**5, 10**6)),
     *(Case("C", (10**3, steps)) for steps in (10, 100, 1000)),
+    *(Case("S", (10**3, steps)) for steps in (10, 100, 1000)),
 )
 QUICK: tuple[Case, ...] = (
     Case("W1", (10**3,)),
@@ -175,13 +198,14 @@ QUICK: tuple[Case, ...] = (
     Case("W5", (10**3,)),
     Case("W6", (10**2, 10**3)),
     Case("C", (10**3, 10)),
+    Case("S", (10**3, 10)),
 )
 PER_CALL = Case("W1", (10**3,))  # its time is all per-call overhead
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "C")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "C", "S")
 
 ARGNUMS: dict[str, tuple[int, ...]] = {
     "W1": (0, 1), "W2": (0,), "W3": (0, 1, 2, 3), "W4": (0, 1), "W5": (0,), "W6": (0, 2),
-    "C": (0,),
+    "C": (0,), "S": (0,),
 }
 DESCRIPTION = {
     "W1": "sum(x * y)",
@@ -192,13 +216,15 @@ DESCRIPTION = {
     "W6": "sum(x[idx] * w), random int idx",
     "C": "k steps of y = tanh(y*y[::-1] + 0.5*y[idx]) from y = x, then sum(y); "
          "idx a random permutation",
+    "S": "C as one loop: scan(λ y _. (tanh(y*y[::-1] + 0.5*y[idx]), None), x, length=k), "
+         "then sum",
 }
 
 
 def is_large(case: Case) -> bool:
     """A workload whose time is mostly arithmetic (the 1.25× goal), not the chain and not
     the n = 10^3 cases, whose time is mostly per-call overhead."""
-    return case.workload != "C" and case.size != (10**3,)
+    return case.workload not in CHAINS and case.size != (10**3,)
 
 
 def inputs(case: Case) -> Arrays:
@@ -225,7 +251,7 @@ def inputs(case: Case) -> Arrays:
         case "W6":
             n, m = case.size
             return rng.standard_normal(n), rng.integers(0, n, m), rng.standard_normal(m)
-        case "C":
+        case "C" | "S":
             n, _ = case.size
             return rng.standard_normal(n), rng.permutation(n).astype(np.int64)
     raise ValueError(f"unknown workload {case.workload}")
@@ -241,6 +267,23 @@ def chain_function(
         y = x
         for _ in range(steps):
             y = tanh(y * reverse(y) + 0.5 * y[idx])
+        return total(y)
+
+    return chain
+
+
+def scan_chain_function(
+    steps: int, scan: Callable[..., tuple[Any, Any]], tanh: Callable[[Any], Any],
+    total: Callable[[Any], Any],
+) -> Callable[[Any, Any], Any]:
+    """The chain S: C's step as the body of one library's ``scan`` (``da.scan`` or
+    ``jax.lax.scan``, the same signature), ``steps`` times, no per-step outputs."""
+
+    def chain(x: Any, idx: Any) -> Any:
+        def step(y: Any, _: Any) -> tuple[Any, None]:
+            return tanh(y * y[::-1] + 0.5 * y[idx]), None
+
+        y, _ = scan(step, x, None, length=steps)
         return total(y)
 
     return chain
@@ -291,6 +334,8 @@ def dualarr_function(case: Case) -> Callable[..., da.Tensor]:
             return w6
         case "C":
             return chain_function(case.size[1], dnp.tanh, _reversed, dnp.sum)
+        case "S":
+            return scan_chain_function(case.size[1], da.scan, dnp.tanh, dnp.sum)
     raise ValueError(f"unknown workload {case.workload}")
 
 
@@ -330,7 +375,7 @@ def numpy_gradient(case: Case) -> Callable[..., Arrays]:
             def g6(x: np.ndarray, idx: np.ndarray, w: np.ndarray) -> Arrays:
                 return np.bincount(idx, weights=w, minlength=x.shape[0]), x[idx]
             return g6
-        case "C":
+        case "C" | "S":
             return _chain_gradient(case.size[1])
     raise ValueError(f"unknown workload {case.workload}")
 
@@ -363,8 +408,12 @@ def _chain_gradient(steps: int) -> Callable[..., Arrays]:
 # --------------------------------------------------------------------------------------
 
 
-def numpy_like_function(case: Case, xp: Any, logsumexp: Callable[..., Any]) -> Callable[..., Any]:
-    """The workload over a NumPy-like namespace (autograd.numpy, jax.numpy)."""
+def numpy_like_function(
+    case: Case, xp: Any, logsumexp: Callable[..., Any],
+    scan: Callable[..., tuple[Any, Any]] | None = None,
+) -> Callable[..., Any]:
+    """The workload over a NumPy-like namespace (autograd.numpy, jax.numpy) and, for S,
+    its library's ``scan``."""
     match case.workload:
         case "W1":
             return lambda x, y: xp.sum(x * y)
@@ -384,6 +433,8 @@ def numpy_like_function(case: Case, xp: Any, logsumexp: Callable[..., Any]) -> C
             return lambda x, idx, w: xp.sum(x[idx] * w)
         case "C":
             return chain_function(case.size[1], xp.tanh, _reversed, xp.sum)
+        case "S" if scan is not None:
+            return scan_chain_function(case.size[1], scan, xp.tanh, xp.sum)
     raise ValueError(f"unknown workload {case.workload}")
 
 
@@ -428,9 +479,11 @@ def _as_tuple(result: Any) -> Arrays:
 
 
 class Library:
-    """One library's way to differentiate the workloads; built inside its worker."""
+    """One library's way to differentiate the workloads; built inside its worker.
+    ``has_scan``: whether it can write S (a loop traced once); without it S is not run."""
 
     name: str
+    has_scan = True
 
     def version(self) -> str:
         return importlib.metadata.version(MODULE[self.name])
@@ -497,6 +550,7 @@ class DualarrLibrary(Library):
 
 class AutogradLibrary(Library):
     name = "autograd"
+    has_scan = False
 
     def __init__(self) -> None:
         self.autograd: Any = importlib.import_module("autograd")
@@ -526,7 +580,7 @@ class JaxLibrary(Library):
 
     def prepare(self, case: Case, args: Arrays) -> Prepared:
         jax = self.jax
-        f = numpy_like_function(case, self.jnp, self.special.logsumexp)
+        f = numpy_like_function(case, self.jnp, self.special.logsumexp, jax.lax.scan)
         gradient = jax.grad(f, argnums=ARGNUMS[case.workload])
         if self.jit:
             gradient = jax.jit(gradient)
@@ -537,6 +591,7 @@ class JaxLibrary(Library):
 
 class TorchLibrary(Library):
     name = "torch"
+    has_scan = False
 
     def __init__(self) -> None:
         self.torch: Any = importlib.import_module("torch")
@@ -632,12 +687,16 @@ def worker(name: str, cases: Sequence[Case], repeat: int, min_sample: float,
         return
     library = make_library(name)
     print(json.dumps({"library": name, "version": library.version()}), flush=True)
-    last_chain: tuple[int, float] | None = None  # (steps, first seconds)
+    last_chain: dict[str, tuple[int, float]] = {}  # workload -> (steps, first seconds)
     for case in cases:
         record: dict[str, Any] = {"workload": case.workload, "label": case.label,
                                   "first": None, "median": None, "skipped": None}
-        if case.workload == "C" and last_chain is not None:
-            steps, seconds = last_chain
+        if case.workload == "S" and not library.has_scan:
+            record["skipped"] = NO_SCAN
+            print(json.dumps(record), flush=True)
+            continue
+        if case.workload in last_chain:
+            steps, seconds = last_chain[case.workload]
             if seconds * case.size[1] / steps > first_budget:
                 record["skipped"] = SKIPPED
                 print(json.dumps(record), flush=True)
@@ -649,15 +708,15 @@ def worker(name: str, cases: Sequence[Case], repeat: int, min_sample: float,
         result = prepared.step()
         first = record["first"] = time.perf_counter() - start
         check(case, name, prepared.to_numpy(result), want)
-        if case.workload == "C":
-            last_chain = case.size[1], first
+        if case.workload in CHAINS:
+            last_chain[case.workload] = case.size[1], first
         if first > first_budget:
             record["skipped"] = SKIPPED
             print(json.dumps(record), flush=True)
             continue
         prepared.step()  # one more warm-up call
         record["median"], record["number"] = median_time(prepared.step, repeat, min_sample)
-        if case.workload == "W5" and name in MEMORY_LIBRARIES:
+        if case.workload in MEMORY_WORKLOADS and name in MEMORY_LIBRARIES:
             record["peak_bytes"] = peak_bytes(prepared.step)
         print(json.dumps(record), flush=True)
 
@@ -840,37 +899,83 @@ def print_tables(cases: Sequence[Case], outcomes: dict[str, Outcome], quick: boo
         top, bottom = median(name, row), median(base, row)
         return None if top is None or bottom is None else top / bottom
 
+    def ratio_of(name: str, row: tuple[str, str], base: tuple[str, str]) -> float | None:
+        top, bottom = median(name, row), median(name, base)
+        return None if top is None or bottom is None else top / bottom
+
+    def absent(name: str, row: tuple[str, str]) -> str | None:
+        """The cell of a case the worker did not time, with its reason's word."""
+        t = timing(name, row)
+        if t is None or t.skipped is None:
+            return None
+        return f"{ABSENT.get(t.skipped, 'skipped'):>{WIDTH}}"
+
     def median_cell(name: str, row: tuple[str, str]) -> str:
         t = timing(name, row)
-        if t is not None and t.skipped is not None:
-            return f"{'skipped':>{WIDTH}}"
-        return _cell(None if t is None or t.median is None else t.median * 1e3, ".3f")
+        return absent(name, row) or _cell(
+            None if t is None or t.median is None else t.median * 1e3, ".3f"
+        )
+
+    def ratio_cell(base: str) -> Callable[[str, tuple[str, str]], str]:
+        return lambda name, row: absent(name, row) or _cell(ratio(name, base, row), ".2f")
 
     _table("median ms per gradient", rows, shown, median_cell)
-    skipped = sorted({f"{name} {row[0]} {row[1]}" for name in shown for row in rows
-                      if (t := timing(name, row)) is not None and t.skipped is not None})
-    if skipped:
-        print(f"# {SKIPPED}: {', '.join(skipped)}")
+    for reason in (SKIPPED, NO_SCAN):
+        cases_out = sorted({f"{name} {row[0]} {row[1]}" for name in shown for row in rows
+                            if (t := timing(name, row)) is not None and t.skipped == reason})
+        if cases_out:
+            print(f"# {reason}: {', '.join(cases_out)}")
     if PER_CALL.row in rows:
         print(f"# {PER_CALL.workload} {PER_CALL.label} is per-call overhead (its own table "
               "below)")
 
     others = [name for name in shown if name != "numpy"]
     _table("ratio to the NumPy gradient (median / NumPy median)", rows, others,
-           lambda name, row: _cell(ratio(name, "numpy", row), ".2f"))
+           ratio_cell("numpy"))
     if "jax.jit" in shown:
         against_jax = [name for name in shown if name != "jax.jit"]
         _table("ratio to jax.jit (median / jax.jit median)", rows, against_jax,
-               lambda name, row: _cell(ratio(name, "jax.jit", row), ".2f"))
+               ratio_cell("jax.jit"))
 
     def first_cell(name: str, row: tuple[str, str]) -> str:
         t = timing(name, row)
         if t is not None and t.first is None and t.skipped is not None:
-            return f"{'skipped':>{WIDTH}}"  # not run: the estimate was over the budget
+            return absent(name, row) or ""  # not run: over the budget, or no scan
         return _cell(None if t is None else t.first, ".4f")
 
     _table("time to first gradient, s (dualarr: trace + every stage + codegen; "
            "jax.jit: compile)", rows, others, first_cell)
+
+    def compile_time(name: str, row: tuple[str, str]) -> float | None:
+        """The first gradient less one steady-state call: the work done once."""
+        t = timing(name, row)
+        if t is None or t.first is None or t.median is None:
+            return None
+        return t.first - t.median
+
+    scan_rows = [(case, ("C", case.label)) for case in cases
+                 if case.workload == "S" and ("C", case.label) in rows]
+    scan_libraries = [name for name in others
+                      if any(median(name, case.row) is not None for case, _ in scan_rows)]
+    if scan_libraries:
+        print("\n## S against the unrolled chain C (same k; first less one call: the work "
+              "done once, for S independent of k)")
+        print(f"{'library':<17}{'size':<17}{'S/C per call':>13}{'S first s':>11}"
+              f"{'C first s':>11}{'S first-call':>14}{'C first-call':>14}")
+        for name in scan_libraries:
+            for case, unrolled in scan_rows:
+                s_time, c_time = timing(name, case.row), timing(name, unrolled)
+                print(f"{name:<17}{case.label:<17}"
+                      f"{_cell(ratio_of(name, case.row, unrolled), '.2f', 13)}"
+                      f"{_cell(None if s_time is None else s_time.first, '.4f', 11)}"
+                      f"{_cell(None if c_time is None else c_time.first, '.4f', 11)}"
+                      f"{_cell(compile_time(name, case.row), '.4f', 14)}"
+                      f"{_cell(compile_time(name, unrolled), '.4f', 14)}")
+        no_scan = [name for name in others
+                   if any((t := timing(name, case.row)) is not None and t.skipped == NO_SCAN
+                          for case, _ in scan_rows)]
+        if no_scan:
+            print(f"# no scan: {', '.join(no_scan)} (S not applicable)")
 
     if PER_CALL.row in rows:
         print(f"\n## per-call overhead: {PER_CALL.workload} {DESCRIPTION[PER_CALL.workload]} at "
@@ -908,6 +1013,27 @@ def print_tables(cases: Sequence[Case], outcomes: dict[str, Outcome], quick: boo
             print(f"{case.workload:<9}{case.label:<17}{name:<17}{peak / 2**20:>10.2f}"
                   f"{_cell(share, '.2f', 8)}")
 
+    def peak_of(name: str, row: tuple[str, str]) -> int | None:
+        t = timing(name, row)
+        return None if t is None else t.peak_bytes
+
+    chain_memory = [(case, name) for case in cases if case.workload == "S"
+                    for name in MEMORY_LIBRARIES if peak_of(name, case.row) is not None]
+    if chain_memory:
+        print("\n## peak memory of one steady-state C and S gradient (tracemalloc), MB; for S "
+              "the saved residual stacks and one step's arrays, also in (k, n) float64 "
+              "stacks and as a ratio to the hand-written gradient (which keeps k + 1 outputs)")
+        print(f"{'size':<17}{'library':<17}{'C MB':>10}{'S MB':>10}{'S stacks':>10}"
+              f"{'S ratio':>9}")
+        for case, name in chain_memory:
+            n, steps = case.size
+            s_peak, c_peak = peak_of(name, case.row) or 0, peak_of(name, ("C", case.label))
+            hand_peak = peak_of("numpy", case.row)
+            print(f"{case.label:<17}{name:<17}"
+                  f"{_cell(None if c_peak is None else c_peak / 2**20, '.2f', 10)}"
+                  f"{s_peak / 2**20:>10.2f}{s_peak / (8 * n * steps):>10.2f}"
+                  f"{_cell(s_peak / hand_peak if hand_peak else None, '.2f', 9)}")
+
     print(f"\n## goals ({GOAL_LIBRARY}; ratios to {GOAL_BASE} measured in this run)")
     if GOAL_LIBRARY not in shown:
         print(f"# {GOAL_LIBRARY} did not run: no goal measured")
@@ -942,11 +1068,20 @@ def print_tables(cases: Sequence[Case], outcomes: dict[str, Outcome], quick: boo
         line(f"first gradient <= {GOAL_BASE}'s", PER_CALL, ours[1] / theirs[1], "x", 1.0)
     for case in cases:
         mine, hand = timing(GOAL_LIBRARY, case.row), timing("numpy", case.row)
-        if mine is not None and hand is not None and mine.peak_bytes is not None and (
-            hand.peak_bytes
+        if case.workload == "W5" and mine is not None and hand is not None and (
+            mine.peak_bytes is not None and hand.peak_bytes
         ):
             line("W5 peak memory <= NumPy's", case, mine.peak_bytes / hand.peak_bytes,
                  "x", 1.0)
+    for case, unrolled in scan_rows:
+        line(f"scan <= {GOAL_SCAN_PER_CALL:g}x unrolled per call", case,
+             ratio_of(GOAL_LIBRARY, case.row, unrolled), "x", GOAL_SCAN_PER_CALL)
+    if len(scan_rows) > 1:
+        (low, _), (high, _) = scan_rows[0], scan_rows[-1]
+        once = compile_time(GOAL_LIBRARY, low.row), compile_time(GOAL_LIBRARY, high.row)
+        spread = None if once[0] is None or once[1] is None else once[1] / once[0]
+        line(f"S first-call k={high.size[1]} / k={low.size[1]} <= "
+             f"{GOAL_SCAN_FIRST_SPREAD:g}", high, spread, "x", GOAL_SCAN_FIRST_SPREAD)
 
 
 def main() -> None:

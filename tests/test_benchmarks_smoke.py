@@ -32,12 +32,21 @@ def test_bench_gradients_quick() -> None:
     assert "## median ms per gradient" in out
     assert "## ratio to the NumPy gradient" in out
     assert "## time to first gradient" in out
-    for workload in ("W1", "W2", "W3", "W4", "W5", "W6"):
+    for workload in ("W1", "W2", "W3", "W4", "W5", "W6", "C", "S"):
         assert f"\n{workload} " in out
     assert "# numpy    ok" in out and "# dualarr  ok" in out
     for peer in ("autograd", "jax", "jax.jit", "torch"):
         line = next(s for s in out.splitlines() if s.startswith(f"# {peer} "))
         assert "ok:" in line or "not installed" in line, line
+    lines = out.splitlines()
+    head = lines.index(next(s for s in lines if s.startswith("## S against the unrolled")))
+    table = lines[head + 2:lines.index("", head)]
+    scan_rows = [s.split() for s in table if s.startswith("dualarr")]
+    assert [r[0] for r in scan_rows[:3]] == ["dualarr.jit", "dualarr", "dualarr.unfused"]
+    assert all(float(r[3]) > 0 for r in scan_rows)  # S/C per call, both measured
+    median_rows = [s.split() for s in lines if s.startswith("S ")]
+    if "# autograd ok" in out:  # a peer without scan: its S cells say so
+        assert all("no scan" in " ".join(r) for r in median_rows), median_rows
 
 
 def test_bench_sharing_small() -> None:

@@ -29,11 +29,14 @@ from .primitives import REGISTRY
 from .program import Program
 from .terms import (
     Const,
+    FreeVars,
+    MapAccum,
     Op,
     Term,
     TermBase,
     Var,
     bound_vars,
+    closed_loop,
     fresh_var,
     postorder,
     rebuild,
@@ -80,9 +83,18 @@ class ClosedProgram:
             fresh.append(var)
         outputs: Sequence[Term] = traced.outputs
         if replacement:
-            outputs = transform(
-                traced.outputs, lambda node, kids: replacement.get(node) or rebuild(node, kids)
-            )
+            free = FreeVars()
+
+            def replace(node: Term, kids: tuple[Term, ...]) -> Term:
+                found = replacement.get(node)
+                if found is not None:
+                    return found
+                rebuilt = rebuild(node, kids)
+                if isinstance(rebuilt, MapAccum):  # a body that read one: it binds it
+                    rebuilt = closed_loop(rebuilt, free)[0]
+                return rebuilt
+
+            outputs = transform(traced.outputs, replace)
         return Program(
             traced.name,
             (*traced.inputs, *fresh),

@@ -966,24 +966,28 @@ def loop_outputs(loop: MapAccum) -> tuple[LoopOutput, ...]:
 
 def closed_loop(loop: MapAccum, free_vars: FreeVars) -> tuple[MapAccum, tuple[Var, ...]]:
     """``loop`` with each variable its body reads from outside bound as one more loop
-    invariant (bound to itself), and those variables; ``loop`` itself when its body is
-    closed (as :func:`dualarr.lang.loops.scan` builds it)."""
+    invariant, and those variables (the values to bind); ``loop`` itself when its body is
+    closed (as :func:`dualarr.lang.loops.scan` builds it).  Inside the body each becomes
+    a variable of its own, with the outer one's id and hint (it prints as the same name:
+    it holds the same value), so no variable is both bound by the loop and free outside."""
     binders = set(loop.binders)
     outside: list[Var] = []
     for out in loop.body:
         outside.extend(v for v in free_vars(out) if v not in binders and v not in outside)
     if not outside:
         return loop, ()
+    inner = {v: Var(v.id, v.hint, v.shape, v.dtype) for v in outside}
+    body = substitute_free(list(loop.body), dict(inner), free_vars)
     closed = MapAccum(
         loop.length,
         loop.reverse,
         loop.carry_vars,
         loop.x_vars,
-        (*loop.const_vars, *outside),
+        (*loop.const_vars, *inner.values()),
         loop.inits,
         loop.xs,
         (*loop.consts, *outside),
-        loop.body,
+        tuple(body),
     )
     return closed, tuple(outside)
 

@@ -27,6 +27,7 @@ from .terms import (
     Index,
     Iota,
     Let,
+    MapAccum,
     Op,
     Replicate,
     Reshape,
@@ -264,8 +265,8 @@ def bounds(term: Term, known: dict[Var, tuple[int, int]]) -> tuple[int, int] | N
 def _node_bounds(
     node: Term, known: dict[Var, tuple[int, int]], memo: dict[Term, tuple[int, int] | None]
 ) -> tuple[int, int] | None:
-    if node.shape != () or node.dtype is not DType.INT64:
-        return None
+    if isinstance(node, MapAccum) or node.shape != () or node.dtype is not DType.INT64:
+        return None  # (a loop has several results: one of them, LoopOutput, has a type)
     value = static_int_value(node)
     if value is not None:
         return (value, value)

@@ -225,3 +225,54 @@ def test_loop_output_nodes_read_one_loop() -> None:
 
     outs = [n for n in postorder(da.trace(f, x).outputs) if isinstance(n, LoopOutput)]
     assert len({id(o.loop) for o in outs}) == 1
+
+
+def test_scan_under_jit_jacobian_and_vjp_of_several_outputs() -> None:
+    """The transformations of the API over a scan: ``jit`` (compiled once, reused by
+    structure), ``jacobian`` and the ``vjp`` of a tuple output."""
+    rng = np.random.default_rng(6)
+    x, w = rng.uniform(-1, 1, (4, 3)), rng.uniform(-1, 1, 3)
+
+    def make(scan: Any) -> Any:
+        def f(x: Any, w: Any) -> Any:
+            c, ys = scan(lambda c, xi: (dnp.sin(c * w) + xi, c[0] * xi), w, x)
+            return c, ys
+
+        return f
+
+    looped, unrolled = make(da.scan), make(python_scan)
+    jitted = da.jit(lambda x, w: dnp.sum(looped(x, w)[1]))
+    assert np.allclose(jitted(x, w), np.sum(da.trace(unrolled, x, w)(x, w)[1]))
+    j_loop = da.jacobian(lambda w: looped(x, w)[0])(w)
+    j_unrolled = da.jacobian(lambda w: unrolled(x, w)[0])(w)
+    np.testing.assert_allclose(j_loop, j_unrolled, rtol=1e-12)
+    (c, ys), pullback = da.vjp(looped, x, w)
+    _, pullback2 = da.vjp(unrolled, x, w)
+    cts = (np.ones_like(c), rng.uniform(-1, 1, ys.shape))
+    for got, want in zip(pullback(cts), pullback2(cts), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_scan_errors_are_named() -> None:
+    """Bad loops get a named error that names ``scan`` and the problem."""
+    x = np.ones((3, 2))
+    with pytest.raises(da.TracingError, match=r"scan.*same structure"):
+        da.trace(lambda x: da.scan(lambda c, xi: ((c, c), xi), x[0], x)[0], x)
+    with pytest.raises(da.TracingError, match="carry 0 enters the body as float64"):
+        da.trace(lambda x: da.scan(lambda c, xi: (dnp.sum(c), xi), x[0], x)[0], x)
+    with pytest.raises(da.ShapeError, match="xs 1 has 2 rows"):
+        da.trace(lambda x: da.scan(lambda c, r: (c, r[0]), x[0], (x, x[:2]))[0], x)
+    with pytest.raises(da.ShapeError, match="needs xs or length"):
+        da.trace(lambda x: da.scan(lambda c, r: (c, c), x[0])[0], x)
+    with pytest.raises(da.TracingError, match="pair"):
+        da.trace(lambda x: da.scan(lambda c, r: c, x[0], x)[0], x)
+
+
+def test_scan_and_fori_loop_run_at_once_outside_a_trace() -> None:
+    """As JAX's, called on arrays (not in a traced function) they run at once."""
+    xs = np.arange(6.0).reshape(3, 2)
+    carry, ys = da.scan(lambda c, x: (c + x, c * 2.0), np.zeros(2), xs, reverse=True)
+    np.testing.assert_array_equal(carry, xs.sum(axis=0))
+    np.testing.assert_array_equal(ys, 2.0 * np.array([xs[1] + xs[2], xs[2], np.zeros(2)]))
+    assert da.fori_loop(2, 5, lambda i, c: c * 2 + i, 1.0) == ((1.0 * 2 + 2) * 2 + 3) * 2 + 4
+    assert da.fori_loop(5, 2, lambda i, c: c + i, 7.0) == 7.0

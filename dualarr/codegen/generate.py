@@ -930,7 +930,7 @@ class _Generator:
         inside = {self.names[v] for v in (*loop.carry_vars, *loop.x_vars) if v in self.names}
         chunk = self.chunks.get(loop)
         if chunk is not None:
-            inside |= set(_reads_and_binds(chunk.lines)[1])
+            inside |= set(_reads_and_binds(chunk.lines, nested=True)[1])
         return not set(re.findall(r"\w+", comps)) & inside
 
     def _known_in_range(self, index: Sequence[Term], extents: Shape) -> bool | None:

@@ -202,6 +202,14 @@ def test_the_spellings_match_what_the_printer_prints() -> None:
     for name, picks in (("ArgMin", dnp.argmin), ("ArgMax", dnp.argmax), ("ArgSort", dnp.argsort)):
         assert re.search(TERM_SPELLINGS[name], str(da.trace(picks, x))), name
 
+    def looped(a: Any) -> Any:
+        return da.sum(da.scan(lambda c, r: (c * r, c), a[0], a)[1])
+
+    loop = da.pipeline(looped, x)
+    for name in ("MapAccum", "LoopOutput"):
+        assert re.search(TERM_SPELLINGS[name], str(loop.source)), name
+    assert re.search(DELTA_SPELLINGS["MapAccum"], str(loop.forward))
+
 
 def test_the_mark_is_found_under_a_heading_and_inherited() -> None:
     text = f"# T\n\nintro\n\n## A\n\n{MARK} why.\n\n### A.1\n\ntext\n\n## B\n\nplain"

@@ -26,7 +26,7 @@ def main() -> None:
     import jax
     import jax.numpy as jnp
 
-    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call]
     records: list[dict[str, Any]] = []
     for seed in range(CASES):
         case = draw_case(random.Random(seed).choice)

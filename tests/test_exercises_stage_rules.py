@@ -598,6 +598,7 @@ def reverse_tree(delta: dl.Delta, c: np.ndarray) -> dict[int, np.ndarray]:
             case dl.FromList(deltas=rows):
                 stack += [(c[q], row) for q, row in enumerate(rows)]
             case _:
+                assert isinstance(d, dl.UnaryDelta)  # no loop in these programs
                 stack.append((operand_cotangent(d, c), d.delta))
     return grad
 
@@ -628,6 +629,7 @@ def reverse_pass(delta: dl.Delta, c: np.ndarray) -> dict[int, np.ndarray]:
                 case dl.FromList(deltas=rows):
                     stack += [(c[q], row) for q, row in enumerate(rows)]
                 case _:
+                    assert isinstance(d, dl.UnaryDelta)  # no loop in these programs
                     stack.append((operand_cotangent(d, c), d.delta))
 
     eval_delta(c, delta)
@@ -665,6 +667,7 @@ def pass_picking(pick: Callable[[dict[int, Any]], int], done_set: bool, overwrit
                     for q, row in enumerate(rows):
                         eval_delta(c[q], row)
                 case _:
+                    assert isinstance(d, dl.UnaryDelta)  # no loop in these programs
                     eval_delta(operand_cotangent(d, c), d.delta)
 
         eval_delta(c, delta)
@@ -747,6 +750,7 @@ def test_reverse_pass_evaluating_each_share_at_its_first_use() -> None:
                 case dl.Zero():
                     pass
                 case _:
+                    assert isinstance(d, dl.UnaryDelta)  # no loop in these programs
                     stack.append((operand_cotangent(d, c), d.delta))
         return grad
 
@@ -767,7 +771,7 @@ def test_reverse_tree_wrong_answers() -> None:
                 for q, row in enumerate(d.deltas):
                     walk(c[q], row)
             elif not isinstance(d, dl.Zero):
-                assert not isinstance(d, dl.Share | dl.Input)
+                assert isinstance(d, dl.UnaryDelta)  # not Share/Input; no loop
                 walk(operand_cotangent(d, c), d.delta)
 
         walk(c, delta)
@@ -839,7 +843,7 @@ def own_rule(bound: Callable[[np.ndarray, int], np.ndarray] | None) -> Rule:
                 if all(keep(np.asarray(a), n) for a, n in zip(at, u.shape, strict=False)):
                     out[at] = c
                 return out
-        assert not isinstance(d, dl.Zero | dl.Input | dl.Add | dl.Share | dl.FromList)
+        assert isinstance(d, dl.UnaryDelta)  # not Zero/Input/Add/Share/FromList; no loop
         return operand_cotangent(d, c)
 
     return rule
@@ -885,6 +889,7 @@ def reverse_variant(
                     case dl.FromList(deltas=rows):
                         stack.extend((split_rows(c, q), row) for q, row in enumerate(rows))
                     case _:
+                        assert isinstance(d, dl.UnaryDelta)  # no loop in these programs
                         stack.append((rule(d, c), d.delta))
 
         push(c, delta)

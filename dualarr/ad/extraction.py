@@ -114,7 +114,12 @@ def extract(forward: ForwardPass, hint: str = "v") -> ExtractedDelta:
     new: dict[Term, Term] = {}
     bindings: list[tuple[Var, Term]] = []
     for node in order:
-        rebuilt = rebuild(node, tuple(new[k] for k in children(node)))
+        kids = children(node)
+        if isinstance(node, MapAccum):  # its body stays closed: bindings are outside it
+            body = len(node.body)
+            rebuilt = rebuild(node, (*(new[k] for k in kids[: len(kids) - body]), *node.body))
+        else:
+            rebuilt = rebuild(node, tuple(new[k] for k in kids))
         if node in marked and not local(node):
             var = fresh_var(program.supply, f"{hint}{len(bindings) + 1}", node.shape, node.dtype)
             bindings.append((var, rebuilt))

@@ -150,18 +150,25 @@ class TermAlgebra(Algebra[Term]):
         return Contract(spec, a, b)
 
     def map_accum(self, loop: MapAccum, inputs: Sequence[Term], body: BodyRunner) -> list[Term]:
-        """The loop over new inputs, its body kept as it is (the body is closed)."""
+        """The loop over new inputs: its (closed) body with every binder renamed fresh,
+        so that no two loop nodes of a program bind one variable."""
         carries_n, xs_n = len(loop.carry_vars), len(loop.x_vars)
+        fresh = {v: fresh_var(self.supply, v.hint, v.shape, v.dtype) for v in loop.binders}
+        renamed = substitute_free(list(loop.body), dict(fresh), self._fv, self.supply)
+
+        def binders(variables: tuple[Var, ...]) -> tuple[Var, ...]:
+            return tuple(fresh[v] for v in variables)
+
         new = MapAccum(
             loop.length,
             loop.reverse,
-            loop.carry_vars,
-            loop.x_vars,
-            loop.const_vars,
+            binders(loop.carry_vars),
+            binders(loop.x_vars),
+            binders(loop.const_vars),
             tuple(inputs[:carries_n]),
             tuple(inputs[carries_n : carries_n + xs_n]),
             tuple(inputs[carries_n + xs_n :]),
-            loop.body,
+            tuple(renamed),
         )
         return list(loop_outputs(new))
 

@@ -91,7 +91,7 @@ class ClosedProgram:
                     return found
                 rebuilt = rebuild(node, kids)
                 if isinstance(rebuilt, MapAccum):  # a body that read one: it binds it
-                    rebuilt = closed_loop(rebuilt, free)[0]
+                    rebuilt = closed_loop(rebuilt, free, traced.supply)[0]
                 return rebuilt
 
             outputs = transform(traced.outputs, replace)

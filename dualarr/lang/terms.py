@@ -964,19 +964,27 @@ def loop_outputs(loop: MapAccum) -> tuple[LoopOutput, ...]:
     return tuple(LoopOutput(k, loop) for k in range(len(loop.shapes)))
 
 
-def closed_loop(loop: MapAccum, free_vars: FreeVars) -> tuple[MapAccum, tuple[Var, ...]]:
+def closed_loop(
+    loop: MapAccum, free_vars: FreeVars, supply: IdSupply | None = None
+) -> tuple[MapAccum, tuple[Var, ...]]:
     """``loop`` with each variable its body reads from outside bound as one more loop
     invariant, and those variables (the values to bind); ``loop`` itself when its body is
     closed (as :func:`dualarr.lang.loops.scan` builds it).  Inside the body each becomes
-    a variable of its own, with the outer one's id and hint (it prints as the same name:
-    it holds the same value), so no variable is both bound by the loop and free outside."""
+    a variable of its own (a fresh one from ``supply``; without one, a variable with the
+    outer one's id and hint, which holds the same value), so no variable is both bound by
+    the loop and free outside."""
     binders = set(loop.binders)
     outside: list[Var] = []
     for out in loop.body:
         outside.extend(v for v in free_vars(out) if v not in binders and v not in outside)
     if not outside:
         return loop, ()
-    inner = {v: Var(v.id, v.hint, v.shape, v.dtype) for v in outside}
+    inner = {
+        v: Var(v.id, v.hint, v.shape, v.dtype) if supply is None else fresh_var(
+            supply, v.hint, v.shape, v.dtype
+        )
+        for v in outside
+    }
     body = substitute_free(list(loop.body), dict(inner), free_vars)
     closed = MapAccum(
         loop.length,

@@ -10,6 +10,7 @@ written into.
 from __future__ import annotations
 
 import re
+import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -339,3 +340,77 @@ def test_a_loop_of_no_steps_returns_its_initial_carries_and_empty_stacks() -> No
     got = compile_program(program.inputs, program.outputs)(*arrays)
     assert [g.shape for g in got] == [(4,), (4,), (0, 4), (0, 4)]
     assert_bits(got, reference(program, arrays))
+
+
+# -- residuals: the gradient keeps what the unrolled program keeps, one array a step -------
+
+
+def _chain_step(y: Any, idx: Any) -> Any:
+    return dnp.tanh(y * y[::-1] + 0.5 * y[idx])
+
+
+def scan_chain(steps: int) -> Callable[[Any, Any], Any]:
+    """``bench_gradients.py``'s workload S: the chain as one ``da.scan``."""
+
+    def chain(x: Any, idx: Any) -> Any:
+        y, _ = da.scan(lambda c, _: (_chain_step(c, idx), None), x, length=steps)
+        return dnp.sum(y)
+
+    return chain
+
+
+def unrolled_chain(steps: int) -> Callable[[Any, Any], Any]:
+    """Workload C: the same chain as a Python loop, unrolled by tracing."""
+
+    def chain(x: Any, idx: Any) -> Any:
+        y = x
+        for _ in range(steps):
+            y = _chain_step(y, idx)
+        return dnp.sum(y)
+
+    return chain
+
+
+def chain_inputs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    r = np.random.default_rng(3)
+    return r.normal(size=n), r.permutation(n).astype(np.int64)
+
+
+@pytest.mark.parametrize("fuse", [False, True])
+def test_residuals_only_loops_read_are_lists_of_the_rows_the_body_made(fuse: bool) -> None:
+    """The saving loop hands each residual row to the cotangent loop by reference: no
+    stack is allocated and no step copies a row in or out.  ``1 - t*t`` of the
+    ``tanh`` is not saved: the carries are, and the cotangent loop recomputes it."""
+    x, idx = chain_inputs(50)
+    source = da.pipeline(scan_chain(7), x, idx, fuse=fuse).python
+    assert source.count("= [None] * 7") == 2  # the carries going in and coming out
+    assert "xp.empty" not in source
+    assert not re.search(r"\[step\d+, \.\.\.\]", source)
+    if not fuse:  # (a kernel's expression is in a comment above the loops)
+        saving, cotangent = source.split("for step")[1:]
+        assert "1.0 -" not in saving and "1.0 -" in cotangent
+
+
+@pytest.mark.parametrize("steps", [1, 5, 40])
+def test_the_scan_gradient_equals_the_unrolled_one_and_the_interpreters(steps: int) -> None:
+    x, idx = chain_inputs(30)
+    compiled = da.grad(scan_chain(steps))(x, idx)
+    interpreted = da.grad(scan_chain(steps), mode="interpret")(x, idx)
+    unrolled = da.grad(unrolled_chain(steps))(x, idx)
+    np.testing.assert_array_equal(compiled, interpreted)
+    np.testing.assert_allclose(compiled, unrolled, rtol=1e-12, atol=1e-300)
+
+
+def test_the_scan_gradient_holds_one_array_a_step() -> None:
+    """Counted in bytes (tracemalloc's peak of one steady call), not timed: the saved
+    residuals of 100 steps are the 100 carries, as the unrolled program keeps them, not
+    a second stack of ``1 - t*t`` beside them (which made the peak 200 arrays)."""
+    x, idx = chain_inputs(1000)
+    gradient = da.jit(da.grad(scan_chain(100)))
+    gradient(x, idx)
+    gradient(x, idx)  # kernel sites hold their spare buffers from here on
+    tracemalloc.start()
+    gradient(x, idx)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert 100 * x.nbytes < peak < 110 * x.nbytes, peak / x.nbytes

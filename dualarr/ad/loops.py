@@ -22,7 +22,8 @@ from its body, with the stages of the pipeline — never written per body:
   scan transpose does) and stacks the xs'.
 
 In both linear loops each residual is a row read from its stack, so neither recomputes
-the body's primal.  All three are :class:`~dualarr.lang.terms.MapAccum` terms, so every
+the body's primal (only elementwise values the Delta alone needs, from the carries: see
+:func:`_residuals`).  All three are :class:`~dualarr.lang.terms.MapAccum` terms, so every
 stage — evaluation, the symbolic reverse pass, printing, code generation, and D again
 (grad of grad) — treats them as any loop.  D of a loop
 (:meth:`dualarr.ad.dual.DualAlgebra.map_accum`) runs the saving loop and makes one Delta node,
@@ -53,6 +54,7 @@ from ..lang.terms import (
     Var,
     children,
     fresh_var,
+    postorder,
     rebuild,
     transform,
     zeros,
@@ -123,12 +125,34 @@ def _floats(variables: Sequence[Var] | Sequence[Term]) -> tuple[int, ...]:
 
 
 def _residuals(
-    deltas: Sequence[dl.Delta], step_vars: frozenset[Var], rows: frozenset[Var], free: FreeVars
+    deltas: Sequence[dl.Delta],
+    step_vars: frozenset[Var],
+    rows: frozenset[Var],
+    primals: Sequence[Term],
+    carry_outs: Sequence[Term],
+    free: FreeVars,
 ) -> list[Term]:
     """The primal values the Delta mentions that depend on the step (read a carry or a
     slice), each once: whole factors and indices, and the parts of an index function's
     components that read no variable of its lambda (Eq. 6's rule).  A slice itself
-    (``rows``) is not one: the linear loops read the xs."""
+    (``rows``) is not one: the linear loops read the xs.
+
+    A value only the Delta needs (no primal result is computed from it) that is
+    elementwise work on what the loop holds anyway — the carries going in and out of
+    the step, the slices — is not saved either: its operands are, and the linear loops
+    recompute it (``1 - t*t`` of a ``tanh`` that is the next carry), as the unrolled
+    program computes it in its reverse pass.  The steps then keep one array each, the
+    carry, where saving the value would keep a second."""
+    computed = frozenset(postorder(list(primals)))
+    held = frozenset((*step_vars, *carry_outs))
+
+    def recomputable(node: Term) -> bool:
+        if node in held or not free(node) & step_vars:
+            return True
+        if node in computed or not isinstance(node, Op | Transpose | Reshape | Replicate):
+            return False
+        return all(recomputable(kid) for kid in children(node))
+
     found: dict[Term, None] = {}
     for d in dl.delta_postorder(deltas):
         inner = frozenset(d.fn.variables) if isinstance(d, dl.Gather | dl.Scatter) else frozenset()
@@ -138,7 +162,11 @@ def _residuals(
             mentioned = free(node)
             if not mentioned & step_vars or node in found or node in rows:
                 continue
-            if mentioned & inner or _view(node, free):  # look inside
+            if (
+                mentioned & inner
+                or _view(node, free)
+                or (isinstance(node, Op) and node not in computed and recomputable(node))
+            ):  # look inside
                 stack.extend(children(node))
             else:
                 found[node] = None
@@ -173,7 +201,9 @@ def _derive(loop: MapAccum, differentiate: BodyDerivative) -> LoopDerivatives:
     # the residuals: each becomes a row variable of the two linear loops
     present = [d for d in deltas if d is not None]
     step_vars = frozenset((*loop.carry_vars, *loop.x_vars))
-    saved = _residuals(present, step_vars, frozenset(loop.x_vars), FreeVars())
+    saved = _residuals(
+        present, step_vars, frozenset(loop.x_vars), primals, primals[:carries_n], FreeVars()
+    )
     rows = {term: fresh("r", term) for term in saved}
     linear = dl.map_primal_values(present, lambda value: _replaced(value, rows))
     by_position = iter(linear)

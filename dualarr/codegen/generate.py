@@ -494,6 +494,7 @@ class _Generator:
                 self.cross.update(
                     (self._resolve(node.if_true), self._resolve(node.if_false))
                 )
+        self.row_lists = self._row_lists(order)
         self.bulk: dict[Term, bool] = {}
         self.lambdas: dict[Term, Gather | Scatter] = {}
         for node in order:
@@ -511,6 +512,59 @@ class _Generator:
                 if node not in self.fusable and not isinstance(node, Let):
                     self.read_outside.update(self._resolve(k) for k in self._operands(node))
         return order
+
+    def _row_lists(self, order: Sequence[Term]) -> set[LoopOutput]:
+        """The ys results only loops read, row by row, as their xs: each is kept as a
+        Python list of its rows (the arrays the body made, held by reference) instead of
+        a stacked array, so that no step copies its row in and out (fresh stack pages
+        cost as much as the copy).  Any other reader (an operation on the whole stack, a
+        result of the program) needs the array.  Rows of rank 0 stay stacked: a row read
+        back from a stack is an array, never a NumPy scalar."""
+        # each node's readers: "rows" (a loop reading it as xs), "whole" (any other
+        # reader, or the program's result), or an alias (a let) whose readers count
+        readers: dict[Term, list[Term | str]] = {}
+        for root in self.outputs:
+            readers.setdefault(root, []).append("whole")
+        for node in order:
+            if isinstance(node, Var):
+                binder = self.binder.get(node)
+                if isinstance(binder, Let):
+                    readers.setdefault(binder.bound, []).append(node)
+                continue
+            if isinstance(node, Let):
+                readers.setdefault(node.body, []).append(node)
+                continue
+            if isinstance(node, MapAccum):
+                for kid in node.xs:
+                    readers.setdefault(kid, []).append("rows")
+                wholes: tuple[Term, ...] = (*node.inits, *node.body)
+            else:
+                wholes = self._operands(node)
+            for kid in wholes:
+                readers.setdefault(kid, []).append("whole")
+
+        def rows_only(node: Term, seen: frozenset[Term]) -> bool:
+            return all(
+                reader == "rows"
+                if isinstance(reader, str)
+                else reader not in seen and rows_only(reader, seen | {reader})
+                for reader in readers.get(node, ["whole"])
+            )
+
+        def a_stack_of_rows(node: LoopOutput) -> bool:
+            loop = node.loop
+            assert isinstance(loop, MapAccum)
+            y = node.index - len(loop.carry_vars)  # its position among the ys
+            return (
+                y >= 0
+                and len(loop.shapes[node.index]) > 1
+                and not isinstance(loop.ys[y], Const)
+                and rows_only(node, frozenset())
+            )
+
+        return {
+            node for node in order if isinstance(node, LoopOutput) and a_stack_of_rows(node)
+        }
 
     def _fusable(self, node: Term) -> bool:
         """An elementwise operation a kernel can hold: a primitive of
@@ -1252,13 +1306,15 @@ class _Generator:
         body's lines, so the program's size does not depend on the number of steps.
 
         Before it: each carry's name bound to its initial value, each ys stack allocated
-        (``xp.empty``).  Each step binds the row of every xs it reads, runs the body's
-        lines (the innermost scope of what reads the loop's variables: names, kernels),
-        writes its row of every stack, then rebinds every carry in one assignment, so
+        (``xp.empty``; a Python list of rows where only loops read it, :meth:`_row_lists`).
+        Each step binds the row of every xs it reads, runs the body's lines (the
+        innermost scope of what reads the loop's variables: names, kernels), writes its
+        row of every stack, then rebinds every carry in one assignment, so
         that no next carry reads another's new value.  The invariants are lets around
         the loop (:meth:`_analyse`): what the body computes from them alone was placed
         before it.  Nothing is written in place but the fresh stacks, and each name
-        holds its array, so a recycled kernel buffer is never one a carry still holds."""
+        holds its array, so a recycled kernel buffer is never one a carry (or a list of
+        rows) still holds."""
         count = len(loop.carry_vars)
         carries = [self._binder_name(v) for v in loop.carry_vars]
         rows = [self._ref(y, 0) for y in loop.ys]
@@ -1269,26 +1325,50 @@ class _Generator:
         lines = self._lines(loop)
         lines.extend(f"{c} = {i}" for c, i in zip(carries, inits, strict=True))
         stacks = [self.namer.fresh("ys", numbered=True) for _ in loop.ys]
-        for stack, shape, dtype in zip(
-            stacks, loop.shapes[count:], loop.dtypes[count:], strict=True
+        listed = [
+            any(out.loop is loop and out.index == count + o for out in self.row_lists)
+            for o in range(len(stacks))
+        ]
+        for stack, shape, dtype, as_list in zip(
+            stacks, loop.shapes[count:], loop.dtypes[count:], listed, strict=True
         ):
-            lines.append(f"{stack} = xp.empty({_shape(shape)}, dtype=xp.{dtype})")
+            if as_list:
+                lines.append(f"{stack} = [None] * {loop.length}")
+            else:
+                lines.append(f"{stack} = xp.empty({_shape(shape)}, dtype=xp.{dtype})")
         step = self.namer.fresh("step", numbered=True)
         order = f"{loop.length - 1}, -1, -1" if loop.reverse else str(loop.length)
         lines.append(f"for {step} in range({order}):")
         block = [
-            f"{self.names[v]} = {x}[{step}, ...]"
-            for v, x in zip(loop.x_vars, xs, strict=True)
+            f"{self.names[v]} = {x}[{step}]"
+            if self._listed(term)
+            else f"{self.names[v]} = {x}[{step}, ...]"
+            for v, x, term in zip(loop.x_vars, xs, loop.xs, strict=True)
             if v in self.names  # a row the body reads
         ]
         block += body
-        block += [f"{s}[{step}, ...] = {y}" for s, y in zip(stacks, rows, strict=True)]
+        block += [
+            f"{s}[{step}] = {y}" if as_list else f"{s}[{step}, ...] = {y}"
+            for s, y, as_list in zip(stacks, rows, listed, strict=True)
+        ]
         changed = [(c, n) for c, n in zip(carries, nexts, strict=True) if c != n]
         if changed:
             targets = ", ".join(c for c, _ in changed)
             block.append(f"{targets} = " + ", ".join(n for _, n in changed))
         lines.extend("    " + line for line in block or ["pass"])
         self.loop_names[loop] = [*carries, *stacks]
+
+    def _listed(self, term: Term) -> bool:
+        """Whether ``term`` (seen through lets) is a ys result kept as a list of rows."""
+        while True:
+            if isinstance(term, Let):
+                term = term.body
+            elif isinstance(term, Var) and isinstance(self.binder.get(term), Let):
+                bound = self.binder[term]
+                assert isinstance(bound, Let)
+                term = bound.bound
+            else:
+                return term in self.row_lists
 
     def _binder_name(self, var: Var) -> str:
         """The name of a variable a loop binds (given now when its body never reads it)."""

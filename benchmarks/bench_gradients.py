@@ -67,7 +67,9 @@ Four more measurements, each in processes of its own:
   is the loop's saved residuals (the stacks of shape (k, n) the forward loop writes for
   the reverse loop) plus the few arrays of one step, so it is also given in units of one
   (k, n) float64 stack (the hand-written gradient keeps k + 1 outputs: about 1);
-- S against C: per k and per library that ran both, the per-call ratio S/C and the
+- S against C: per k and per library that ran both, the per-call ratio S/C (the median
+  of the ratios of samples of S and C taken in turn in one worker, so that the machine's
+  drift between the two cases enters both sides alike) and the
   first-gradient times of both, with the first gradient less one call (the compile-time
   work, which for S should not grow with k);
 - the goals, read from the tables: ``dualarr.jit`` within 1.25× of ``jax.jit`` and at
@@ -655,6 +657,25 @@ def median_time(step: Step, repeat: int, min_sample: float) -> tuple[float, int]
     return statistics.median(samples), number
 
 
+def paired_ratio(top: Step, bottom: Step, repeat: int, min_sample: float) -> float:
+    """Median of ``top``'s time over ``bottom``'s in samples taken in turn (``top`` then
+    ``bottom``, then ``bottom`` then ``top``, ...), each sample lasting ``min_sample``
+    seconds: a drift of the machine's speed between two cases, which moves two medians
+    taken minutes apart by 20%, enters both sides of each ratio alike."""
+    _, top_number = median_time(top, 1, min_sample)
+    _, bottom_number = median_time(bottom, 1, min_sample)
+    ratios = []
+    for k in range(repeat):
+        if k % 2:
+            b = sample_time(bottom, bottom_number)
+            t = sample_time(top, top_number)
+        else:
+            t = sample_time(top, top_number)
+            b = sample_time(bottom, bottom_number)
+        ratios.append(t / b)
+    return statistics.median(ratios)
+
+
 def peak_bytes(step: Step) -> int:
     """Peak bytes ``tracemalloc`` sees during one call of ``step`` (already warm)."""
     tracemalloc.start()
@@ -688,6 +709,7 @@ def worker(name: str, cases: Sequence[Case], repeat: int, min_sample: float,
     library = make_library(name)
     print(json.dumps({"library": name, "version": library.version()}), flush=True)
     last_chain: dict[str, tuple[int, float]] = {}  # workload -> (steps, first seconds)
+    unrolled: dict[str, Step] = {}  # a C case's label -> its gradient, for S's paired ratio
     for case in cases:
         record: dict[str, Any] = {"workload": case.workload, "label": case.label,
                                   "first": None, "median": None, "skipped": None}
@@ -718,6 +740,12 @@ def worker(name: str, cases: Sequence[Case], repeat: int, min_sample: float,
         record["median"], record["number"] = median_time(prepared.step, repeat, min_sample)
         if case.workload in MEMORY_WORKLOADS and name in MEMORY_LIBRARIES:
             record["peak_bytes"] = peak_bytes(prepared.step)
+        if case.workload == "C":
+            unrolled[case.label] = prepared.step
+        elif case.workload == "S" and case.label in unrolled:
+            record["paired"] = paired_ratio(
+                prepared.step, unrolled[case.label], max(7, 2 * repeat + 1), min_sample
+            )
         print(json.dumps(record), flush=True)
 
 
@@ -765,6 +793,7 @@ class Timing:
     median: float | None
     skipped: str | None = None
     peak_bytes: int | None = None
+    paired: float | None = None  # S only: S/C per call from interleaved samples
 
 
 @dataclass
@@ -834,7 +863,8 @@ def run_worker(name: str, args: argparse.Namespace) -> Outcome:
             outcome.version = record["version"]
         else:
             outcome.times[(record["workload"], record["label"])] = Timing(
-                record["first"], record["median"], record["skipped"], record.get("peak_bytes")
+                record["first"], record["median"], record["skipped"], record.get("peak_bytes"),
+                record.get("paired"),
             )
     return outcome
 
@@ -946,6 +976,14 @@ def print_tables(cases: Sequence[Case], outcomes: dict[str, Outcome], quick: boo
     _table("time to first gradient, s (dualarr: trace + every stage + codegen; "
            "jax.jit: compile)", rows, others, first_cell)
 
+    def scan_ratio(name: str, row: tuple[str, str], base: tuple[str, str]) -> float | None:
+        """S/C per call: the interleaved samples' ratio where the worker took them, else
+        the ratio of the two medians."""
+        t = timing(name, row)
+        if t is not None and t.paired is not None:
+            return t.paired
+        return ratio_of(name, row, base)
+
     def compile_time(name: str, row: tuple[str, str]) -> float | None:
         """The first gradient less one steady-state call: the work done once."""
         t = timing(name, row)
@@ -958,15 +996,16 @@ def print_tables(cases: Sequence[Case], outcomes: dict[str, Outcome], quick: boo
     scan_libraries = [name for name in others
                       if any(median(name, case.row) is not None for case, _ in scan_rows)]
     if scan_libraries:
-        print("\n## S against the unrolled chain C (same k; first less one call: the work "
-              "done once, for S independent of k)")
+        print("\n## S against the unrolled chain C (same k; S/C per call: the median ratio of "
+              "interleaved samples; first less one call: the work done once, for S "
+              "independent of k)")
         print(f"{'library':<17}{'size':<17}{'S/C per call':>13}{'S first s':>11}"
               f"{'C first s':>11}{'S first-call':>14}{'C first-call':>14}")
         for name in scan_libraries:
             for case, unrolled in scan_rows:
                 s_time, c_time = timing(name, case.row), timing(name, unrolled)
                 print(f"{name:<17}{case.label:<17}"
-                      f"{_cell(ratio_of(name, case.row, unrolled), '.2f', 13)}"
+                      f"{_cell(scan_ratio(name, case.row, unrolled), '.2f', 13)}"
                       f"{_cell(None if s_time is None else s_time.first, '.4f', 11)}"
                       f"{_cell(None if c_time is None else c_time.first, '.4f', 11)}"
                       f"{_cell(compile_time(name, case.row), '.4f', 14)}"
@@ -1075,7 +1114,7 @@ def print_tables(cases: Sequence[Case], outcomes: dict[str, Outcome], quick: boo
                  "x", 1.0)
     for case, unrolled in scan_rows:
         line(f"scan <= {GOAL_SCAN_PER_CALL:g}x unrolled per call", case,
-             ratio_of(GOAL_LIBRARY, case.row, unrolled), "x", GOAL_SCAN_PER_CALL)
+             scan_ratio(GOAL_LIBRARY, case.row, unrolled), "x", GOAL_SCAN_PER_CALL)
     if len(scan_rows) > 1:
         (low, _), (high, _) = scan_rows[0], scan_rows[-1]
         once = compile_time(GOAL_LIBRARY, low.row), compile_time(GOAL_LIBRARY, high.row)

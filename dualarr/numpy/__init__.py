@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from ..lang.tensor import install_numpy_functions
 from . import _creation, _linalg, _reductions, _shape, _sorting, _ufuncs
+from . import linalg as linalg  # dnp.linalg, as numpy.linalg
 from ._creation import *  # noqa: F403
 from ._linalg import *  # noqa: F403
 from ._reductions import *  # noqa: F403

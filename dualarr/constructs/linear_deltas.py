@@ -18,7 +18,7 @@ every product keeps (NumPy's ``linalg`` broadcasting convention, as ``np.matmul`
 from __future__ import annotations
 
 import string
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -47,19 +47,24 @@ def _letters(rank: int, matrix: str) -> str:
     return _BATCH[:batch] + matrix
 
 
+def _is_delta(value: Any) -> TypeGuard[dl.Delta]:
+    return isinstance(value, dl.DeltaBase)
+
+
 def delta_matmul(left: Any, right: Any) -> dl.Delta:
     """The Delta of ``left @ right`` (batched, as ``np.matmul`` on stacks of matrices of
     equal batch shape) where exactly one side is a Delta and the other a primal matrix:
     one ``Contract`` linear in the Delta.  A ``Zero`` Delta stays ``Zero``."""
-    if isinstance(left, dl.DeltaBase):
+    d: dl.Delta
+    if _is_delta(left):
         d, f, d_letters, f_letters = left, right, "xy", "yz"
+        out_shape = (*d.shape[:-1], f.shape[-1])
     else:
+        assert _is_delta(right)
         d, f, d_letters, f_letters = right, left, "yz", "xy"
-    assert isinstance(d, dl.DeltaBase) and not isinstance(f, dl.DeltaBase)
+        out_shape = (*d.shape[:-2], f.shape[-2], d.shape[-1])
+    assert not _is_delta(f)
     rank = len(d.shape)
-    out_shape = (*d.shape[:-2], *(
-        (d.shape[-2], f.shape[-1]) if d is left else (f.shape[-2], d.shape[-1])
-    ))
     if isinstance(d, dl.Zero):
         return dl.Zero(out_shape, d.dtype)
     spec = f"{_letters(rank, d_letters)},{_letters(rank, f_letters)}->{_letters(rank, 'xz')}"

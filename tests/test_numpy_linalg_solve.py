@@ -165,6 +165,43 @@ def test_solve_on_drawn_batch_shapes(batch: list[int], n: int, k: int, dtype: An
     conforms(dnp.linalg.solve, np.linalg.solve, [a, b])
 
 
+@pytest.mark.parametrize(
+    ("name", "shapes"),
+    [
+        ("inv", [(2, 0, 0)]),
+        ("inv", [(0, 3, 3)]),
+        ("det", [(2, 0, 0)]),
+        ("det", [(0, 2, 2)]),
+        ("cholesky", [(2, 0, 0)]),
+        ("solve", [(0, 3, 3), (0, 3, 2)]),
+        ("solve", [(2, 0, 0), (2, 0, 3)]),
+    ],
+)
+def test_size_zero_stacks_conform(name: str, shapes: list[tuple[int, ...]]) -> None:
+    """Empty batches and ``0 × 0`` matrices, where NumPy gives a result (``det`` of a
+    ``0 × 0`` matrix is 1)."""
+    args = [spd(shapes[0]) if shapes[0][-1] else np.zeros(shapes[0])]
+    args += [normal(shape) for shape in shapes[1:]]
+    conforms(getattr(dnp.linalg, name), getattr(np.linalg, name), args)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.sampled_from(["inv", "det", "logabsdet", "cholesky"]),
+    st.lists(st.integers(1, 3), min_size=0, max_size=2),
+    st.integers(1, 4),
+    st.sampled_from(DTYPES),
+)
+def test_square_functions_on_drawn_batch_shapes(
+    name: str, batch: list[int], n: int, dtype: Any
+) -> None:
+    a = spd((*batch, n, n), dtype)
+    if name == "logabsdet":
+        conforms(lambda a: dnp.linalg.slogdet(a)[1], lambda a: np.linalg.slogdet(a)[1], [a])
+    else:
+        conforms(getattr(dnp.linalg, name), getattr(np.linalg, name), [a])
+
+
 # -- the signatures, and np.linalg on a traced value ---------------------------------------
 
 
@@ -215,6 +252,7 @@ def test_numpy_linalg_on_a_traced_value_dispatches_to_dnp() -> None:
             "do not broadcast",
         ),
         (lambda x: dnp.linalg.tensorinv(x), "not square"),
+        (lambda x: dnp.linalg.tensorsolve(x, x[0], axes=(5,)), "axes entry 5 is out of bounds"),
     ],
 )
 def test_shapes_numpy_rejects_are_shape_errors(call: Callable[..., Any], message: str) -> None:

@@ -3,10 +3,10 @@
 Not from the paper: kit extensions (``book/constructs.md``), the primitives
 ``dualarr.numpy.linalg`` lowers ``solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``
 and ``matrix_power`` onto.  None can be written in the core language at a constant
-factor (each is an ``O(n^3)`` factorisation with pivoting), so each is a construct with
-its rules stated once and registered in each stage's table.  Every one works on stacks:
-the last two dimensions are the matrix, the leading ones a batch shared by all operands
-(NumPy's ``linalg`` convention; the caller broadcasts first).
+factor (each is an ``O(n³)`` factorisation: LU with pivoting, or Cholesky's), so each
+is a construct with its rules stated once and registered in each stage's table.  Every
+one works on stacks: the last two dimensions are the matrix, the leading ones a batch
+shared by all operands (NumPy's ``linalg`` convention; the caller broadcasts first).
 
 - ``solve a b``: ``X`` with ``A X = B`` for ``a : τ[..., n, n]``, ``b : τ[..., n, k]``
 - ``inv a``: ``A⁻¹``
@@ -21,8 +21,9 @@ D (Fig. 14's role): not linear, so each rule builds its Delta from the operands'
 with :mod:`dualarr.constructs.linear_deltas` (``Contract`` with primal factors, ``Scale``
 by masks, ``Transpose``); those nodes are transposed by the reverse pass already, so no
 transpose rule is needed.  The formulas are Giles (2008), *An extended collection of
-matrix derivative results for forward and reverse mode AD*, §2.2–2.3 and (Cholesky)
-Murray (2016), *Differentiation of the Cholesky decomposition*, eq. (10):
+matrix derivative results for forward and reverse mode AD* (its forward-mode results
+for the inverse, the determinant and linear equations) and, for the Cholesky factor,
+Murray (2016), *Differentiation of the Cholesky decomposition* (its forward mode):
 
 - ``dX = A⁻¹ (dB - dA X)``;  ``d(A⁻¹) = -A⁻¹ dA A⁻¹``
 - ``d log|det A| = tr(A⁻¹ dA) = Σ A⁻ᵀ ⊙ dA``;  ``d sign = 0``
@@ -287,7 +288,7 @@ def _d_solve(
     params: Mapping[str, Any],
     y: Any,
 ) -> Any:
-    """``dX = A⁻¹ dB + (-A⁻¹)(dA X)`` (Giles 2008, §2.3.1)."""
+    """``dX = A⁻¹ dB + (-A⁻¹)(dA X)`` (Giles 2008, linear equations)."""
     a, b = args
     if not isinstance(a, Dual) and not isinstance(b, Dual):
         return y
@@ -308,7 +309,7 @@ def _d_inv(
     params: Mapping[str, Any],
     y: Any,
 ) -> Any:
-    """``d(A⁻¹) = (-A⁻¹)(dA A⁻¹)`` (Giles 2008, §2.2.3)."""
+    """``d(A⁻¹) = (-A⁻¹)(dA A⁻¹)`` (Giles 2008, the inverse)."""
     (a,) = args
     if not isinstance(a, Dual):
         return y
@@ -324,7 +325,7 @@ def _d_logabsdet(
     params: Mapping[str, Any],
     y: Any,
 ) -> Any:
-    """``d log|det A| = Σ_ij (A⁻¹)_ji dA_ij`` (Giles 2008, §2.2.4): one contraction."""
+    """``d log|det A| = Σ_ij (A⁻¹)_ji dA_ij`` (Giles 2008, the determinant): one contraction."""
     (a,) = args
     if not isinstance(a, Dual):
         return y
@@ -358,7 +359,7 @@ def _d_cholesky(
     y: Any,
 ) -> Any:
     """``dL = L Φ(L⁻¹ S L⁻ᵀ)``, ``S`` the symmetric matrix of ``dA``'s lower triangle
-    (Murray 2016, eq. 10; Giles 2008 for the products)."""
+    (Murray 2016, forward mode)."""
     (a,) = args
     if not isinstance(a, Dual):
         return y

@@ -24,7 +24,7 @@ from ...constructs.linalg_solve import Cholesky, Inv, LogAbsDet, SignDet, Solve
 from ...lang.errors import DtypeError, ShapeError, format_shape
 from ...lang.tensor import Operand, Tensor
 from ...lang.terms import DType
-from .._core import numpy_function, to_tensor
+from .._core import normalize_axis, numpy_function, to_tensor
 from .._creation import astype
 from .._linalg import matmul
 from .._shape import broadcast_to, reshape, swapaxes, transpose
@@ -224,8 +224,11 @@ def tensorsolve(a: Operand, b: Operand, axes: Sequence[int] | None = None) -> Te
     if axes is not None:
         order = list(range(rank))
         for k in axes:
-            order.remove(k % rank if -rank <= k < rank else k)
-            order.append(k % rank)
+            axis = normalize_axis(k, rank, op, "axes entry")
+            if axis not in order:
+                raise ShapeError(f"repeated axis {k} in axes {tuple(axes)}", op=op)
+            order.remove(axis)
+            order.append(axis)
         ta = transpose(ta, order)
     unknown = ta.shape[len(tb.shape) :]
     size = math.prod(unknown)

@@ -61,6 +61,7 @@ from ..lang.terms import (
     Shape,
     Structural,
     Term,
+    children,
     fresh_var,
 )
 from ..vectorise.bot import (
@@ -386,7 +387,7 @@ def _build1_linalg(v: Vectoriser, e: Structural) -> Rewrite:
     """``build1 k (λi. solve a b) = solve (build1 k (λi. a)) (build1 k (λi. b))``: every
     operand gets the new batch dimension, the construct is batched already."""
     construct, params = type(e), e.params
-    kids = _children(e)
+    kids = children(e)
     return Rewrite(
         f"build1-{e.name}",
         "Fig. 9",
@@ -396,13 +397,9 @@ def _build1_linalg(v: Vectoriser, e: Structural) -> Rewrite:
     )
 
 
-def _children(e: Structural) -> tuple[Term, ...]:
-    return tuple(getattr(e, name) for name in ("a", "b") if hasattr(e, name))
-
-
 def _pushable(e: Structural, ix: tuple[Term, ...], known: dict[Any, tuple[int, int]]) -> bool:
     """Does ``ix`` only read batch dimensions, certainly in range?"""
-    batch = _children(e)[0].shape[:-2]
+    batch = children(e)[0].shape[:-2]
     return len(ix) <= len(batch) and ix_.provably_in_range(ix, batch, known)
 
 
@@ -415,7 +412,7 @@ def _vindex_linalg(v: Vectoriser, a: Structural, ix: tuple[Term, ...]) -> Rewrit
         return Rewrite(
             f"index-{a.name}",
             "Fig. 10",
-            tuple(VecIndex(c, ix) for c in _children(a)),
+            tuple(VecIndex(c, ix) for c in children(a)),
             lambda rs: construct.make(rs, params),
             _KIT,
         )
@@ -439,7 +436,7 @@ def _push_linalg(p: IndexPusher, a: Structural, ix: tuple[Term, ...]) -> Rewrite
         return Rewrite(
             f"index-{a.name}",
             "Fig. 10",
-            tuple(Push(c, ix) for c in _children(a)),
+            tuple(Push(c, ix) for c in children(a)),
             lambda rs: construct.make(rs, params),
             _KIT,
         )

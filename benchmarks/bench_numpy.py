@@ -8,7 +8,10 @@ the gradient written by hand in NumPy and against ``jax.jit(jax.grad(f))`` with
 - ``attention``: layer norm, then one head of softmax attention, ``sum((a @ v) ** 2)``
   with respect to the input, the three projections and the norm's scale;
 - ``conv1d``: a 5-tap convolution written with ``pad(mode="edge")`` and slices,
-  ``sum(tanh(y) ** 2)`` with respect to the signal and the taps.
+  ``sum(tanh(y) ** 2)`` with respect to the signal and the taps;
+- ``linalg``: a batched solve and a log-determinant, ``sum(solve(a, b) ** 2) +
+  sum(slogdet(a).logabsdet)`` over a stack of matrices ``a`` (size × 16 × 16) and
+  right-hand sides ``b`` (size × 16 × 4), with respect to both.
 
 Every gradient is checked against the hand-written one first.  Reports the median
 milliseconds per gradient and the ratios to hand-written NumPy.  Usage:
@@ -103,8 +106,33 @@ def conv1d_numpy_gradient(x: Any, w: Any) -> Arrays:
     return dx, dw
 
 
+def solve_logdet(xp: Any) -> Callable[..., Any]:
+    """A batched solve and log-determinant over ``xp`` (dnp or jax.numpy)."""
+
+    def f(a: Any, b: Any) -> Any:
+        _, logabsdet = xp.linalg.slogdet(a)
+        return xp.sum(xp.linalg.solve(a, b) ** 2) + xp.sum(logabsdet)
+
+    return f
+
+
+def solve_logdet_numpy_gradient(a: Any, b: Any) -> Arrays:
+    """``X = A⁻¹B``: ``∂/∂B = A⁻ᵀ 2X``, ``∂/∂A = -(A⁻ᵀ 2X) Xᵀ + A⁻ᵀ`` (Giles 2008)."""
+    x = np.linalg.solve(a, b)
+    inverse_t = np.swapaxes(np.linalg.inv(a), -1, -2)
+    gb = inverse_t @ (2.0 * x)
+    return -gb @ np.swapaxes(x, -1, -2) + inverse_t, gb
+
+
+LINALG_N, LINALG_K = 16, 4
+
+
 def inputs(name: str, size: int) -> Arrays:
     rng = np.random.default_rng(0)
+    if name == "linalg":
+        n = LINALG_N
+        a = rng.standard_normal((size, n, n)) + n * np.eye(n)  # well conditioned
+        return a, rng.standard_normal((size, n, LINALG_K))
     if name == "attention":
         t, d = size, 32
         return (
@@ -118,6 +146,7 @@ def inputs(name: str, size: int) -> Arrays:
 PROGRAMS: dict[str, tuple[Callable[[Any], Callable[..., Any]], Callable[..., Arrays]]] = {
     "attention": (attention, attention_numpy_gradient),
     "conv1d": (conv1d, conv1d_numpy_gradient),
+    "linalg": (solve_logdet, solve_logdet_numpy_gradient),
 }
 
 
@@ -154,7 +183,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
     sizes = {"attention": [16] if args.quick else [64, 256], "conv1d": [100] if args.quick
-             else [10**3, 10**5]}
+             else [10**3, 10**5], "linalg": [4] if args.quick else [16, 1024]}
     print(f"# bench_numpy.py{' --quick' if args.quick else ''}  ({date.today()}, "
           f"{platform.python_implementation()} {platform.python_version()}, "
           f"numpy {np.__version__}); median ms per gradient, float64")

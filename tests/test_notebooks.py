@@ -31,7 +31,7 @@ def _cells(notebook: Any) -> list[tuple[str, str]]:
 
 def test_the_teaching_notebooks_are_all_there() -> None:
     chapters = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))
-    assert [name[:2] for name in chapters] == [f"{k:02d}" for k in range(13)]
+    assert [name[:2] for name in chapters] == [f"{k:02d}" for k in range(14)]
     assignments = NOTEBOOKS / "assignments"
     students = sorted(p.name for p in assignments.glob("[0-9]*.ipynb"))
     assert len(students) == 9

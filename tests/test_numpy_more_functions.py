@@ -81,11 +81,12 @@ def test_rollaxis_conforms(data: st.DataObject, shape: tuple[int, ...], dtype: A
 # --------------------------------------------------------------------------------------
 
 
-def stacked(module: Any, *spacing: Any, **kwargs: Any) -> Callable[[Any], Any]:
-    """``gradient`` with the per-axis results stacked (one array for the harness)."""
+def stacked(module: Any, *spacing: Any, h: bool = False, **kwargs: Any) -> Callable[..., Any]:
+    """``gradient`` with the per-axis results stacked (one array for the harness); with
+    ``h`` the spacing is the function's second argument."""
 
-    def f(a: Any) -> Any:
-        result = module.gradient(a, *spacing, **kwargs)
+    def f(a: Any, *step: Any) -> Any:
+        result = module.gradient(a, *(step if h else spacing), **kwargs)
         return module.stack(result) if isinstance(result, tuple) else result
 
     return f
@@ -461,3 +462,55 @@ def test_errors_inside_a_trace() -> None:
         da.trace(lambda a: dnp.convolve(a, a), X)
     with pytest.raises(ShapeError, match=r"numpy\.gradient"):
         da.grad(lambda a: da.sum(dnp.gradient(a[:, :1], axis=1)))(X)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_spacing_given_as_a_rank_0_array_is_differentiated(dtype: Any) -> None:
+    x = np.random.default_rng(4).standard_normal((3, 4)).astype(dtype)
+    for edge_order in (1, 2):
+        conforms(
+            stacked(dnp, edge_order=edge_order, h=True),
+            stacked(np, edge_order=edge_order, h=True),
+            (x, np.asarray(0.5, dtype)),
+        )
+
+
+def test_searchsorted_and_interp_with_nan_as_numpy() -> None:
+    """NaN sorts last, as in NumPy; a NaN point interpolates to NaN."""
+    a = np.array([1.0, 2.0, np.nan])
+    v = np.array([np.nan, 1.5, 3.0, -np.inf, np.inf, 2.0])
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(dnp.searchsorted(a, v, side), np.searchsorted(a, v, side))
+    x = np.array([0.5, 1.5, np.nan])
+    np.testing.assert_array_equal(dnp.interp(x, [1.0, 2.0], [3.0, 4.0]), [3.0, 3.5, np.nan])
+
+
+LOSSES: dict[str, Callable[[Any], Any]] = {
+    "gradient": lambda a: dnp.gradient(a, [0.0, 1.0, 1.5, 3.0], edge_order=2),
+    "partition": lambda a: dnp.partition(a, 1),
+    "interp": lambda a: dnp.interp(a, [-1.0, 0.0, 2.0], [1.0, -2.0, 0.5]),
+    "convolve": lambda a: dnp.convolve(a, [1.0, -2.0], "same"),
+    "correlate": lambda a: dnp.correlate(a, [1.0, -2.0, 0.5], "full"),
+    "polyval": lambda a: dnp.polyval([0.5, -1.0, 2.0], a),
+    "append": lambda a: dnp.append(a, [1.0, 2.0]) * dnp.append(a, a[:2]),
+    "rollaxis": lambda a: dnp.rollaxis(a[None, :], 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_every_stage_sees_core_terms(name: str) -> None:
+    """The vmapped loss goes through the pipeline: the bot reaches its normal form, the
+    gradient prints and generates code, and the value and gradient equal eager ones."""
+    f = LOSSES[name]
+    batch = np.array([[0.3, -0.8, 1.7, 0.9], [1.1, -0.4, 0.2, 2.3]])
+
+    def loss(b: Any) -> Any:
+        return da.sum(da.vmap(f)(b) ** 2)
+
+    p = da.pipeline(loss, batch)
+    assert da.is_bot_normal(p.vectorised)
+    assert str(p.gradient) and "def " in p.python
+    assert da.trace(f, batch[0]).graph().source
+    value, (grad,) = p(batch)
+    np.testing.assert_allclose(value, sum(float(np.sum(np.asarray(f(b)) ** 2)) for b in batch))
+    np.testing.assert_allclose(grad, da.grad(loss, mode="interpret")(batch), rtol=1e-12)

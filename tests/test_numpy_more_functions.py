@@ -514,3 +514,28 @@ def test_every_stage_sees_core_terms(name: str) -> None:
     value, (grad,) = p(batch)
     np.testing.assert_allclose(value, sum(float(np.sum(np.asarray(f(b)) ** 2)) for b in batch))
     np.testing.assert_allclose(grad, da.grad(loss, mode="interpret")(batch), rtol=1e-12)
+
+
+NUMPY_CALLS: dict[str, Callable[[Any, Any], Any]] = {
+    "append": lambda m, a: m.append(a, a[::-1]),
+    "rollaxis": lambda m, a: m.rollaxis(m.reshape(a, (2, 3)), 1),
+    "gradient": lambda m, a: m.gradient(a, 0.5, edge_order=2),
+    "partition": lambda m, a: m.partition(a, 2)[2] * a,  # the k-th is determined
+    "interp": lambda m, a: m.interp(a, [-1.0, 0.5, 2.0], [0.0, 1.0, -1.0]),
+    "convolve": lambda m, a: m.convolve(a, [1.0, 0.5]),
+    "correlate": lambda m, a: m.correlate(a, [1.0, 0.5], "same"),
+    "polyval": lambda m, a: m.polyval([2.0, -1.0, 0.5], a),
+    "searchsorted": lambda m, a: a * m.searchsorted([0.0, 1.0], a),
+    "lexsort": lambda m, a: m.take(a, m.lexsort((a, a > 0))),
+    "argpartition": lambda m, a: m.take(a, m.argpartition(a, 3)[3]) * a,
+}
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_CALLS))
+def test_numpy_calls_on_traced_values_route_to_dualarr_numpy(name: str) -> None:
+    """``np.<name>`` on a traced value is ``dnp.<name>``, so NumPy code differentiates."""
+    x = np.array([0.3, -0.8, 1.7, 0.9, 1.1, -0.4])
+    f = NUMPY_CALLS[name]
+    np.testing.assert_allclose(da.trace(lambda a: f(np, a), x)(x), f(np, x))
+    want = da.grad(lambda a: da.sum(f(dnp, a) ** 2))(x)
+    np.testing.assert_allclose(da.grad(lambda a: da.sum(f(np, a) ** 2))(x), want)

@@ -428,8 +428,7 @@ def interp(
     ``take``, a division guarded where two samples coincide.  Float64, as NumPy's;
     differentiable in ``x``, ``xp`` and ``fp`` away from the samples."""
     op = "numpy.interp"
-    xs, px, pf = _float(x, op), _float(xp, op), _float(fp, op)
-    xs, px, pf = (astype(t, np.float64) for t in (xs, px, pf))
+    xs, px, pf = (astype(to_tensor(t, op), np.float64) for t in (x, xp, fp))
     if px.ndim != 1 or pf.ndim != 1:
         raise ShapeError(
             f"xp and fp must be 1-D, got shapes {format_shape(px.shape)} and "

@@ -69,6 +69,16 @@ def _one(t: Tensor, ax: int, k: int) -> Tensor:
     return _along(t, ax, k, k + 1 if k != -1 else None)
 
 
+def _axis(axis: Any, shape: tuple[int, ...], op: str) -> int:
+    """:func:`normalize_axis`, its error naming the array's shape."""
+    try:
+        return normalize_axis(axis, len(shape), op)
+    except ShapeError as error:
+        raise ShapeError(
+            f"{error.detail} (shape {format_shape(shape)})", op=op, shapes=[shape]
+        ) from None
+
+
 def _known(value: Any) -> Any:
     """The value of a constant Tensor, or ``value`` itself when it is not a Tensor."""
     if isinstance(value, Tensor):
@@ -113,7 +123,7 @@ def rollaxis(a: Operand, axis: int, start: int = 0) -> Tensor:
     op = "numpy.rollaxis"
     t = to_tensor(a, op)
     n = t.ndim
-    ax = normalize_axis(axis, n, op)
+    ax = _axis(axis, t.shape, op)
     if isinstance(start, bool) or not isinstance(start, int | np.integer):
         raise ShapeError(f"start must be an int, got {start!r}", op=op)
     begin = int(start) + n if start < 0 else int(start)
@@ -137,11 +147,11 @@ def rollaxis(a: Operand, axis: int, start: int = 0) -> Tensor:
 # --------------------------------------------------------------------------------------
 
 
-def _axis_tuple(axis: Any, ndim: int, op: str) -> list[int]:
+def _axis_tuple(axis: Any, shape: tuple[int, ...], op: str) -> list[int]:
     if axis is None:
-        return list(range(ndim))
+        return list(range(len(shape)))
     items: Sequence[Any] = axis if isinstance(axis, tuple | list) else (axis,)
-    axes = [normalize_axis(a, ndim, op) for a in items]
+    axes = [_axis(a, shape, op) for a in items]
     if len(set(axes)) != len(axes):
         raise ShapeError(f"repeated axis in {tuple(items)}", op=op)
     return axes
@@ -229,7 +239,7 @@ def gradient(
     there are several); float32 stays float32, ints and bools give float64."""
     op = "numpy.gradient"
     t = to_tensor(f, op)
-    axes = _axis_tuple(axis, t.ndim, op)
+    axes = _axis_tuple(axis, t.shape, op)
     if isinstance(edge_order, bool) or edge_order not in (1, 2):
         raise UnsupportedError(f"edge_order must be 1 or 2, got {edge_order!r}", op=op)
     if not varargs:
@@ -284,7 +294,7 @@ def _check_partition(a: Tensor, kth: Any, axis: Any, kind: Any, order: Any, op: 
             raise ShapeError(
                 f"axis {axis} is out of bounds for an array of dimension 0", op=op, shapes=[()]
             )
-        n = a.shape[normalize_axis(axis, a.ndim, op)]
+        n = a.shape[_axis(axis, a.shape, op)]
     if isinstance(kth, Tensor) and not isinstance(kth.term, Const):
         return  # a sorted array is a partition at every kth in range
     ks = np.asarray(_known(kth))
@@ -400,7 +410,7 @@ def lexsort(keys: Any, axis: int = -1) -> Tensor:
         )
     if not shape:
         return F.constant(np.asarray(0, dtype=np.int64))
-    ax = normalize_axis(axis, len(shape), op)
+    ax = _axis(axis, shape, op)
     index = argsort(columns[0], ax)
     for key in columns[1:]:
         index = take_along_axis(index, argsort(take_along_axis(key, index, ax), ax), ax)
@@ -493,7 +503,10 @@ def _window_offset(n: int, m: int, mode: str) -> tuple[int, int]:
 def _correlate(a: Tensor, v: Tensor, mode: Any, op: str) -> Tensor:
     if mode not in _MODES:
         raise UnsupportedError(
-            f"mode must be one of 'valid', 'same', or 'full', got {mode!r}", op=op
+            f"mode must be one of 'valid', 'same', or 'full', got {mode!r} (for shapes "
+            f"{format_shape(a.shape)} and {format_shape(v.shape)})",
+            op=op,
+            shapes=[a.shape, v.shape],
         )
     for name, t in (("a", a), ("v", v)):
         if t.ndim != 1:

@@ -496,6 +496,8 @@ def _window_offset(n: int, m: int, mode: str) -> tuple[int, int]:
         return n + m - 1, 0
     if mode == "valid":
         return abs(n - m) + 1, min(n, m) - 1
+    # 'same' centres max(n, m) values: NumPy's C loop (_pyarray_correlate) starts
+    # (m - 1) // 2 into the full result, or n // 2 when it swaps a shorter ``a`` with v
     length = max(n, m)
     return length, (m - 1) // 2 if n >= m else n // 2
 

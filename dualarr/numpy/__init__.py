@@ -28,9 +28,11 @@ from __future__ import annotations
 
 from ..lang.tensor import install_numpy_functions
 from . import _creation, _linalg, _reductions, _shape, _sorting, _ufuncs
+from . import _nan as _nan  # the nan-reductions (issue #39)
 from . import linalg as linalg  # dnp.linalg, as numpy.linalg
 from ._creation import *  # noqa: F403
 from ._linalg import *  # noqa: F403
+from ._nan import *  # noqa: F403
 from ._reductions import *  # noqa: F403
 from ._shape import *  # noqa: F403
 from ._sorting import *  # noqa: F403
@@ -39,6 +41,7 @@ from ._ufuncs import *  # noqa: F403
 __all__: list[str] = [
     *_creation.__all__,
     *_linalg.__all__,
+    *_nan.__all__,
     *_reductions.__all__,
     *_shape.__all__,
     *_sorting.__all__,

@@ -1037,20 +1037,30 @@ def _power_of_two(exponent: Tensor, dtype: DType) -> Tensor:
 
 @numpy_api
 def ldexp(x1: Any, x2: Any) -> Tensor:
-    """``x1 * 2**x2`` for an int ``x2``: ``x1`` times two exact powers of two (``2**h``
-    and ``2**(x2 - h)``, ``h = x2 // 2``), so the result is NumPy's where ``2**x2``
-    alone over- or underflows.  Derivative ``2**x2`` wrt ``x1``; ``x2`` is an int (a
-    float ``x2`` is NumPy's ``TypeError``, here a :class:`DtypeError`)."""
+    """``x1 * 2**x2`` for an int ``x2``, rounded once as NumPy's: ``x1`` times the exact
+    power ``2**x2`` where that is a normal float64; beyond (``|x2| > 1022``) times two
+    exact powers ``2**h`` and ``2**(x2 - h)``, ``h = x2 // 2``, so the result is NumPy's
+    where ``2**x2`` alone over- or underflows.  float32 is computed in float64 and
+    rounded once at the end.  A zero, infinite or nan ``x1`` is itself.  Derivative
+    ``2**x2`` wrt ``x1``; ``x2`` is an int (a float ``x2`` is NumPy's ``TypeError``, here
+    a :class:`DtypeError`)."""
     op = "numpy.ldexp"
     b = x2 if isinstance(x2, int) and not isinstance(x2, bool) else to_tensor(x2, op)
     if isinstance(b, Tensor) and b.term.dtype is not DType.INT64:
         raise DtypeError(f"the exponent x2 must be an int array, got {b.term.dtype}", op=op)
     a = as_float(x1, op)
     exponent = to_tensor(b, op)
-    half = da.floor_divide(exponent, 2)
     shape = common_shape(op, [a.shape, exponent.shape])
-    a = Tensor(lift_shape(a.term, shape))
-    return a * _power_of_two(half, a.term.dtype) * _power_of_two(exponent - half, a.term.dtype)
+    a, exponent = Tensor(lift_shape(a.term, shape)), Tensor(lift_shape(exponent.term, shape))
+    wide = convert(a, DType.FLOAT64, op)
+    clamped = da.minimum(da.maximum(exponent, -1022), 1023)
+    once = wide * _power_of_two(clamped, DType.FLOAT64)
+    half = da.floor_divide(exponent, 2)
+    twice = wide * _power_of_two(half, DType.FLOAT64) * _power_of_two(
+        exponent - half, DType.FLOAT64
+    )
+    plain = (wide == 0) | (da.abs(wide) == math.inf) | (wide != wide) | (clamped == exponent)
+    return convert(elementwise("select", plain, once, twice), a.term.dtype, op)
 
 
 def _next_toward(x: Tensor, y: Tensor) -> Tensor:
@@ -1083,6 +1093,10 @@ def _next_toward(x: Tensor, y: Tensor) -> Tensor:
     away = (y > x) == (x > 0)
     step = elementwise("select", away, up, down)
     result = x + elementwise("select", y > x, step, -step)
+    zeros = da.constant(np.asarray([0.0, -0.0], x.dtype))  # towards 0 keeps x's sign
+    result = elementwise(
+        "select", result == 0, elementwise("select", x < 0, zeros[1], zeros[0]), result
+    )
     tiny = da.constant(np.nextafter(np.zeros((), x.dtype), np.ones((), x.dtype)))
     result = elementwise("select", x == 0, elementwise("select", y > 0, tiny, -tiny), result)
     largest = da.constant(np.asarray(info.max, x.dtype))
@@ -1103,8 +1117,9 @@ def nextafter(x1: Any, x2: Any) -> Tensor:
     fixed = da.stop_gradient(a)
     exact = _next_toward(fixed, da.stop_gradient(b))
     step = exact - fixed
-    # from an infinite or nan x1 the value is the exact one
-    return elementwise("select", da.abs(fixed) < math.inf, a + step, exact)
+    # from an infinite or nan x1, and to a signed zero, the value is the exact one
+    moves = (da.abs(fixed) < math.inf) & (exact != 0)
+    return elementwise("select", moves, a + step, exact)
 
 
 @numpy_api
@@ -1137,7 +1152,7 @@ def isclose(
     x, y = (da.stop_gradient(t) for t in operands(op, OpKind.NUM_BINARY, *floats))
     finite = da.abs(y) < math.inf
     close = (da.abs(x - y) <= atol + rtol * da.abs(y)) & finite
-    result = close | (x == y)
+    result: Tensor = close | (x == y)
     if equal_nan:
         result = result | ((x != x) & (y != y))
     return result
@@ -1159,5 +1174,9 @@ def modf(x: Any) -> tuple[Tensor, Tensor]:
     fraction = t - whole
     zeros = da.constant(np.asarray([0.0, -0.0], t.dtype))
     zero = elementwise("select", _sign_bit(da.stop_gradient(t)), zeros[1], zeros[0])
-    signed = elementwise("select", (fraction == 0) | (da.abs(t) == math.inf), zero, fraction)
-    return signed, whole
+    fixed = da.stop_gradient(t)
+    # a zero fraction of a finite x: ±0 (x's sign) with derivative 1, as jnp.modf's
+    tied = elementwise("select", _sign_bit(fixed), -(fixed - t), t - fixed)
+    signed = elementwise("select", fraction == 0, tied, fraction)
+    signed = elementwise("select", da.abs(t) == math.inf, zero, signed)
+    return signed, elementwise("select", whole == 0, zero, whole)

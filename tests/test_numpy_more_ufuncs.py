@@ -8,6 +8,7 @@ subnormals, powers of two, the largest float, ±inf, nan); JAX's derivative rule
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -260,7 +261,7 @@ def test_derivatives_match_jax_where_installed() -> None:
 # Hypothesis: broadcast shapes
 # --------------------------------------------------------------------------------------
 
-BINARY = {
+BINARY: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "copysign": (dnp.copysign, np.copysign),
     "nextafter": (dnp.nextafter, np.nextafter),
     "isclose": (dnp.isclose, np.isclose),

@@ -147,28 +147,31 @@ def test_matches_jax_where_installed() -> None:
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
     jnp = jax.numpy
-    for out_axes in (1, -1, (1, 0), {"a": -1, "b": None}):
-        if isinstance(out_axes, dict):
 
-            def ours(x: Any, c: Any) -> Any:
-                return {"a": dnp.tanh(x) * c, "b": c + 1.0}
+    def single(np_: Any) -> Callable[[Any, Any], Any]:
+        return lambda x, c: np_.tanh(x) * c
 
-            def theirs(x: Any, c: Any) -> Any:
-                return {"a": jnp.tanh(x) * c, "b": c + 1.0}
+    def two(np_: Any) -> Callable[[Any, Any], Any]:
+        return lambda x, c: (np_.tanh(x) * c, np_.sum(np_.tanh(x) * c, axis=-1))
 
-        else:
+    def named(np_: Any) -> Callable[[Any, Any], Any]:
+        return lambda x, c: {"a": np_.tanh(x) * c, "b": c + 1.0}
 
-            def ours(x: Any, c: Any, two: bool = isinstance(out_axes, tuple)) -> Any:
-                result = dnp.tanh(x) * c
-                return (result, dnp.sum(result, axis=-1)) if two else result
-
-            def theirs(x: Any, c: Any, two: bool = isinstance(out_axes, tuple)) -> Any:
-                result = jnp.tanh(x) * c
-                return (result, jnp.sum(result, axis=-1)) if two else result
-
-        got = da.vmap(ours, in_axes=(0, None), out_axes=out_axes)(X, C)
-        want = jax.vmap(theirs, in_axes=(0, None), out_axes=out_axes)(X, C)
+    for make, out_axes in [
+        (single, 1),
+        (single, -1),
+        (two, (1, 0)),
+        (two, (-1, 1)),
+        (named, {"a": -1, "b": None}),
+    ]:
+        got = da.vmap(make(dnp), in_axes=(0, None), out_axes=out_axes)(X, C)
+        want = jax.vmap(make(jnp), in_axes=(0, None), out_axes=out_axes)(X, C)
         same(got, optree.tree_map(np.asarray, want))
+    # JAX rejects a mapped output with out_axes None, as dualarr does
+    with pytest.raises(ValueError):
+        jax.vmap(single(jnp), in_axes=(0, None), out_axes=None)(X, C)
+    with pytest.raises(ShapeError):
+        da.vmap(single(dnp), in_axes=(0, None), out_axes=None)(X, C)
 
 
 def test_misuse_is_a_named_error() -> None:

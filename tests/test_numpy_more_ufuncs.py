@@ -296,3 +296,27 @@ def test_unary_values_on_drawn_shapes(shape: tuple[int, ...], dtype: Any, seed: 
     check_values(dnp.signbit, np.signbit, [x])
     check_values(lambda v: dnp.modf(v)[0], lambda v: np.modf(v)[0], [x])
     check_values(lambda v: dnp.ldexp(v, 7), lambda v: np.ldexp(v, 7), [x])
+
+
+@pytest.mark.parametrize("fuse_min_size", [1, None])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_special_values_compiled_and_fused(dtype: Any, fuse_min_size: int | None) -> None:
+    """The generated code (fused kernels included, float64) gives the same bits."""
+    x = np.tile(special(dtype), 3)
+    y = x[::-1].copy()
+    before = da.config.fuse_min_size
+    if fuse_min_size is not None:
+        da.config.update("fuse_min_size", fuse_min_size)
+    try:
+        with np.errstate(all="ignore"):
+            same_bits(da.jit(dnp.nextafter)(x, y), np.nextafter(x, y))
+            same_bits(da.jit(dnp.spacing)(x), np.spacing(x))
+            same_bits(da.jit(lambda v: dnp.modf(v)[0])(x), np.modf(x)[0])
+            same_bits(da.jit(lambda v: dnp.modf(v)[1])(x), np.modf(x)[1])
+            same_bits(da.jit(lambda v: dnp.ldexp(v, 1100))(x), np.ldexp(x, 1100))
+            same_bits(da.jit(lambda v: dnp.ldexp(v, -1100))(x), np.ldexp(x, -1100))
+            finite = x[np.isfinite(x)]
+            same_bits(da.jit(dnp.signbit)(finite), np.signbit(finite))
+            same_bits(da.jit(lambda v: dnp.copysign(2.0, v))(finite), np.copysign(2.0, finite))
+    finally:
+        da.config.update("fuse_min_size", before)

@@ -323,7 +323,9 @@ def axes(draw: Any, ndim: int) -> Any:
     return draw(valid_tuple_axes(ndim, min_size=1))
 
 
-@pytest.mark.parametrize("name", ["nansum", "nanmean", "nanmax", "nanvar", "nanmedian", "nanprod"])
+@pytest.mark.parametrize(
+    "name", ["nansum", "nanmean", "nanmax", "nanvar", "nanmedian", "nanprod", "nanquantile"]
+)
 @settings(max_examples=15)
 @given(data=st.data(), shape=SHAPES, dtype=st.sampled_from(FLOATS), keepdims=st.booleans())
 def test_drawn_shapes_values(
@@ -344,5 +346,27 @@ def test_drawn_shapes_values(
         return
     if name == "nanmax" and x.size == 0 and counted == 0:
         return
-    kwargs = {"axis": axis, "keepdims": keepdims}
+    kwargs: dict[str, Any] = {"axis": axis, "keepdims": keepdims}
+    if name == "nanquantile":
+        # a Python number: NumPy's result type for an array q of float32 data depends
+        # on the data (float32 when a 1-d slice is all nan, else float64)
+        kwargs["q"] = 0.3
     check_values(bound(name, dnp, **kwargs), quiet(bound(name, np, **kwargs)), [x])
+
+
+def test_extrema_with_where_need_initial_as_in_numpy() -> None:
+    x = np.array([[1.0, np.nan], [3.0, 4.0]])
+    w = np.array([[True, False], [True, True]])
+    for name in ("nanmax", "nanmin"):
+        with pytest.raises(ValueError, match="initial"):
+            getattr(np, name)(x, axis=1, where=w)
+        with pytest.raises(ShapeError, match="initial"):
+            getattr(dnp, name)(x, axis=1, where=w)
+        for initial in (-5.0, 5.0, np.nan):
+            kwargs = {"axis": 1, "where": w, "initial": initial}
+            np.testing.assert_array_equal(
+                getattr(dnp, name)(x, **kwargs), getattr(np, name)(x, **kwargs)
+            )
+    all_nan = np.array([np.nan, np.nan])
+    np.testing.assert_array_equal(dnp.nanmin(all_nan, initial=3.0), np.nanmin(all_nan, initial=3.0))
+    np.testing.assert_array_equal(dnp.nanmax(np.zeros((0, 2)), axis=0, initial=1.0), [1.0, 1.0])

@@ -48,7 +48,7 @@ from ._reductions import (
     sum,
 )
 from ._sorting import sort, take_along_axis
-from ._ufuncs import convert, numpy_api, static_dtype, truthy
+from ._ufuncs import convert, fmax, fmin, numpy_api, static_dtype, truthy
 
 __all__ = [
     "nanargmax",
@@ -316,9 +316,12 @@ def _nan_extremum(
     if mask is None and initial is None:
         return (min if which == "min" else max)(t, axis, keepdims=keepdims)
     axes = normalize_axes(axis, t.ndim, op)
-    if not _is_float(t) and where is not None and initial is None:
-        raise UnsupportedError(
-            "where= on an int array needs initial= (NumPy's identity-less reduction)", op=op
+    if where is not None and initial is None:
+        name = "fmin" if which == "min" else "fmax"
+        raise ShapeError(
+            f"reduction operation '{name}' does not have an identity, so to use a where "
+            "mask one has to specify 'initial'",
+            op=op,
         )
     if t.size == 0 and initial is not None:
         return _full(initial, _reduced_shape(t.shape, axes, keepdims), t.dtype)
@@ -329,8 +332,8 @@ def _nan_extremum(
         bound = float(info.max if which == "min" else info.min)
     filled = _filled(t, mask, bound)
     best = (min if which == "min" else max)(filled, axis, keepdims=keepdims)
-    if initial is not None:
-        return elementwise("minimum" if which == "min" else "maximum", best, initial)
+    if initial is not None:  # joined as NumPy's fmax/fmin: a nan initial is ignored
+        return (fmin if which == "min" else fmax)(best, initial)
     none = _counts(t, mask, axes, keepdims) == 0
     return elementwise("select", none, math.nan, best)
 
@@ -346,7 +349,8 @@ def nanmax(
 ) -> Tensor:
     """Greatest non-nan element over ``axis``: :func:`~dualarr.numpy.max` of the array
     with nans as ``-inf`` (its gradient goes to the chosen element), nan for an all-nan
-    slice; ``initial`` joins the comparison."""
+    slice; ``initial`` joins the comparison (as ``fmax``), and is needed with
+    ``where`` (NumPy's rule)."""
     op = "numpy.nanmax"
     _no_out(out, op)
     return _nan_extremum(op, "max", a, axis, keepdims, initial, where)
@@ -431,7 +435,11 @@ def _nan_quantile(
     (nans last), its non-nan count ``c`` (traced), the positions ``(c - 1) q`` split into
     the neighbours ``floor`` and ``floor + 1`` (clamped to ``c - 1``) and the weight
     ``γ``, the neighbours read by ``take_along_axis`` and interpolated as NumPy's
-    ``_lerp``; nan for a slice of nans only."""
+    ``_lerp``; nan for a slice of nans only.  An empty ``a`` gives NumPy's
+    ``nanmean(a, axis)`` (nans, without the dimensions of ``q``).  The result type is
+    NumPy's for data with a number in every slice (NumPy's own depends on the data
+    there: float32 data and a float64 array ``q`` give float32 for a 1-d all-nan
+    ``a``)."""
     t = to_tensor(a, op)
     axes = normalize_axes(axis, t.ndim, op)
     joined = _front(t, axes)
@@ -440,8 +448,8 @@ def _nan_quantile(
     kind = static_dtype(target, op)
     flat_q = quantiles.reshape(-1)
     out_shape = quantiles.shape + (_kept_shape(t.shape, axes) if keepdims else rest)
-    if n == 0:
-        return _full(math.nan, out_shape, np.dtype(target))
+    if t.size == 0:  # NumPy returns nanmean(a, axis, keepdims): no q dimensions
+        return _full(math.nan, _reduced_shape(t.shape, axes, keepdims), t.dtype)
     ordered = sort(joined, axis=0) if n > 1 else joined
     count = da.sum(joined == joined, 0)  # an int per slice
     last = da.maximum(count - 1, 0)

@@ -35,9 +35,20 @@ from .lang import primitives
 from .lang.closure import ClosedProgram, close_program
 from .lang.config import config
 from .lang.errors import DtypeError, DualarrError, ShapeError, TracingError, UnsupportedError
+from .lang.functions import transpose
 from .lang.program import Program, ShapeSpec, fresh_results, input_type, trace
 from .lang.tensor import Tensor, current_context, current_trace, ensure_tensor
-from .lang.terms import Const, FromIntegral, IdSupply, Term, TermBase, Var, type_name
+from .lang.terms import (
+    Build1,
+    Const,
+    FromIntegral,
+    IdSupply,
+    Term,
+    TermBase,
+    Var,
+    free_vars,
+    type_name,
+)
 from .lang.trampoline import collector_paused
 from .pipeline import CompiledGradient, compile_gradient, gradient_stages, vectorise_program
 from .vectorise.vmap import mapped_term
@@ -973,23 +984,97 @@ def jacobian(
 
 
 def vmap(
-    f: Callable[..., Any], in_axes: int | Sequence[int | None] | None = 0
+    f: Callable[..., Any],
+    in_axes: int | Sequence[int | None] | None = 0,
+    out_axes: Any = 0,
 ) -> Callable[..., Any]:
     """Map ``f`` over axis ``in_axes`` of its arguments (None: not mapped), like
     ``jax.vmap``; ``f`` may return a tree of arrays, and keyword arguments pass through
     to it unmapped.  Inside a trace it builds ``build1 n (λi. f(xs[i]))`` (so vmaps
     nest, and the enclosing pipeline's bot vectorises them); called on arrays it reads
     what ``f`` captured at call time, and runs the bulk program the bot makes of it
-    (vectorised once per structure), which has no loop over the mapped dimension."""
+    (vectorised once per structure), which has no loop over the mapped dimension.
+
+    ``out_axes`` places the mapped axis in each result, as ``jax.vmap``'s: an int (a
+    ``tr`` of the ``build1``, negative counting from the end of the result), None for a
+    result that does not depend on the mapped arguments (it is returned once, not
+    stacked; a result that does is a :class:`ShapeError`, as in JAX), or a tree prefix
+    of ``f``'s result (a tuple, list or dict of those, broadcast over the subtrees)."""
+    _check_out_axes(out_axes)
     mapped = mapped_term(f, in_axes)
+
+    def placed(*args: Any, **kwargs: Any) -> Any:
+        result = mapped(*args, **kwargs)
+        return result if out_axes == 0 and type(out_axes) is int else _place(result, out_axes)
 
     def vmapped(*args: Any, **kwargs: Any) -> Any:
         if current_trace() is not None:
-            return mapped(*args, **kwargs)
-        return evaluate_now(mapped, args, kwargs, "vmap")
+            return placed(*args, **kwargs)
+        return evaluate_now(placed, args, kwargs, "vmap")
 
     vmapped.__name__ = f"vmap({_function_name(f)})"
     return vmapped
+
+
+def _out_axis(value: Any) -> bool:
+    return value is None or (isinstance(value, int | np.integer) and not isinstance(value, bool))
+
+
+def _check_out_axes(out_axes: Any) -> None:
+    """``out_axes`` is an int, None, or a tuple/list/dict tree of those (a
+    :class:`ShapeError` naming it otherwise)."""
+    leaves = optree.tree_leaves(out_axes, none_is_leaf=True)
+    if not all(_out_axis(a) for a in leaves):
+        raise ShapeError(
+            f"out_axes must be an int, None, or a tuple/list/dict of those matching the "
+            f"result's structure, got {out_axes!r}",
+            op="vmap",
+        )
+
+
+def _place(result: Any, out_axes: Any) -> Any:
+    """Each leaf of ``result`` (``build1`` over the mapped axis, in front) with that axis
+    moved to its ``out_axes`` entry, or unstacked for a None entry."""
+    try:
+        axes = optree.tree_broadcast_prefix(out_axes, result, none_is_leaf=True)
+    except ValueError:
+        raise ShapeError(
+            f"out_axes {out_axes!r} is not a tree prefix of the result's structure "
+            f"{optree.tree_structure(result, none_is_leaf=True)}",
+            op="vmap",
+        ) from None
+    leaves, tree = optree.tree_flatten(result, none_is_leaf=True)
+    placed = [
+        _move_mapped(leaf, axis) if isinstance(leaf, Tensor) else leaf
+        for leaf, axis in zip(leaves, optree.tree_leaves(axes, none_is_leaf=True), strict=True)
+    ]
+    return optree.tree_unflatten(tree, placed)
+
+
+def _move_mapped(leaf: Tensor, axis: int | None) -> Tensor:
+    term = leaf.term
+    if axis is None:
+        if isinstance(term, Build1) and term.var not in free_vars(term.body):
+            return Tensor(term.body)
+        raise ShapeError(
+            "vmap has a mapped output but out_axes is None for it: an output with "
+            "out_axes=None must not depend on the mapped arguments (as in jax.vmap)",
+            op="vmap",
+            shapes=[leaf.shape],
+        )
+    rank = len(leaf.shape)
+    if not -rank <= axis < rank:
+        raise ShapeError(
+            f"out_axes {int(axis)} is out of range for a result of shape "
+            f"{list(leaf.shape[1:])} mapped over {leaf.shape[0]}",
+            op="vmap",
+            shapes=[leaf.shape],
+        )
+    position = int(axis) % rank
+    if position == 0:
+        return leaf
+    perm = [*range(1, position + 1), 0, *range(position + 1, rank)]
+    return transpose(leaf, perm)
 
 
 def jit(f: Callable[..., Any], *, backend: str | None = None) -> Callable[..., Any]:

@@ -27,11 +27,12 @@ is a :class:`~dualarr.ShapeError`.
 from __future__ import annotations
 
 from ..lang.tensor import install_numpy_functions
-from . import _creation, _linalg, _more, _reductions, _shape, _sorting, _ufuncs
+from . import _creation, _linalg, _more, _nan, _reductions, _shape, _sorting, _ufuncs
 from . import linalg as linalg  # dnp.linalg, as numpy.linalg
 from ._creation import *  # noqa: F403
 from ._linalg import *  # noqa: F403
 from ._more import *  # noqa: F403
+from ._nan import *  # noqa: F403
 from ._reductions import *  # noqa: F403
 from ._shape import *  # noqa: F403
 from ._sorting import *  # noqa: F403
@@ -41,6 +42,7 @@ __all__: list[str] = [
     *_creation.__all__,
     *_linalg.__all__,
     *_more.__all__,
+    *_nan.__all__,
     *_reductions.__all__,
     *_shape.__all__,
     *_sorting.__all__,

@@ -977,3 +977,206 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Tensor:
     op = "numpy.astype"
     return convert(to_tensor(x, op), static_dtype(dtype, op), op)
 
+
+
+# --------------------------------------------------------------------------------------
+# Floating-point manipulation and more ufuncs (issue #39): copysign, ldexp, signbit,
+# nextafter, spacing, isclose, divmod, modf
+# --------------------------------------------------------------------------------------
+
+__all__ += [
+    "copysign",
+    "divmod",
+    "isclose",
+    "ldexp",
+    "modf",
+    "nextafter",
+    "signbit",
+    "spacing",
+]
+
+
+def _sign_bit(t: Tensor) -> Tensor:
+    """Whether the float ``t`` is negative, ``-0.0`` included (``1 / -0.0`` is ``-inf``):
+    ``t < 0 | (t == 0 & 1 / t < 0)``.  A nan's sign bit is not observable by arithmetic,
+    so a negative nan counts as positive (NumPy reads the bit)."""
+    zero = t == 0
+    inverse = 1.0 / elementwise("select", zero, t, 1.0)
+    return (t < 0) | (zero & (inverse < 0))
+
+
+@numpy_api
+def signbit(x: Any) -> Tensor:
+    """Elementwise whether the sign bit is set: ``x < 0``, and ``x == -0.0`` (told from
+    ``+0.0`` by ``1 / x``).  A bool, with no derivative; ints and bools compare with 0.
+    A negative nan's bit is not observable without a bit cast: it gives False where
+    NumPy gives True."""
+    t = to_tensor(x, "numpy.signbit")
+    if not t.term.dtype.is_float:
+        return t < 0 if not is_bool(t) else t != t
+    return _sign_bit(t)
+
+
+@numpy_api
+def copysign(x1: Any, x2: Any) -> Tensor:
+    """``|x1|`` with the sign of ``x2`` (``-0.0`` negative): ``select(signbit(x2), -|x1|,
+    |x1|)``, as ``jnp.copysign``, so the derivative wrt ``x1`` is ``sign(x1)`` times the
+    sign taken and wrt ``x2`` is 0.  A negative nan ``x2`` counts as positive
+    (:func:`signbit`)."""
+    a, b = float_operands("numpy.copysign", x1, x2)
+    magnitude = da.abs(a)
+    return elementwise("select", _sign_bit(da.stop_gradient(b)), -magnitude, magnitude)
+
+
+def _power_of_two(exponent: Tensor, dtype: DType) -> Tensor:
+    """``2.0 ** exponent`` for an int ``exponent``, exact (``pow`` of 2 to a whole
+    float)."""
+    two = da.constant(np.asarray(2.0, dtype.numpy()))
+    return elementwise("pow", two, da.to_float(exponent, dtype.numpy()))
+
+
+@numpy_api
+def ldexp(x1: Any, x2: Any) -> Tensor:
+    """``x1 * 2**x2`` for an int ``x2``, rounded once as NumPy's: ``x1`` times the exact
+    power ``2**x2`` where that is a normal float64; beyond (``|x2| > 1022``) times two
+    exact powers ``2**h`` and ``2**(x2 - h)``, ``h = x2 // 2``, so the result is NumPy's
+    where ``2**x2`` alone over- or underflows.  float32 is computed in float64 and
+    rounded once at the end.  A zero, infinite or nan ``x1`` is itself.  Derivative
+    ``2**x2`` wrt ``x1``; ``x2`` is an int (a float ``x2`` is NumPy's ``TypeError``, here
+    a :class:`DtypeError`)."""
+    op = "numpy.ldexp"
+    b = x2 if isinstance(x2, int) and not isinstance(x2, bool) else to_tensor(x2, op)
+    if isinstance(b, Tensor) and b.term.dtype is not DType.INT64:
+        raise DtypeError(f"the exponent x2 must be an int array, got {b.term.dtype}", op=op)
+    a = as_float(x1, op)
+    exponent = to_tensor(b, op)
+    shape = common_shape(op, [a.shape, exponent.shape])
+    a, exponent = Tensor(lift_shape(a.term, shape)), Tensor(lift_shape(exponent.term, shape))
+    wide = convert(a, DType.FLOAT64, op)
+    clamped = da.minimum(da.maximum(exponent, -1022), 1023)
+    once = wide * _power_of_two(clamped, DType.FLOAT64)
+    half = da.floor_divide(exponent, 2)
+    twice = wide * _power_of_two(half, DType.FLOAT64) * _power_of_two(
+        exponent - half, DType.FLOAT64
+    )
+    plain = (wide == 0) | (da.abs(wide) == math.inf) | (wide != wide) | (clamped == exponent)
+    return convert(elementwise("select", plain, once, twice), a.term.dtype, op)
+
+
+def _next_toward(x: Tensor, y: Tensor) -> Tensor:
+    """The float next to ``x`` in the direction of ``y`` (no derivative): ``x`` plus or
+    minus the spacing of floats at ``|x|``, ``2**(e - p)`` for ``e`` the exponent of
+    ``|x|`` (``floor(log2|x|)``, corrected by one either way by comparing with ``2**e``,
+    and at least the least normal exponent, so subnormals step by the least subnormal)
+    and ``p`` the mantissa bits; towards zero from a power of two the step is half as
+    large.  From 0 the step is the least subnormal, signed as ``y``; from ``±inf`` it is
+    ``±max``; ``x == y`` gives ``y``; nan gives nan.  The sums are exact (a float plus
+    its own spacing)."""
+    info = np.finfo(x.dtype)
+    dtype = x.term.dtype
+    p, low_exponent = int(info.nmant), int(info.minexp)
+    magnitude = da.abs(x)
+    finite = magnitude < math.inf
+    clamped = da.minimum(
+        da.maximum(elementwise("select", finite, magnitude, 1.0), float(info.tiny)),
+        float(info.max),
+    )
+    exponent = da.floor(da.log(clamped) * (1.0 / _LN2))
+    exponent = exponent - elementwise("select", _power_of_two(exponent, dtype) > clamped, 1, 0)
+    exponent = exponent + elementwise(
+        "select", _power_of_two(exponent + 1, dtype) <= clamped, 1, 0
+    )
+    exponent = da.maximum(exponent, low_exponent)
+    up = _power_of_two(exponent - p, dtype)
+    boundary = (magnitude == _power_of_two(exponent, dtype)) & (exponent > low_exponent)
+    down = elementwise("select", boundary, _power_of_two(exponent - p - 1, dtype), up)
+    away = (y > x) == (x > 0)
+    step = elementwise("select", away, up, down)
+    result = x + elementwise("select", y > x, step, -step)
+    zeros = da.constant(np.asarray([0.0, -0.0], x.dtype))  # towards 0 keeps x's sign
+    result = elementwise(
+        "select", result == 0, elementwise("select", x < 0, zeros[1], zeros[0]), result
+    )
+    tiny = da.constant(np.nextafter(np.zeros((), x.dtype), np.ones((), x.dtype)))
+    result = elementwise("select", x == 0, elementwise("select", y > 0, tiny, -tiny), result)
+    largest = da.constant(np.asarray(info.max, x.dtype))
+    result = elementwise(
+        "select", finite, result, elementwise("select", x > 0, largest, -largest)
+    )
+    result = elementwise("select", x == y, y, result)
+    return elementwise("select", (x != x) | (y != y), x + y, result)
+
+
+@numpy_api
+def nextafter(x1: Any, x2: Any) -> Tensor:
+    """The next float after ``x1`` towards ``x2``, elementwise: ``x1`` plus a step
+    computed from ``|x1|`` (:func:`_next_toward`: ``log``, ``floor``, ``pow`` of 2 and
+    ``select``s, no bit cast).  Its derivative is 1 wrt ``x1`` (the step is constant
+    between floats) and 0 wrt ``x2``."""
+    a, b = float_operands("numpy.nextafter", x1, x2)
+    fixed = da.stop_gradient(a)
+    exact = _next_toward(fixed, da.stop_gradient(b))
+    step = exact - fixed
+    # from an infinite or nan x1, and to a signed zero, the value is the exact one
+    moves = (da.abs(fixed) < math.inf) & (exact != 0)
+    return elementwise("select", moves, a + step, exact)
+
+
+@numpy_api
+def spacing(x: Any) -> Tensor:
+    """The distance from ``x`` to the next float away from zero (towards ``-inf`` for
+    ``x < 0``, so ``spacing(-1) < 0``, ``spacing(-0.0) > 0`` as NumPy's): the step of
+    :func:`nextafter`, derivative 0; nan for ``±inf`` and nan, inf at the largest
+    float."""
+    t = da.stop_gradient(as_float(x, "numpy.spacing"))
+    infinities = da.constant(np.asarray([-math.inf, math.inf], t.dtype))
+    target = elementwise("select", t < 0, infinities[0], infinities[1])
+    return _next_toward(t, Tensor(lift_shape(target.term, t.shape))) - t
+
+
+@numpy_api
+def isclose(
+    a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: bool = False
+) -> Tensor:
+    """Elementwise ``|a - b| <= atol + rtol * |b|`` for finite ``b``, or ``a == b`` (so
+    equal infinities are close), as NumPy's ``isclose`` (ints and bools compared as
+    float64); nans are close to each other only with ``equal_nan``.  A bool, with no
+    derivative."""
+    op = "numpy.isclose"
+    raw = [v if isinstance(v, int | float) else to_tensor(v, op) for v in (a, b)]
+    floats = [
+        convert(v, DType.FLOAT64, op) if isinstance(v, Tensor) and not v.term.dtype.is_float
+        else v
+        for v in raw
+    ]
+    x, y = (da.stop_gradient(t) for t in operands(op, OpKind.NUM_BINARY, *floats))
+    finite = da.abs(y) < math.inf
+    close = (da.abs(x - y) <= atol + rtol * da.abs(y)) & finite
+    result: Tensor = close | (x == y)
+    if equal_nan:
+        result = result | ((x != x) & (y != y))
+    return result
+
+
+@numpy_api
+def divmod(x1: Any, x2: Any) -> tuple[Tensor, Tensor]:
+    """``(floor_divide(x1, x2), remainder(x1, x2))``, NumPy's two-output ufunc."""
+    return floor_divide(x1, x2), remainder(x1, x2)
+
+
+@numpy_api
+def modf(x: Any) -> tuple[Tensor, Tensor]:
+    """The fractional and whole parts of ``x``, both with the sign of ``x``:
+    ``(x - trunc(x), trunc(x))``, the fraction of ``±inf`` being ``±0``.  The
+    fraction's derivative is 1, the whole part's 0.  Ints give float64."""
+    t = as_float(x, "numpy.modf")
+    whole = float_trunc(t)
+    fraction = t - whole
+    zeros = da.constant(np.asarray([0.0, -0.0], t.dtype))
+    zero = elementwise("select", _sign_bit(da.stop_gradient(t)), zeros[1], zeros[0])
+    fixed = da.stop_gradient(t)
+    # a zero fraction of a finite x: ±0 (x's sign) with derivative 1, as jnp.modf's
+    tied = elementwise("select", _sign_bit(fixed), -(fixed - t), t - fixed)
+    signed = elementwise("select", fraction == 0, tied, fraction)
+    signed = elementwise("select", da.abs(t) == math.inf, zero, signed)
+    return signed, elementwise("select", whole == 0, zero, whole)

@@ -7,6 +7,7 @@ transpose (§6.2), its smart constructor, its bot rules (§5, Figs. 9–11) and 
 prints and draws.  None is from the paper: each is a kit extension, and says so.
 """
 
+from .linalg_spectral import Eigh, Qr, Svd
 from .rev import Rev, rev
 
-__all__ = ["Rev", "rev"]
+__all__ = ["Eigh", "Qr", "Rev", "Svd", "rev"]

@@ -166,7 +166,7 @@ class Qr(Structural):
 
 
 def _numeric(array: Any, op: str) -> None:
-    if getattr(array, "dtype", None) == np.dtype(object):
+    if isinstance(array, np.ndarray) and array.dtype == np.dtype(object):
         raise UnsupportedError(
             f"SymPy cannot evaluate {op}: it has no closed form in general", op=op
         )
@@ -265,12 +265,17 @@ def _div(p: Algebra[Any], a: Any, b: Any, dtype: DType) -> Any:
     return p.op("div", (a, b), dtype)
 
 
-def _off_diagonal_inverse(p: Algebra[Any], diff: Any, dtype: DType) -> Any:
-    """``1/diff`` off the diagonal, 0 on it (``F`` of the eigenvector derivatives)."""
-    shape = p.shape(diff)
-    eye = _eye(p, shape, dtype)
-    off = constant_factor(p, 1 - np.eye(shape[-1]), shape, dtype)
-    return _div(p, off, p.add(diff, eye, dtype), dtype)
+def _safe_inverse(p: Algebra[Any], x: Any, dtype: DType) -> Any:
+    """``1/x`` where ``x != 0``, and 0 where ``x == 0``: ``F`` of the vector derivatives
+    (0 on its diagonal, and 0 at exactly repeated eigenvalues or singular values, where
+    the vectors' derivative is undefined: it is then left out rather than made infinite,
+    so that the values' derivative, which is defined there, is not poisoned by ``0 · ∞``
+    in the reverse pass), and ``1/s`` at a zero singular value."""
+    shape = p.shape(x)
+    zero = p.full(shape, 0, dtype)
+    nonzero = p.op("ne", (x, zero), DType.BOOL)
+    safe = p.op("select", (nonzero, x, p.full(shape, 1, dtype)), dtype)
+    return p.op("select", (nonzero, _div(p, p.full(shape, 1, dtype), safe, dtype), zero), dtype)
 
 
 # -- Deltas of the pieces --------------------------------------------------------------
@@ -322,7 +327,7 @@ def _derive_eigh(
     w_rows, v = p.element(y, 0), p.element(y, 1)
     n = p.shape(v)[-1]
     m = alg.share_delta(delta_matmul(_mT(p, v), delta_matmul(a.delta, v)))
-    f = _off_diagonal_inverse(p, _sub(p, w_rows, _mT(p, w_rows), dtype), dtype)
+    f = _safe_inverse(p, _sub(p, w_rows, _mT(p, w_rows), dtype), dtype)
     dw = _in_every_row(alg, _diag(alg, m), n)
     dv = delta_matmul(v, delta_scale(f, m))
     return alg.dual(y, dl.FromList((dw, dv)))
@@ -359,7 +364,7 @@ def _derive_svd(
     ds = _in_every_row(alg, _diag(alg, d_s), big)
     s_t = _mT(p, s)
     diffs = p.mul(p.add(s, s_t, dtype), _sub(p, s, s_t, dtype), dtype)  # s_j² - s_i²
-    f = _off_diagonal_inverse(p, diffs, dtype)
+    f = _safe_inverse(p, diffs, dtype)
     dss = alg.share_delta(delta_scale(s, d_s))
     sds = alg.share_delta(delta_scale(s_t, d_s))
     du = delta_matmul(u, delta_scale(f, delta_add(dss, delta_mT(dss))))
@@ -367,15 +372,12 @@ def _derive_svd(
     if m > n:  # (I - U U^T) dA V / s
         dav = alg.share_delta(delta_matmul(da, v))
         rest = delta_add(dav, _negated(alg, delta_matmul(u, delta_matmul(_mT(p, u), dav))))
-        inverse = _div(
-            p, constant_factor(p, 1.0, (*da.shape[:-1], k), dtype), _rows(p, s_all, m, dtype), dtype
-        )
+        inverse = _safe_inverse(p, _rows(p, s_all, m, dtype), dtype)
         du = delta_add(du, delta_scale(inverse, rest))
     if n > m:  # (I - V V^T) dA^T U / s
         dau = alg.share_delta(delta_matmul(delta_mT(da), u))
         rest = delta_add(dau, _negated(alg, delta_matmul(v, delta_matmul(_mT(p, v), dau))))
-        shape = (*da.shape[:-2], n, k)
-        inverse = _div(p, constant_factor(p, 1.0, shape, dtype), _rows(p, s_all, n, dtype), dtype)
+        inverse = _safe_inverse(p, _rows(p, s_all, n, dtype), dtype)
         dv = delta_add(dv, delta_scale(inverse, rest))
     packed = (_pad_rows(alg, du, big), _pad_rows(alg, dv, big), ds)
     return alg.dual(y, dl.FromList(packed))

@@ -18,7 +18,7 @@ import numpy as np
 
 from ... import numpy as dnp
 from ...constructs.linalg_spectral import Eigh, Qr, Svd
-from ...lang.errors import DtypeError, ShapeError, UnsupportedError
+from ...lang.errors import DtypeError, ShapeError, UnsupportedError, format_shape
 from ...lang.tensor import Operand, Tensor
 from .._core import normalize_axis, numpy_function, to_tensor
 
@@ -79,12 +79,17 @@ def _matrices(a: Operand, op: str, *, square: bool = False) -> Tensor:
     t = _float(a, op)
     if t.ndim < 2:
         raise ShapeError(
-            f"{t.ndim}-dimensional array given. Array must be at least two-dimensional",
+            f"{t.ndim}-dimensional array given. Array must be at least two-dimensional, "
+            f"got shape {format_shape(t.shape)}",
             op=op,
             shapes=[t.shape],
         )
     if square and t.shape[-1] != t.shape[-2]:
-        raise ShapeError("Last 2 dimensions of the array must be square", op=op, shapes=[t.shape])
+        raise ShapeError(
+            f"Last 2 dimensions of the array must be square, got shape {format_shape(t.shape)}",
+            op=op,
+            shapes=[t.shape],
+        )
     return t
 
 
@@ -168,7 +173,9 @@ def svd(
     if hermitian:
         if t.shape[-1] != t.shape[-2]:
             raise ShapeError(
-                "Last 2 dimensions of the array must be square", op=op, shapes=[t.shape]
+                f"Last 2 dimensions of the array must be square, got shape {format_shape(t.shape)}",
+                op=op,
+                shapes=[t.shape],
             )
         return _svd_hermitian(t, compute_uv)
     if not compute_uv:
@@ -409,7 +416,11 @@ def cond(x: Operand, p: Any = None) -> Tensor:
             return s[..., -1] / s[..., 0]
         return s[..., 0] / s[..., -1]
     if t.shape[-1] != t.shape[-2]:
-        raise ShapeError("Last 2 dimensions of the array must be square", op=op, shapes=[t.shape])
+        raise ShapeError(
+            f"Last 2 dimensions of the array must be square, got shape {format_shape(t.shape)}",
+            op=op,
+            shapes=[t.shape],
+        )
     inverse = _pinv(t, 0.0, False)
     rank = t.ndim
     return norm(t, p, axis=(rank - 2, rank - 1)) * norm(inverse, p, axis=(rank - 2, rank - 1))

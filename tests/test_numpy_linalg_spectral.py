@@ -478,3 +478,32 @@ def test_check_grad_skips_sympy_and_passes() -> None:
     assert "SymPy cannot evaluate linalg.eigh" in str(report)
     report = da.check_grad(lambda a: da.sum(dnp.linalg.qr(a)[0] ** 3), normal(3, 2))
     assert report.passed, report
+
+
+def test_second_derivatives_go_through_the_derivative_rules() -> None:
+    """The rules build their factors with the primal algebra, so a gradient of a
+    gradient differentiates them again (against central differences of the gradient)."""
+    a, w = normal(3, 3), np.arange(9.0).reshape(3, 3)
+
+    def f(x: Any) -> Any:
+        return da.sum(dnp.linalg.eigvalsh(x) ** 3) + da.sum(dnp.linalg.svdvals(x) ** 2)
+
+    def inner(x: Any) -> Any:
+        return da.sum(da.grad(f)(x) * w)
+
+    hessian_row = da.grad(inner)(a)
+    expected = np.zeros_like(a)
+    for index in np.ndindex(a.shape):
+        step = np.zeros_like(a)
+        step[index] = 1e-6
+        up, down = (float(np.sum(da.grad(f)(a + sign * step) * w)) for sign in (1, -1))
+        expected[index] = (up - down) / 2e-6
+    np.testing.assert_allclose(hessian_row, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_qr_complete_of_a_square_matrix_is_differentiable() -> None:
+    conforms(
+        lambda x: dnp.linalg.qr(x, mode="complete")[0],
+        lambda x: NPL.qr(x, mode="complete")[0],
+        [normal(2, 3, 3)],
+    )

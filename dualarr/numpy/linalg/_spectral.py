@@ -70,7 +70,7 @@ def _float(a: Operand, op: str) -> Tensor:
     t = to_tensor(a, op)
     if t.dtype.kind == "b" or t.dtype.kind in "iu":
         return dnp.astype(t, np.float64)
-    if t.dtype.kind != "f":
+    if t.dtype.kind != "f" or t.dtype == np.float16:
         raise DtypeError(f"array type {t.dtype} is unsupported in linalg", op=op)
     return t
 

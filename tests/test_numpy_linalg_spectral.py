@@ -507,3 +507,28 @@ def test_qr_complete_of_a_square_matrix_is_differentiable() -> None:
         lambda x: NPL.qr(x, mode="complete")[0],
         [normal(2, 3, 3)],
     )
+
+
+def test_an_index_into_the_batch_is_pushed_into_the_operand() -> None:
+    """``index (eigh e) (p, b, …) = index (eigh (index e b)) (p', …)`` (Fig. 10): one
+    factorisation per row of the build, not the whole stack per row; out of range the
+    read is 0 (§5.2), though ``eigh`` of the zeros read there is not."""
+    x = normal(3, 4, 4)
+
+    def f(x: Any) -> Any:
+        return da.build1(3, lambda i: dnp.linalg.eigvalsh(x * (i + 1.0))[i + 1])
+
+    expected = [np.linalg.eigvalsh(x[i + 1] * (i + 1.0)) for i in range(2)] + [np.zeros(4)]
+    np.testing.assert_allclose(da.jit(f)(x), np.stack(expected), rtol=1e-12, atol=1e-12)
+    p = da.pipeline(lambda x: da.sum(f(x)), x)
+    assert [n.shape for n in walk(p.vectorised.outputs) if isinstance(n, Eigh)] == [(2, 3, 4, 4)]
+    assert is_bot_normal(p.vectorised)
+    (g,) = p(x)[1]
+    np.testing.assert_allclose(g, da.grad(lambda x: da.sum(f(x)), mode="interpret")(x))
+
+    def one(x: Any) -> Any:  # outside build1: eigh of x[1] alone
+        return dnp.linalg.eigvalsh(x)[1]
+
+    q = da.pipeline(lambda x: da.sum(one(x)), x)
+    assert [n.shape for n in walk(q.vectorised.outputs) if isinstance(n, Eigh)] == [(2, 4, 4)]
+    np.testing.assert_allclose(da.jit(one)(x), np.linalg.eigvalsh(x)[1], rtol=1e-12)

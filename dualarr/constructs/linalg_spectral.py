@@ -57,6 +57,7 @@ import numpy as np
 from ..ad import delta as dl
 from ..ad.dual import DERIVATIVES, Dual, DualAlgebra
 from ..interp.algebra import ARRAY_MEANINGS, Algebra
+from ..lang import indexing as ix_
 from ..lang.errors import DtypeError, ShapeError, UnsupportedError, format_shape
 from ..lang.terms import (
     DType,
@@ -74,6 +75,7 @@ from ..vectorise.bot import (
     BUILD1_RULES,
     INDEX_RULES,
     IndexPusher,
+    Push,
     Rewrite,
     Vec,
     Vectoriser,
@@ -445,10 +447,34 @@ def _build1_factorisation(v: Vectoriser, e: Factorisation) -> Rewrite:
     )
 
 
+def _batch_split(
+    a: Factorisation, ix: tuple[Term, ...]
+) -> tuple[tuple[Term, ...], tuple[Term, ...]] | None:
+    """``index (f e) (p, b..., r...) = index (f (index e b...)) (p', r...)`` when ``ix``
+    reaches into the stack's batch dimensions: ``(b..., (p', r...))``.  Out of range,
+    ``index e b...`` reads zeros and ``f`` of zeros is not zero (``eigh 0`` has the
+    identity as eigenvectors), so ``p'`` is ``p`` made out of range there too: the read
+    gives 0, as the total semantics of §5.2 has it."""
+    batch = len(a.array.shape) - 2
+    taken = min(len(ix) - 1, batch)
+    if taken <= 0:
+        return None
+    outer = ix[1 : 1 + taken]
+    part = ix_.poison(ix_.all_in_range(outer, a.array.shape), ix[0])
+    return outer, (part, *ix[1 + taken :])
+
+
 @BUILD1_INDEX_RULES.register(Eigh, Svd, Qr)
 def _vindex_factorisation(v: Vectoriser, a: Factorisation, ix: tuple[Term, ...]) -> Rewrite:
-    """``B[index (f e) ix]``: the factorisation is computed whole, batched, and the
-    diagonal read (Fig. 11, rule D): an index cannot be pushed into a factorisation."""
+    """``B[index (f e) ix]``: an index into the stack's batch dimensions is pushed into
+    ``e`` (Fig. 10); one into the factor or matrix dimensions cannot be pushed into a
+    factorisation, so it is computed whole, batched, and the diagonal read (Fig. 11,
+    horde-ad's rule D)."""
+    split = _batch_split(a, ix)
+    if split is not None:
+        outer, rest = split
+        pushed = Index(type(a).make([Index(a.array, outer)], a.params), rest)
+        return Rewrite(f"index-{a.name}-batch", "Fig. 10", (Vec(pushed),), lambda rs: rs[0], _KIT)
     k = v.k
     new_i = v.fresh_index_var()
     return v.with_index_function(
@@ -466,5 +492,16 @@ def _push_factorisation(p: IndexPusher, a: Factorisation, ix: tuple[Term, ...]) 
     """``I[f e, ix] = let x = f e in index x ix``: a factorisation is computed whole,
     then indexed (as a loop's result), so the index stays in the normal form of
     Theorem 5.1 (an index of a variable)."""
+    split = _batch_split(a, ix)
+    if split is not None:  # the batch part pushed into e (Fig. 10)
+        outer, rest = split
+        construct, params = type(a), a.params
+
+        def assemble(rs: Sequence[Term]) -> Term:
+            f = construct.make([rs[0]], params)
+            x = fresh_var(p.supply, a.name, f.shape, f.dtype)
+            return Let(x, f, Index(x, rest))
+
+        return Rewrite(f"index-{a.name}-batch", "Fig. 10", (Push(a.array, outer),), assemble, _KIT)
     x = fresh_var(p.supply, a.name, a.shape, a.dtype)
     return Rewrite(f"index-{a.name}", "Theorem 5.1", (), lambda _: Let(x, a, Index(x, ix)), _KIT)

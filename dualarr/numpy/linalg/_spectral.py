@@ -112,7 +112,7 @@ def _symmetric(t: Tensor, uplo: Any, op: str) -> Tensor:
 def _eigh(a: Operand, uplo: Any, op: str) -> EighResult:
     t = _matrices(a, op, square=True)
     packed = Tensor(Eigh(_symmetric(t, uplo, op).term))
-    return EighResult(packed[0][..., 0, :], packed[1])
+    return EighResult(packed[0, ..., 0, :], packed[1])
 
 
 @numpy_function
@@ -152,12 +152,12 @@ def _svd(t: Tensor, full_matrices: bool) -> SVDResult:
     full = bool(full_matrices) and m != n
     packed = Tensor(Svd(full, t.term))
     if full:
-        return SVDResult(packed[0][..., :m, :m], packed[2][..., 0, :k], _mT(packed[1][..., :n, :n]))
-    return SVDResult(packed[0][..., :m, :], packed[2][..., 0, :], _mT(packed[1][..., :n, :]))
+        return SVDResult(packed[0, ..., :m, :m], packed[2, ..., 0, :k], _mT(packed[1, ..., :n, :n]))
+    return SVDResult(packed[0, ..., :m, :], packed[2, ..., 0, :], _mT(packed[1, ..., :n, :]))
 
 
 def _singular_values(t: Tensor) -> Tensor:
-    return Tensor(Svd(False, t.term))[2][..., 0, :]
+    return Tensor(Svd(False, t.term))[2, ..., 0, :]
 
 
 @numpy_function
@@ -208,11 +208,11 @@ def qr(a: Operand, mode: str = "reduced") -> Any:
     complete = mode == "complete" and m > n
     packed = Tensor(Qr("complete" if complete else "reduced", t.term))
     if complete:
-        return QRResult(packed[0][..., :, :m], packed[1][..., :, :n])
-    r = packed[1][..., :k, :]
+        return QRResult(packed[0, ..., :, :m], packed[1, ..., :, :n])
+    r = packed[1, ..., :k, :]
     if mode == "r":
         return r
-    return QRResult(packed[0][..., :, :k], r)
+    return QRResult(packed[0, ..., :, :k], r)
 
 
 # -- pinv, lstsq ----------------------------------------------------------------------------

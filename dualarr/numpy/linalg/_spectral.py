@@ -5,7 +5,7 @@
 The factorisations are the structural constructs of
 :mod:`dualarr.constructs.linalg_spectral` (each packs its factors into one array, read
 here with an index and a slice); everything else lowers to ``dnp`` operations on their
-factors, as NumPy's own ``numpy/linalg/_linalg.py`` computes them (``pinv`` and
+factors, as NumPy's own ``numpy/linalg/py`` computes them (``pinv`` and
 ``lstsq`` from the SVD, ``norm`` from reductions or the singular values).  Batched over
 leading axes as NumPy's are (``lstsq`` takes 2-D arrays, as NumPy's).
 """
@@ -16,11 +16,21 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ... import numpy as dnp
 from ...constructs.linalg_spectral import Eigh, Qr, Svd
 from ...lang.errors import DtypeError, ShapeError, UnsupportedError, format_shape
 from ...lang.tensor import Operand, Tensor
 from .._core import normalize_axis, numpy_function, to_tensor
+from .._creation import asarray, ones_like, zeros, zeros_like
+from .._linalg import matmul
+from .._reductions import any as any_
+from .._reductions import count_nonzero
+from .._reductions import max as max_
+from .._reductions import min as min_
+from .._reductions import sum as sum_
+from .._shape import expand_dims, flip, moveaxis, ravel, reshape, swapaxes, transpose, tril, triu
+from .._sorting import argsort, sort, take_along_axis
+from .._ufuncs import abs as abs_
+from .._ufuncs import astype, sign, sqrt, where
 
 __all__ = [
     "EighResult",
@@ -69,7 +79,7 @@ def _float(a: Operand, op: str) -> Tensor:
     """``a`` as a float tensor (NumPy's ``linalg`` computes integers in float64)."""
     t = to_tensor(a, op)
     if t.dtype.kind == "b" or t.dtype.kind in "iu":
-        return dnp.astype(t, np.float64)
+        return astype(t, np.float64)
     if t.dtype.kind != "f" or t.dtype == np.float16:
         raise DtypeError(f"array type {t.dtype} is unsupported in linalg", op=op)
     return t
@@ -94,7 +104,7 @@ def _matrices(a: Operand, op: str, *, square: bool = False) -> Tensor:
 
 
 def _mT(t: Tensor) -> Tensor:
-    return dnp.swapaxes(t, -1, -2)
+    return swapaxes(t, -1, -2)
 
 
 # -- eigh, eigvalsh -----------------------------------------------------------------------
@@ -103,9 +113,9 @@ def _mT(t: Tensor) -> Tensor:
 def _symmetric(t: Tensor, uplo: Any, op: str) -> Tensor:
     """The symmetric matrix NumPy's ``eigh`` sees: the ``UPLO`` triangle mirrored."""
     if uplo == "L":
-        return dnp.tril(t) + _mT(dnp.tril(t, -1))
+        return tril(t) + _mT(tril(t, -1))
     if uplo == "U":
-        return dnp.triu(t) + _mT(dnp.triu(t, 1))
+        return triu(t) + _mT(triu(t, 1))
     raise UnsupportedError(f"UPLO argument must be 'L' or 'U', got {uplo!r}", op=op)
 
 
@@ -135,14 +145,14 @@ def eigvalsh(a: Operand, UPLO: str = "L") -> Tensor:
 def _svd_hermitian(t: Tensor, compute_uv: bool) -> Any:
     """NumPy's ``svd(hermitian=True)``: from ``eigh``, by ``|w|`` descending."""
     w, v = _eigh(t, "L", "linalg.svd")
-    s = dnp.abs(w)
+    s = abs_(w)
     if not compute_uv:
-        return dnp.flip(dnp.sort(s, axis=-1), axis=-1)
-    order = dnp.flip(dnp.argsort(s, axis=-1), axis=-1)
-    sign = dnp.take_along_axis(dnp.sign(w), order, axis=-1)
-    s = dnp.take_along_axis(s, order, axis=-1)
-    u = dnp.take_along_axis(v, dnp.expand_dims(order, -2), axis=-1)
-    vh = _mT(u * dnp.expand_dims(sign, -2))
+        return flip(sort(s, axis=-1), axis=-1)
+    order = flip(argsort(s, axis=-1), axis=-1)
+    signs = take_along_axis(sign(w), order, axis=-1)
+    s = take_along_axis(s, order, axis=-1)
+    u = take_along_axis(v, expand_dims(order, -2), axis=-1)
+    vh = _mT(u * expand_dims(signs, -2))
     return SVDResult(u, s, vh)
 
 
@@ -220,9 +230,9 @@ def qr(a: Operand, mode: str = "reduced") -> Any:
 
 def _cutoff_inverse(s: Tensor, rcond: Any) -> Tensor:
     """``1/s`` where ``s > rcond · max(s)``, else 0 (NumPy's ``pinv``)."""
-    cutoff = dnp.expand_dims(rcond, -1) * dnp.max(s, axis=-1, keepdims=True)
+    cutoff = expand_dims(rcond, -1) * max_(s, axis=-1, keepdims=True)
     large = s > cutoff
-    return dnp.where(large, 1 / dnp.where(large, s, dnp.ones_like(s)), dnp.zeros_like(s))
+    return where(large, 1 / where(large, s, ones_like(s)), zeros_like(s))
 
 
 def _pinv(t: Tensor, rcond: Any, hermitian: bool) -> Tensor:
@@ -230,9 +240,9 @@ def _pinv(t: Tensor, rcond: Any, hermitian: bool) -> Tensor:
         u, s, vh = _svd_hermitian(t, True)
     else:
         u, s, vh = _svd(t, False)
-    rcond_t = dnp.asarray(rcond, dtype=t.dtype) if not isinstance(rcond, Tensor) else rcond
+    rcond_t = asarray(rcond, dtype=t.dtype) if not isinstance(rcond, Tensor) else rcond
     inverse = _cutoff_inverse(s, rcond_t)
-    return dnp.matmul(_mT(vh), dnp.expand_dims(inverse, -1) * _mT(u))
+    return matmul(_mT(vh), expand_dims(inverse, -1) * _mT(u))
 
 
 @numpy_function
@@ -267,7 +277,7 @@ def lstsq(a: Operand, b: Operand, rcond: Any = None) -> tuple[Tensor, Tensor, Te
     op = "linalg.lstsq"
     ta, tb = _float(a, op), _float(b, op)
     dtype = np.result_type(ta.dtype, tb.dtype)
-    ta, tb = dnp.astype(ta, dtype), dnp.astype(tb, dtype)
+    ta, tb = astype(ta, dtype), astype(tb, dtype)
     one_d = tb.ndim == 1
     if ta.ndim != 2 or tb.ndim not in (1, 2):
         raise ShapeError(
@@ -281,15 +291,12 @@ def lstsq(a: Operand, b: Operand, rcond: Any = None) -> tuple[Tensor, Tensor, Te
     if rcond is None:
         rcond = float(np.finfo(dtype).eps) * max(m, n)
     u, s, vh = _svd(ta, False)
-    inverse = _cutoff_inverse(s, dnp.asarray(rcond, dtype=dtype))
-    rhs = dnp.expand_dims(tb, -1) if one_d else tb
-    x = dnp.matmul(_mT(vh), dnp.expand_dims(inverse, -1) * dnp.matmul(_mT(u), rhs))
-    rank = dnp.count_nonzero(inverse != 0)
-    if m > n:
-        residuals = dnp.sum((rhs - dnp.matmul(ta, x)) ** 2, axis=0)
-    else:
-        residuals = dnp.zeros((0,), dtype=dtype)
-    return (x[:, 0] if one_d else x), residuals, dnp.astype(rank, np.int32), s
+    inverse = _cutoff_inverse(s, asarray(rcond, dtype=dtype))
+    rhs = expand_dims(tb, -1) if one_d else tb
+    x = matmul(_mT(vh), expand_dims(inverse, -1) * matmul(_mT(u), rhs))
+    rank = count_nonzero(inverse != 0)
+    residuals = sum_((rhs - matmul(ta, x)) ** 2, axis=0) if m > n else zeros((0,), dtype=dtype)
+    return (x[:, 0] if one_d else x), residuals, astype(rank, np.int32), s
 
 
 # -- norms, cond, matrix_rank -----------------------------------------------------------
@@ -297,43 +304,43 @@ def lstsq(a: Operand, b: Operand, rcond: Any = None) -> tuple[Tensor, Tensor, Te
 
 def _vector_norm(x: Tensor, ord: Any, axis: int, keepdims: bool, op: str) -> Tensor:
     if ord is None or ord == 2:
-        return dnp.sqrt(dnp.sum(x * x, axis=axis, keepdims=keepdims))
+        return sqrt(sum_(x * x, axis=axis, keepdims=keepdims))
     if isinstance(ord, str):
         raise UnsupportedError(f"Invalid norm order '{ord}' for vectors", op=op)
     if ord == np.inf:
-        return dnp.max(dnp.abs(x), axis=axis, keepdims=keepdims)
+        return max_(abs_(x), axis=axis, keepdims=keepdims)
     if ord == -np.inf:
-        return dnp.min(dnp.abs(x), axis=axis, keepdims=keepdims)
+        return min_(abs_(x), axis=axis, keepdims=keepdims)
     if ord == 0:
-        return dnp.sum(dnp.astype(x != 0, x.dtype), axis=axis, keepdims=keepdims)
+        return sum_(astype(x != 0, x.dtype), axis=axis, keepdims=keepdims)
     if ord == 1:
-        return dnp.sum(dnp.abs(x), axis=axis, keepdims=keepdims)
+        return sum_(abs_(x), axis=axis, keepdims=keepdims)
     p = float(ord)
-    return dnp.sum(dnp.abs(x) ** p, axis=axis, keepdims=keepdims) ** (1.0 / p)
+    return sum_(abs_(x) ** p, axis=axis, keepdims=keepdims) ** (1.0 / p)
 
 
 def _svd_norm(x: Tensor, row: int, col: int, reduce: Any) -> Tensor:
-    moved = dnp.moveaxis(x, (row, col), (-2, -1))
+    moved = moveaxis(x, (row, col), (-2, -1))
     result: Tensor = reduce(_singular_values(moved), axis=-1)
     return result
 
 
 def _matrix_norm(x: Tensor, ord: Any, row: int, col: int, op: str) -> Tensor:
-    """NumPy's matrix norms over ``(row, col)`` (``numpy/linalg/_linalg.py``'s ``norm``)."""
+    """NumPy's matrix norms over ``(row, col)`` (``numpy/linalg/py``'s ``norm``)."""
     if ord == 2:
-        return _svd_norm(x, row, col, dnp.max)
+        return _svd_norm(x, row, col, max_)
     if ord == -2:
-        return _svd_norm(x, row, col, dnp.min)
+        return _svd_norm(x, row, col, min_)
     if ord in (1, -1):
-        reduce = dnp.max if ord == 1 else dnp.min
-        return reduce(dnp.sum(dnp.abs(x), axis=row), axis=col - 1 if col > row else col)
+        reduce = max_ if ord == 1 else min_
+        return reduce(sum_(abs_(x), axis=row), axis=col - 1 if col > row else col)
     if ord in (np.inf, -np.inf):
-        reduce = dnp.max if ord == np.inf else dnp.min
-        return reduce(dnp.sum(dnp.abs(x), axis=col), axis=row - 1 if row > col else row)
+        reduce = max_ if ord == np.inf else min_
+        return reduce(sum_(abs_(x), axis=col), axis=row - 1 if row > col else row)
     if ord is None or ord in ("fro", "f"):
-        return dnp.sqrt(dnp.sum(x * x, axis=(row, col)))
+        return sqrt(sum_(x * x, axis=(row, col)))
     if ord == "nuc":
-        return _svd_norm(x, row, col, dnp.sum)
+        return _svd_norm(x, row, col, sum_)
     raise UnsupportedError(f"Invalid norm order {ord!r} for matrices", op=op)
 
 
@@ -348,9 +355,9 @@ def norm(x: Operand, ord: Any = None, axis: Any = None, keepdims: bool = False) 
     nd = t.ndim
     if axis is None:
         if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
-            flat = dnp.ravel(t)
-            result = dnp.sqrt(dnp.sum(flat * flat))
-            return dnp.reshape(result, (1,) * nd) if keepdims else result
+            flat = ravel(t)
+            result = sqrt(sum_(flat * flat))
+            return reshape(result, (1,) * nd) if keepdims else result
         axes: tuple[int, ...] = tuple(range(nd))
     elif isinstance(axis, tuple | list):
         axes = tuple(axis)
@@ -368,7 +375,7 @@ def norm(x: Operand, ord: Any = None, axis: Any = None, keepdims: bool = False) 
     if keepdims:
         shape = list(t.shape)
         shape[row] = shape[col] = 1
-        result = dnp.reshape(result, tuple(shape))
+        result = reshape(result, tuple(shape))
     return result
 
 
@@ -386,20 +393,20 @@ def vector_norm(x: Operand, /, *, axis: Any = None, keepdims: bool = False, ord:
     t = _float(x, op)
     shape = t.shape
     if axis is None:
-        flat = dnp.ravel(t)
+        flat = ravel(t)
         axes: tuple[int, ...] = tuple(range(t.ndim))
     elif isinstance(axis, tuple | list):
         axes = tuple(normalize_axis(a, t.ndim, op) for a in axis)
         rest = tuple(d for d in range(t.ndim) if d not in axes)
         size = int(np.prod([shape[d] for d in axes]))
-        flat = dnp.reshape(dnp.transpose(t, (*axes, *rest)), (size, *(shape[d] for d in rest)))
+        flat = reshape(transpose(t, (*axes, *rest)), (size, *(shape[d] for d in rest)))
     else:
         axes = (normalize_axis(axis, t.ndim, op),)
         result = norm(t, axis=axes[0], ord=ord, keepdims=keepdims)
         return result
     result = norm(flat, axis=0, ord=ord)
     if keepdims:
-        result = dnp.reshape(result, tuple(1 if d in axes else shape[d] for d in range(t.ndim)))
+        result = reshape(result, tuple(1 if d in axes else shape[d] for d in range(t.ndim)))
     return result
 
 
@@ -439,14 +446,14 @@ def matrix_rank(
     op = "linalg.matrix_rank"
     t = _float(A, op)
     if t.ndim < 2:
-        return dnp.astype(dnp.any(t != 0), np.int64)
+        return astype(any_(t != 0), np.int64)
     s = svd(t, compute_uv=False, hermitian=hermitian)
     if tol is None:
         if rtol is None:
             rtol = max(t.shape[-2:]) * float(np.finfo(t.dtype).eps)
         else:
-            rtol = dnp.expand_dims(dnp.asarray(rtol, dtype=t.dtype), -1)
-        limit = dnp.max(s, axis=-1, keepdims=True) * rtol
+            rtol = expand_dims(asarray(rtol, dtype=t.dtype), -1)
+        limit = max_(s, axis=-1, keepdims=True) * rtol
     else:
-        limit = dnp.expand_dims(dnp.asarray(tol, dtype=t.dtype), -1)
-    return dnp.astype(dnp.count_nonzero(s > limit, axis=-1), np.int64)
+        limit = expand_dims(asarray(tol, dtype=t.dtype), -1)
+    return astype(count_nonzero(s > limit, axis=-1), np.int64)

@@ -532,3 +532,17 @@ def test_an_index_into_the_batch_is_pushed_into_the_operand() -> None:
     q = da.pipeline(lambda x: da.sum(one(x)), x)
     assert [n.shape for n in walk(q.vectorised.outputs) if isinstance(n, Eigh)] == [(2, 4, 4)]
     np.testing.assert_allclose(da.jit(one)(x), np.linalg.eigvalsh(x)[1], rtol=1e-12)
+
+
+def test_a_factorisation_of_a_small_constant_is_folded() -> None:
+    c = np.array([[2.0, 1.0], [1.0, 3.0], [0.5, -1.0]])
+    x = normal(2)
+
+    def f(x: Any) -> Any:
+        return da.sum(x * dnp.linalg.svdvals(c)) + da.sum(x * dnp.linalg.qr(c)[1])
+
+    p = da.pipeline(f, x)
+    assert not any(isinstance(n, Svd | Qr) for n in walk(p.vectorised.outputs))
+    (g,) = p(x)[1]
+    expected = np.linalg.svdvals(c) + np.linalg.qr(c)[1].sum(axis=0)
+    np.testing.assert_allclose(g, expected, rtol=1e-12)

@@ -60,6 +60,7 @@ from ..interp.algebra import ARRAY_MEANINGS, Algebra
 from ..lang import indexing as ix_
 from ..lang.errors import DtypeError, ShapeError, UnsupportedError, format_shape
 from ..lang.terms import (
+    Const,
     DType,
     Gather,
     Index,
@@ -80,6 +81,7 @@ from ..vectorise.bot import (
     Vec,
     Vectoriser,
 )
+from ..vectorise.simplify import REWRITE_NAMES, SMART_CONSTRUCTORS, Simplifier, is_small_constant
 from .linear_deltas import constant_factor, delta_add, delta_matmul, delta_mT, delta_scale
 
 __all__ = ["Eigh", "Qr", "Svd"]
@@ -422,6 +424,25 @@ def _derive_qr(
     dq = delta_add(_negated(alg, delta_matmul(q, c_minus_omega)), dx_rinv)
     dr = delta_matmul(c_minus_omega, r)
     return alg.dual(y, dl.FromList((dq, _pad_rows(alg, dr, m))))
+
+
+# -- the simplifier (the cleanup of §5.1 and §7.1) -----------------------------------------
+
+_MEANINGS = {Eigh: _eigh, Svd: _svd, Qr: _qr}
+
+
+@SMART_CONSTRUCTORS.register(Eigh, Svd, Qr)
+def _mk_factorisation(s: Simplifier, t: Eigh | Svd | Qr) -> Term:
+    """A factorisation of a small constant is folded (by NumPy's ``linalg``, as the
+    arrays' meaning computes it); any other stays as it is."""
+    if is_small_constant(t.array):
+        return Const(np.asarray(_MEANINGS[type(t)](np, t.array.value, **t.params)))
+    return t
+
+
+@REWRITE_NAMES.register(Eigh, Svd, Qr)
+def _named_factorisation(before: Eigh | Svd | Qr, after: Term) -> tuple[str, str]:
+    return "constant-fold", f"{before.name} of a constant, folded"
 
 
 # -- the bot (§5): Figs. 9-11 ---------------------------------------------------------------

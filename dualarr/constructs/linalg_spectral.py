@@ -25,10 +25,13 @@ Deltas of matrix expressions, :mod:`dualarr.constructs.linear_deltas`, so no tra
 rule is needed: the reverse pass transposes those nodes) and its bot rules.  The
 derivatives are the ones JAX implements (``jax/_src/lax/linalg.py``):
 
-- eigh (Giles 2008, §3.1; JAX's ``eigh_jvp_rule``): with ``M = V^T dA V``,
+- eigh (Giles 2008, *An extended collection of matrix derivative results*, the
+  symmetric eigenvalue problem; JAX's ``eigh_jvp_rule``): with ``M = V^T dA V``,
   ``dw = diag M`` and ``dV = V (F ⊙ M)``, ``F_ij = 1/(w_j - w_i)`` off the diagonal and 0
-  on it.  As JAX documents, the eigenvector derivative is undefined (infinite) where
-  two eigenvalues coincide; the eigenvalues' derivative stays right there.
+  on it.  As JAX documents, the eigenvector derivative is undefined where two
+  eigenvalues coincide (it grows without bound as they meet); at exactly equal ones
+  ``F`` is 0 here rather than infinite, so the eigenvalues' derivative ``diag M`` (JAX's
+  too) is not turned into NaN by ``0 · ∞`` in the reverse pass.
 - svd (Townsend 2016, *Differentiating the singular value decomposition*; JAX's
   ``svd_jvp_rule``): ``dS = U^T dA V``, ``ds = diag dS``, ``F_ij = 1/(s_j^2 - s_i^2)``,
   ``dU = U (F ⊙ (dS s + s dS^T)) + (I - U U^T) dA V / s`` and ``dV = V (F ⊙ (s dS +
@@ -323,7 +326,7 @@ def _derive_eigh(
     params: Mapping[str, Any],
     y: Any,
 ) -> Any:
-    """``dw = diag M``, ``dV = V (F ⊙ M)`` with ``M = V^T dA V`` (Giles 2008, §3.1)."""
+    """``dw = diag M``, ``dV = V (F ⊙ M)`` with ``M = V^T dA V`` (Giles 2008)."""
     (a,) = args
     if not isinstance(a, Dual):
         return y

@@ -74,6 +74,9 @@ TERM_SPELLINGS = {
     "Rev": r"\brev \d|\bda\.rev\(|\bRev\(",
     "MapAccum": r"\bmapAccum[LR]\b|\bda\.(?:scan|fori_loop)\(|\bMapAccum\(",
     "LoopOutput": r"\bmapAccum[LR]\b|\bLoopOutput\(",
+    "Eigh": r"\beigh \S|\b(?:dnp|np)\.linalg\.(?:eigh|eigvalsh)\(|\bEigh\(",
+    "Svd": r"\bsvd (?:True|False)\b|\b(?:dnp|np)\.linalg\.(?:svd|svdvals|pinv|lstsq)\(|\bSvd\(",
+    "Qr": r"\bqr (?:reduced|complete)\b|\b(?:dnp|np)\.linalg\.qr\(|\bQr\(",
 }
 DELTA_SPELLINGS = {
     "Contract": r"\bContract\b",

@@ -90,6 +90,9 @@ def test_traced_program_agrees_with_naive(gp: GeneratedProgram) -> None:
     assert_same(got, naive_eval(gp.term, gp.env()), gp.term.dtype)
 
 
+LINALG = "dualarr.constructs.linalg_"
+
+
 def test_generator_covers_every_construct() -> None:
     """Over 800 deterministic draws, every constructor of ``Term`` and every op of
     ``OPS`` occurs, as do DAG sharing, lets that read their variable twice and
@@ -120,6 +123,11 @@ def test_generator_covers_every_construct() -> None:
     # contract and share are not source constructs: the simplifier and the symbolic
     # reverse pass introduce them (tests/test_gradient_program.py covers them)
     source_types = [t for t in term_constructors() if t.__name__ not in ("Contract", "Share")]
+    # the linear-algebra constructs (dualarr/constructs/linalg_*.py) are left out of random
+    # programs: on random data (zeros, repeated values) a factorisation is not unique or
+    # not defined, so stages could not be compared; their own tests take them through
+    # every stage (tests/test_numpy_linalg_*.py)
+    source_types = [t for t in source_types if not t.__module__.startswith(LINALG)]
     missing = [t.__name__ for t in source_types if present[t.__name__] == 0]
     assert not missing, f"constructors never generated: {missing}"
     missing_ops = sorted(op for op in ALL_OPS if present["op:" + op] == 0)

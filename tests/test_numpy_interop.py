@@ -43,11 +43,11 @@ def test_numpy_functions_on_traced_values_dispatch_to_dualarr_numpy() -> None:
 @pytest.mark.parametrize(
     ("call", "named"),
     [
-        (lambda x: np.linalg.norm(x), "numpy.linalg.norm"),
+        (lambda x: np.linalg.eigvals(x), "numpy.linalg.eigvals"),
         (lambda x: np.add.reduce(x), "numpy.add.reduce"),
         (lambda x: np.exp(x, casting="unsafe"), "numpy.exp"),
     ],
-    ids=["linalg.norm", "ufunc method", "ufunc keyword"],
+    ids=["linalg.eigvals", "ufunc method", "ufunc keyword"],
 )
 def test_a_numpy_function_without_a_lowering_is_named(call: Any, named: str) -> None:
     with pytest.raises(da.UnsupportedError, match=f"^{named}: this NumPy function") as error:

@@ -8,6 +8,18 @@ prints and draws.  None is from the paper: each is a kit extension, and says so.
 """
 
 from .linalg_solve import Cholesky, Inv, LogAbsDet, SignDet, Solve
+from .linalg_spectral import Eigh, Qr, Svd
 from .rev import Rev, rev
 
-__all__ = ["Cholesky", "Inv", "LogAbsDet", "Rev", "SignDet", "Solve", "rev"]
+__all__ = [
+    "Cholesky",
+    "Eigh",
+    "Inv",
+    "LogAbsDet",
+    "Qr",
+    "Rev",
+    "SignDet",
+    "Solve",
+    "Svd",
+    "rev",
+]

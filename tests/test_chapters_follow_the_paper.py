@@ -77,6 +77,11 @@ TERM_SPELLINGS = {
     "Eigh": r"\beigh \S|\b(?:dnp|np)\.linalg\.(?:eigh|eigvalsh)\(|\bEigh\(",
     "Svd": r"\bsvd (?:True|False)\b|\b(?:dnp|np)\.linalg\.(?:svd|svdvals|pinv|lstsq)\(|\bSvd\(",
     "Qr": r"\bqr (?:reduced|complete)\b|\b(?:dnp|np)\.linalg\.qr\(|\bQr\(",
+    "Solve": r"\bsolve \S|\b(?:dnp|np)\.linalg\.(?:solve|tensorsolve|lstsq)\(|\bSolve\(",
+    "Inv": r"\binv \S|\b(?:dnp|np)\.linalg\.(?:inv|tensorinv|matrix_power)\(|\bInv\(",
+    "LogAbsDet": r"\blogabsdet \S|\b(?:dnp|np)\.linalg\.(?:slogdet|det)\(|\bLogAbsDet\(",
+    "SignDet": r"\bsigndet \S|\b(?:dnp|np)\.linalg\.(?:slogdet|det)\(|\bSignDet\(",
+    "Cholesky": r"\bcholesky \S|\b(?:dnp|np)\.linalg\.cholesky\(|\bCholesky\(",
 }
 DELTA_SPELLINGS = {
     "Contract": r"\bContract\b",

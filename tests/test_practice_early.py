@@ -228,6 +228,10 @@ def test_numpy_functions_on_traced_values() -> None:
     assert not core_language.check_same_program(dnp.sum, with_dnp, np.arange(4.0)).passed
     passed(core_language.check_norm(lambda x: dnp.sqrt(dnp.sum(x * x))))
     passed(core_language.check_norm(lambda x: np.linalg.norm(x)))  # dnp.linalg.norm (#39)
+    passed(core_language.check_norm(lambda x: dnp.sqrt(x @ x)))
+    failed_with(core_language.check_norm(lambda x: np.sqrt(np.linalg.multi_dot([x, x]))),
+                "numpy.linalg.multi_dot", "a @ b", "end of the message",
+                without=("dnp.sqrt", "sqrt"))
 
 
 # --------------------------------------------------------------------------------------

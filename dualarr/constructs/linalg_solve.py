@@ -54,6 +54,7 @@ from ..interp.algebra import ARRAY_MEANINGS
 from ..lang import indexing as ix_
 from ..lang.errors import DtypeError, ShapeError, format_shape
 from ..lang.terms import (
+    Const,
     DType,
     Gather,
     Index,
@@ -75,6 +76,7 @@ from ..vectorise.bot import (
     VecIndex,
     Vectoriser,
 )
+from ..vectorise.simplify import REWRITE_NAMES, SMART_CONSTRUCTORS, Simplifier, is_small_constant
 from .linear_deltas import delta_add, delta_matmul, delta_mT, delta_scale
 
 __all__ = ["Cholesky", "Inv", "LogAbsDet", "SignDet", "Solve"]
@@ -257,6 +259,32 @@ def _cholesky(xp: Any, a: Any) -> Any:
     if _symbolic(a):
         return _per_matrix(lambda m: m.cholesky(hermitian=False), a.shape[-2:], a)
     return xp.linalg.cholesky(a)
+
+
+# -- the simplifier (the cleanup of §5.1 and §7.1) --------------------------------------
+
+_SOLVE_FAMILY = (Solve, Inv, LogAbsDet, SignDet, Cholesky)
+
+
+@SMART_CONSTRUCTORS.register(*_SOLVE_FAMILY)
+def _mk_solve_family(s: Simplifier, t: Structural) -> Term:
+    """A solve, inverse, determinant or factor of small constants is folded (by NumPy's
+    ``linalg``, as the arrays' meaning computes it), unless NumPy finds the matrix
+    singular: that is the program's error to raise when it runs, not the tracer's."""
+    operands = children(t)
+    if not all(is_small_constant(kid) for kid in operands):
+        return t
+    meaning = ARRAY_MEANINGS[type(t)]
+    try:
+        value = meaning(np, *(kid.value for kid in operands if isinstance(kid, Const)))
+    except np.linalg.LinAlgError:
+        return t
+    return Const(np.asarray(value, dtype=t.dtype.numpy()))
+
+
+@REWRITE_NAMES.register(*_SOLVE_FAMILY)
+def _named_solve_family(before: Structural, after: Term) -> tuple[str, str]:
+    return "constant-fold", f"{before.name} of a constant, folded"
 
 
 # -- D (Fig. 14's role): Deltas built from the operands' Deltas -------------------------

@@ -29,22 +29,22 @@ from ..lang.terms import Const, DType
 from ._core import normalize_axes, normalize_axis, to_tensor
 from ._reductions import (
     Axis,
-    _accumulator,
-    _float_type,
-    _front,
-    _kept_shape,
-    _no_out,
-    _static_quantiles,
+    accumulator,
     argmax,
     argmin,
     cumprod,
     cumsum,
+    float_type,
+    front,
+    kept_shape,
     max,
     median,
     min,
+    no_out,
     percentile,
     prod,
     quantile,
+    static_quantiles,
     sum,
 )
 from ._sorting import sort, take_along_axis
@@ -110,7 +110,7 @@ def _reduced_shape(
     shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool
 ) -> tuple[int, ...]:
     if keepdims:
-        return _kept_shape(shape, axes)
+        return kept_shape(shape, axes)
     return tuple(n for d, n in enumerate(shape) if d not in axes)
 
 
@@ -133,8 +133,8 @@ def nansum(
     :func:`~dualarr.numpy.sum` of a ``select``; ``initial`` is added.  An all-nan slice
     sums to 0, as NumPy's."""
     op = "numpy.nansum"
-    _no_out(out, op)
-    t = _accumulator(to_tensor(a, op), dtype, op)
+    no_out(out, op)
+    t = accumulator(to_tensor(a, op), dtype, op)
     total = sum(_filled(t, _valid(t, where, op), 0.0), axis, keepdims=keepdims)
     return total if initial is None else total + initial
 
@@ -153,8 +153,8 @@ def nanprod(
     as 1: :func:`~dualarr.numpy.prod` (a product tree, no division) of a ``select``;
     ``initial`` multiplies it."""
     op = "numpy.nanprod"
-    _no_out(out, op)
-    t = _accumulator(to_tensor(a, op), dtype, op)
+    no_out(out, op)
+    t = accumulator(to_tensor(a, op), dtype, op)
     product = prod(_filled(t, _valid(t, where, op), 1.0), axis, keepdims=keepdims)
     return product if initial is None else product * initial
 
@@ -164,8 +164,8 @@ def nancumsum(a: Any, axis: int | None = None, dtype: Any = None, out: None = No
     """Cumulative sum along ``axis`` (flattened when None) with nans counted as 0:
     :func:`~dualarr.numpy.cumsum` of a ``select``."""
     op = "numpy.nancumsum"
-    _no_out(out, op)
-    t = _accumulator(to_tensor(a, op), dtype, op)
+    no_out(out, op)
+    t = accumulator(to_tensor(a, op), dtype, op)
     return cumsum(_filled(t, _valid(t, None, op), 0.0), axis)
 
 
@@ -174,8 +174,8 @@ def nancumprod(a: Any, axis: int | None = None, dtype: Any = None, out: None = N
     """Cumulative product along ``axis`` (flattened when None) with nans counted as 1:
     :func:`~dualarr.numpy.cumprod` of a ``select``."""
     op = "numpy.nancumprod"
-    _no_out(out, op)
-    t = _accumulator(to_tensor(a, op), dtype, op)
+    no_out(out, op)
+    t = accumulator(to_tensor(a, op), dtype, op)
     return cumprod(_filled(t, _valid(t, None, op), 1.0), axis)
 
 
@@ -190,7 +190,7 @@ def _nan_moments(
     """The float array, its mask, the reduced axes, and the count (float, kept dims)."""
     t = to_tensor(a, op)
     axes = normalize_axes(axis, t.ndim, op)
-    f = convert(t, _float_type(t, dtype, op), op)
+    f = convert(t, float_type(t, dtype, op), op)
     mask = _valid(f, where, op)
     count = convert(_counts(f, mask, axes, True), f.term.dtype, op)
     return f, mask, axes, count
@@ -217,7 +217,7 @@ def nanmean(
     """Mean over ``axis`` of the non-nan elements (and where ``where``): their sum over
     their count; nan for a slice with none, as NumPy's.  Ints give float64."""
     op = "numpy.nanmean"
-    _no_out(out, op)
+    no_out(out, op)
     f, mask, axes, count = _nan_moments(op, a, axis, dtype, where)
     total = da.sum(_filled(f, mask, 0.0), axes, True)
     result = _safe_divide(total, count)
@@ -270,7 +270,7 @@ def nanvar(
     NumPy's.  ``correction`` is another name for ``ddof``; ``mean=`` is not
     supported."""
     op = "numpy.nanvar"
-    _no_out(out, op)
+    no_out(out, op)
     return _nan_variance(op, a, axis, dtype, ddof, keepdims, where, mean, correction)
 
 
@@ -290,7 +290,7 @@ def nanstd(
     """Standard deviation over ``axis`` of the non-nan elements: ``sqrt`` of
     :func:`nanvar`, with derivative 0 where the variance is 0."""
     op = "numpy.nanstd"
-    _no_out(out, op)
+    no_out(out, op)
     v = _nan_variance(op, a, axis, dtype, ddof, keepdims, where, mean, correction)
     positive = v > 0
     root = da.sqrt(elementwise("select", positive, v, 1.0))
@@ -352,7 +352,7 @@ def nanmax(
     slice; ``initial`` joins the comparison (as ``fmax``), and is needed with
     ``where`` (NumPy's rule)."""
     op = "numpy.nanmax"
-    _no_out(out, op)
+    no_out(out, op)
     return _nan_extremum(op, "max", a, axis, keepdims, initial, where)
 
 
@@ -368,7 +368,7 @@ def nanmin(
     """Least non-nan element over ``axis``: :func:`~dualarr.numpy.min` of the array with
     nans as ``+inf``, nan for an all-nan slice."""
     op = "numpy.nanmin"
-    _no_out(out, op)
+    no_out(out, op)
     return _nan_extremum(op, "min", a, axis, keepdims, initial, where)
 
 
@@ -403,7 +403,7 @@ def nanargmin(
     with nans as ``+inf``.  An all-nan slice raises as NumPy's for a known array, and
     gives -1 (``jnp.nanargmin``'s value) for traced data."""
     op = "numpy.nanargmin"
-    _no_out(out, op)
+    no_out(out, op)
     return _nan_arg(op, "min", a, axis, keepdims)
 
 
@@ -414,7 +414,7 @@ def nanargmax(
     """Index of the first greatest non-nan element along ``axis``: ``argmax`` of the
     array with nans as ``-inf``; all-nan slices as :func:`nanargmin`."""
     op = "numpy.nanargmax"
-    _no_out(out, op)
+    no_out(out, op)
     return _nan_arg(op, "max", a, axis, keepdims)
 
 
@@ -442,12 +442,12 @@ def _nan_quantile(
     ``a``)."""
     t = to_tensor(a, op)
     axes = normalize_axes(axis, t.ndim, op)
-    joined = _front(t, axes)
+    joined = front(t, axes)
     n, rest = joined.shape[0], joined.shape[1:]
     target = np.result_type(t.dtype, 1.0 if weak else quantiles.dtype)
     kind = static_dtype(target, op)
     flat_q = quantiles.reshape(-1)
-    out_shape = quantiles.shape + (_kept_shape(t.shape, axes) if keepdims else rest)
+    out_shape = quantiles.shape + (kept_shape(t.shape, axes) if keepdims else rest)
     if t.size == 0:  # NumPy returns nanmean(a, axis, keepdims): no q dimensions
         return _full(math.nan, _reduced_shape(t.shape, axes, keepdims), t.dtype)
     ordered = sort(joined, axis=0) if n > 1 else joined
@@ -486,7 +486,7 @@ def nanmedian(
     0.5 quantile of the sorted non-nan prefix (the mean of its middle one or two), an
     O(n log n) sort; ints and bools are :func:`~dualarr.numpy.median`."""
     op = "numpy.nanmedian"
-    _no_out(out, op)
+    no_out(out, op)
     t = to_tensor(a, op)
     if not _is_float(t):
         return median(t, axis, keepdims=keepdims)
@@ -541,7 +541,7 @@ def _nan_quantile_api(
     weights: Any,
     percent: bool,
 ) -> Tensor:
-    _no_out(out, op)
+    no_out(out, op)
     if weights is not None:
         raise UnsupportedError("weights (method='inverted_cdf') are not supported", op=op)
     if method != "linear":
@@ -553,5 +553,5 @@ def _nan_quantile_api(
         plain = percentile if percent else quantile
         return plain(t, q, axis, keepdims=keepdims)
     weak = type(q) in (int, float)
-    quantiles = _static_quantiles(q, op, percent)
+    quantiles = static_quantiles(q, op, percent)
     return _nan_quantile(op, t, quantiles, weak, axis, keepdims)

@@ -73,7 +73,7 @@ def _keep(result: Tensor, shape: tuple[int, ...], axes: tuple[int, ...], keepdim
     return da.reshape(result, tuple(1 if d in axes else n for d, n in enumerate(shape)))
 
 
-def _front(t: Tensor, axes: tuple[int, ...]) -> Tensor:
+def front(t: Tensor, axes: tuple[int, ...]) -> Tensor:
     """The reduced ``axes`` moved to the front and joined into one (``tr``, ``reshape``)."""
     rest = [d for d in range(len(t.shape)) if d not in axes]
     moved = da.transpose(t, [*axes, *rest])
@@ -81,7 +81,7 @@ def _front(t: Tensor, axes: tuple[int, ...]) -> Tensor:
     return da.reshape(moved, joined)
 
 
-def _accumulator(t: Tensor, dtype: Any, op: str) -> Tensor:
+def accumulator(t: Tensor, dtype: Any, op: str) -> Tensor:
     """``t`` in the type a sum or product accumulates in: ``dtype`` when given (None and
     float types are supported; float32 ↔ float64 converts), else bools and ints as int64
     and floats as themselves."""
@@ -97,7 +97,7 @@ def _accumulator(t: Tensor, dtype: Any, op: str) -> Tensor:
     return convert(t, target, op)
 
 
-def _float_type(t: Tensor, dtype: Any, op: str) -> DType:
+def float_type(t: Tensor, dtype: Any, op: str) -> DType:
     """The float type a mean or variance is computed in: ``dtype`` when given, else ints
     and bools float64 and floats their own."""
     if dtype is not None:
@@ -109,8 +109,8 @@ def _float_type(t: Tensor, dtype: Any, op: str) -> DType:
 
 
 def _floating(t: Tensor, dtype: Any, op: str) -> Tensor:
-    """``t`` converted to the float type of :func:`_float_type` (float32 ↔ float64 too)."""
-    return convert(t, _float_type(t, dtype, op), op)
+    """``t`` converted to the float type of :func:`float_type` (float32 ↔ float64 too)."""
+    return convert(t, float_type(t, dtype, op), op)
 
 
 def _ones(shape: tuple[int, ...], dtype: np.dtype[Any]) -> Tensor:
@@ -141,7 +141,7 @@ def sum(a: Any, axis: Axis = None, dtype: Any = None, keepdims: bool = False) ->
     op = "numpy.sum"
     t = to_tensor(a, op)
     axes = normalize_axes(axis, t.ndim, op)
-    return da.sum(_accumulator(t, dtype, op), axes, keepdims)
+    return da.sum(accumulator(t, dtype, op), axes, keepdims)
 
 
 def _mean(t: Tensor, axes: tuple[int, ...], keepdims: bool) -> Tensor:
@@ -179,7 +179,7 @@ def var(
     op = "numpy.var"
     t = to_tensor(a, op)
     axes = normalize_axes(axis, t.ndim, op)
-    return _variance(t, _float_type(t, dtype, op), axes, ddof, keepdims, op)
+    return _variance(t, float_type(t, dtype, op), axes, ddof, keepdims, op)
 
 
 @numpy_api
@@ -191,7 +191,7 @@ def std(
     op = "numpy.std"
     t = to_tensor(a, op)
     axes = normalize_axes(axis, t.ndim, op)
-    v = _variance(t, _float_type(t, dtype, op), axes, ddof, keepdims, op)
+    v = _variance(t, float_type(t, dtype, op), axes, ddof, keepdims, op)
     positive = v > 0
     root = da.sqrt(elementwise("select", positive, v, 1.0))
     return elementwise("select", positive, root, v * 0.0)
@@ -279,8 +279,8 @@ def prod(a: Any, axis: Axis = None, dtype: Any = None, keepdims: bool = False) -
     op = "numpy.prod"
     t = to_tensor(a, op)
     axes = normalize_axes(axis, t.ndim, op)
-    acc = _accumulator(t, dtype, op)
-    result = _tree_product(_front(acc, axes)) if axes else acc
+    acc = accumulator(t, dtype, op)
+    result = _tree_product(front(acc, axes)) if axes else acc
     return _keep(result, t.shape, axes, keepdims)
 
 
@@ -315,7 +315,7 @@ def _cumulative(op: str, a: Any, axis: int | None, dtype: Any, combine: Combine)
         ax = 0
     else:
         ax = normalize_axis(axis, t.ndim, op)
-    acc = _accumulator(t, dtype, op)
+    acc = accumulator(t, dtype, op)
     if acc.ndim == 0:
         return acc
     perm = [ax, *[d for d in range(acc.ndim) if d != ax]]
@@ -526,7 +526,7 @@ def _all_bool(parts: Sequence[Tensor]) -> bool:
 # --------------------------------------------------------------------------------------
 
 
-def _no_out(out: Any, op: str) -> None:
+def no_out(out: Any, op: str) -> None:
     if out is not None:
         raise UnsupportedError(
             "out= writes into an existing array and dualarr arrays are immutable: use the "
@@ -538,7 +538,7 @@ def _no_out(out: Any, op: str) -> None:
 def _ordered(t: Tensor, axes: tuple[int, ...]) -> tuple[Tensor, Tensor]:
     """``t`` with the reduced ``axes`` joined in front (``tr``, ``reshape``), and that
     sorted along its outer dimension (``dnp.sort``)."""
-    joined = _front(t, axes)
+    joined = front(t, axes)
     return joined, sort(joined, axis=0) if joined.shape[0] > 1 else joined
 
 
@@ -551,7 +551,7 @@ def _nan_where_nan(result: Tensor, joined: Tensor) -> Tensor:
     return elementwise("select", has_nan, math.nan, result)
 
 
-def _kept_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+def kept_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(1 if d in axes else n for d, n in enumerate(shape))
 
 
@@ -569,17 +569,17 @@ def median(
     where the slice holds a nan, and over no elements.  ``overwrite_input`` is a hint
     with nothing to overwrite; ``out`` is not supported."""
     op = "numpy.median"
-    _no_out(out, op)
+    no_out(out, op)
     t = to_tensor(a, op)
     axes = normalize_axes(axis, t.ndim, op)
     joined, ordered = _ordered(t, axes)
     m = joined.shape[0]
     middle = take(ordered, np.arange((m - 1) // 2, m // 2 + 1), axis=0) if m > 2 else ordered
     result = _nan_where_nan(_mean(_floating(middle, None, op), (0,), False), joined)
-    return da.reshape(result, _kept_shape(t.shape, axes)) if keepdims else result
+    return da.reshape(result, kept_shape(t.shape, axes)) if keepdims else result
 
 
-def _static_quantiles(q: Any, op: str, percent: bool) -> np.ndarray:
+def static_quantiles(q: Any, op: str, percent: bool) -> np.ndarray:
     """``q`` as NumPy's quantile sees it: a static array of rank <= 2 in ``[0, 1]``
     (``q / 100`` for percentiles)."""
     if isinstance(q, Tensor):
@@ -637,7 +637,7 @@ def _quantile(
     the sorted ``a`` read at the two neighbouring static positions of each ``q`` by one
     ``gather``, interpolated with static weights (NumPy's ``_lerp``, float32 kept for a
     Python-number ``q``); an int ``q`` reads one position (no interpolation)."""
-    _no_out(out, op)
+    no_out(out, op)
     if weights is not None:
         raise UnsupportedError("weights (method='inverted_cdf') are not supported", op=op)
     if method != "linear":
@@ -645,7 +645,7 @@ def _quantile(
             f"method {method!r} is not supported (only 'linear', NumPy's default)", op=op
         )
     weak = type(q) in (int, float)  # a Python number: NumPy's weak promotion
-    quantiles = _static_quantiles(q, op, percent)
+    quantiles = static_quantiles(q, op, percent)
     t = to_tensor(a, op)
     axes = normalize_axes(axis, t.ndim, op)
     joined, ordered = _ordered(t, axes)
@@ -675,7 +675,7 @@ def _quantile(
         result = convert(base, kind, op) + convert(upper - lower, kind, op) * step
     result = _nan_where_nan(result, joined)
     if keepdims:
-        result = da.reshape(result, quantiles.shape + _kept_shape(t.shape, axes))
+        result = da.reshape(result, quantiles.shape + kept_shape(t.shape, axes))
     return result
 
 

@@ -294,7 +294,7 @@ def check_norm(f: Callable[[Any], Any]) -> Feedback:
                 f"{title}: x = {format_array(x)}",
                 program,
                 "Hint: read the end of the message: it names what to use instead of "
-                "np.linalg.norm on traced values.",
+                "np.linalg.multi_dot on traced values.",
             )
         got = _run(program, x)
         if isinstance(got, str):

@@ -32,6 +32,7 @@ from .lang.functions import *  # noqa: F403  (every array function: ``functions.
 from .lang.loops import fori_loop, scan
 from .lang.program import Program, ShapeSpec, trace
 from .lang.terms import DType, Term
+from .numpy import linalg as _dnp_linalg  # noqa: F401  (dnp.linalg stands on the constructs)
 from .pipeline import Pipeline, pipeline
 from .show import drawing, numpy_source, printer  # noqa: F401  (they install how terms print and draw)
 from .sympy_reference import SympyGradient, sympy_gradient

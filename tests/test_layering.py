@@ -46,8 +46,6 @@ def graph() -> dict[str, set[str]]:
     edges.pop("dualarr", None)
     for targets in edges.values():
         targets.discard("dualarr")
-    # dualarr.numpy re-exports its linalg subpackage, as numpy does numpy.linalg
-    edges.get("dualarr.numpy", set()).discard("dualarr.numpy.linalg")
     return edges
 
 

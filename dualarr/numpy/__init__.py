@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from ..lang.tensor import install_numpy_functions
 from . import _creation, _linalg, _more, _nan, _reductions, _shape, _sorting, _ufuncs
-from . import linalg as linalg  # dnp.linalg, as numpy.linalg
 from ._creation import *  # noqa: F403
 from ._linalg import *  # noqa: F403
 from ._more import *  # noqa: F403

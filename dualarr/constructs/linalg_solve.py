@@ -108,6 +108,15 @@ def _float(op: str, dtypes: Sequence[DType]) -> DType:
     return dtypes[0]
 
 
+def _one_per_matrix(
+    op: str, shapes: Sequence[Shape], dtypes: Sequence[DType], *, matrix: bool
+) -> tuple[Shape, DType]:
+    """The type of a construct of one stack of square float matrices: a matrix (or,
+    ``matrix=False``, a number) for each."""
+    _square(op, shapes[0])
+    return (shapes[0] if matrix else shapes[0][:-2]), _float(op, dtypes)
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class Solve(Structural):
     """``solve a b``: ``X`` with ``A X = B``, for every matrix of a stack."""
@@ -143,8 +152,7 @@ class Inv(Structural):
     def result_type(
         cls, params: Mapping[str, Any], shapes: Sequence[Shape], dtypes: Sequence[DType]
     ) -> tuple[Shape, DType]:
-        _square("linalg.inv", shapes[0])
-        return shapes[0], _float("linalg.inv", dtypes)
+        return _one_per_matrix("linalg.inv", shapes, dtypes, matrix=True)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -158,8 +166,7 @@ class LogAbsDet(Structural):
     def result_type(
         cls, params: Mapping[str, Any], shapes: Sequence[Shape], dtypes: Sequence[DType]
     ) -> tuple[Shape, DType]:
-        _square("linalg.slogdet", shapes[0])
-        return shapes[0][:-2], _float("linalg.slogdet", dtypes)
+        return _one_per_matrix("linalg.slogdet", shapes, dtypes, matrix=False)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -173,8 +180,7 @@ class SignDet(Structural):
     def result_type(
         cls, params: Mapping[str, Any], shapes: Sequence[Shape], dtypes: Sequence[DType]
     ) -> tuple[Shape, DType]:
-        _square("linalg.slogdet", shapes[0])
-        return shapes[0][:-2], _float("linalg.slogdet", dtypes)
+        return _one_per_matrix("linalg.slogdet", shapes, dtypes, matrix=False)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -189,8 +195,7 @@ class Cholesky(Structural):
     def result_type(
         cls, params: Mapping[str, Any], shapes: Sequence[Shape], dtypes: Sequence[DType]
     ) -> tuple[Shape, DType]:
-        _square("linalg.cholesky", shapes[0])
-        return shapes[0], _float("linalg.cholesky", dtypes)
+        return _one_per_matrix("linalg.cholesky", shapes, dtypes, matrix=True)
 
 
 LINALG_CONSTRUCTS: tuple[type[Structural], ...] = (Solve, Inv, LogAbsDet, SignDet, Cholesky)
@@ -263,10 +268,7 @@ def _cholesky(xp: Any, a: Any) -> Any:
 
 # -- the simplifier (the cleanup of §5.1 and §7.1) --------------------------------------
 
-_SOLVE_FAMILY = (Solve, Inv, LogAbsDet, SignDet, Cholesky)
-
-
-@SMART_CONSTRUCTORS.register(*_SOLVE_FAMILY)
+@SMART_CONSTRUCTORS.register(*LINALG_CONSTRUCTS)
 def _mk_solve_family(s: Simplifier, t: Structural) -> Term:
     """A solve, inverse, determinant or factor of small constants is folded (by NumPy's
     ``linalg``, as the arrays' meaning computes it), unless NumPy finds the matrix
@@ -282,7 +284,7 @@ def _mk_solve_family(s: Simplifier, t: Structural) -> Term:
     return Const(np.asarray(value, dtype=t.dtype.numpy()))
 
 
-@REWRITE_NAMES.register(*_SOLVE_FAMILY)
+@REWRITE_NAMES.register(*LINALG_CONSTRUCTS)
 def _named_solve_family(before: Structural, after: Term) -> tuple[str, str]:
     return "constant-fold", f"{before.name} of a constant, folded"
 

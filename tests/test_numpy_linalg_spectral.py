@@ -368,7 +368,7 @@ def test_errors_name_the_function_and_shapes() -> None:
     with pytest.raises(ShapeError, match=r"linalg\.lstsq.*Incompatible"):
         dnp.linalg.lstsq(normal(3, 2), normal(4))
     with pytest.raises(ShapeError, match=r"linalg\.eigh"):
-        Eigh(da.constant(np.zeros((2, 3))).term)
+        Eigh("L", da.constant(np.zeros((2, 3))).term)
 
 
 # -- every stage ------------------------------------------------------------------------------
@@ -406,6 +406,9 @@ def test_array_api_strict_values() -> None:
     sq = a[:, :3, :]
     w = da.jit(lambda a: dnp.linalg.eigh(a)[0])(xps.asarray(sq))
     np.testing.assert_allclose(np.asarray(w._array), np.linalg.eigh(sq)[0], rtol=1e-12)
+    # the array API's eigh has no UPLO: the upper triangle, mirrored, read as the lower
+    w = da.jit(lambda a: dnp.linalg.eigh(a, UPLO="U")[0])(xps.asarray(sq))
+    np.testing.assert_allclose(np.asarray(w._array), np.linalg.eigh(sq, "U")[0], rtol=1e-12)
     (g,) = da.grad(lambda a: da.sum(dnp.linalg.svdvals(a)), argnums=(0,))(x)
     u, _, vh = np.linalg.svd(a, full_matrices=False)
     np.testing.assert_allclose(np.asarray(g._array), u @ vh, rtol=1e-10)

@@ -113,12 +113,17 @@ class Eigh(Structural):
     ``[w in every row, V]`` (a kit construct)."""
 
     name = "eigh"
+    uplo: str  # the triangle LAPACK reads (both hold the same symmetric matrix)
     array: Term
 
     @classmethod
     def result_type(
         cls, params: Mapping[str, Any], shapes: Sequence[Shape], dtypes: Sequence[DType]
     ) -> tuple[Shape, DType]:
+        if params["uplo"] not in ("L", "U"):
+            raise UnsupportedError(
+                f"UPLO argument must be 'L' or 'U', got {params['uplo']!r}", op="linalg.eigh"
+            )
         shape = _matrix_stack("linalg.eigh", shapes, dtypes)
         if shape[-1] != shape[-2]:
             raise ShapeError(
@@ -197,9 +202,18 @@ def _every_row(xp: Any, values: Any, rows: int) -> Any:
 
 
 @ARRAY_MEANINGS.register(Eigh)
-def _eigh(xp: Any, array: Any) -> Any:
+def _eigh(xp: Any, array: Any, *, uplo: str) -> Any:
+    """NumPy's (and CuPy's) ``eigh`` reading the ``uplo`` triangle, so that the
+    eigenvectors' signs are NumPy's for either; the array API's ``eigh`` has no
+    ``UPLO`` and reads the lower one (the same eigenvalues, vectors up to sign)."""
     _numeric(array, "linalg.eigh")
-    w, v = xp.linalg.eigh(array)
+    if uplo == "L":
+        w, v = xp.linalg.eigh(array)
+    else:
+        try:
+            w, v = xp.linalg.eigh(array, UPLO=uplo)
+        except TypeError:  # an array API namespace: no UPLO
+            w, v = xp.linalg.eigh(array)
     return xp.stack([_every_row(xp, w, v.shape[-1]), v])
 
 

@@ -121,7 +121,7 @@ def _symmetric(t: Tensor, uplo: Any, op: str) -> Tensor:
 
 def _eigh(a: Operand, uplo: Any, op: str) -> EighResult:
     t = _matrices(a, op, square=True)
-    packed = Tensor(Eigh(_symmetric(t, uplo, op).term))
+    packed = Tensor(Eigh(uplo, _symmetric(t, uplo, op).term))
     return EighResult(packed[0, ..., 0, :], packed[1])
 
 

@@ -286,7 +286,7 @@ def _mk_solve_family(s: Simplifier, t: Structural) -> Term:
 
 @REWRITE_NAMES.register(*LINALG_CONSTRUCTS)
 def _named_solve_family(before: Structural, after: Term) -> tuple[str, str]:
-    return "constant-fold", f"{before.name} of a constant, folded"
+    return "constant-fold", "a linear-algebra construct of constants, folded"
 
 
 # -- D (Fig. 14's role): Deltas built from the operands' Deltas -------------------------

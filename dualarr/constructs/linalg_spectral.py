@@ -459,7 +459,7 @@ def _mk_factorisation(s: Simplifier, t: Eigh | Svd | Qr) -> Term:
 
 @REWRITE_NAMES.register(Eigh, Svd, Qr)
 def _named_factorisation(before: Eigh | Svd | Qr, after: Term) -> tuple[str, str]:
-    return "constant-fold", f"{before.name} of a constant, folded"
+    return "constant-fold", "a linear-algebra construct of constants, folded"
 
 
 # -- the bot (§5): Figs. 9-11 ---------------------------------------------------------------

@@ -5,7 +5,7 @@
 # - Creates .venv with python3.11 (or python3 if that is >= 3.11), upgrades pip in it and
 #   runs `pip install -e ".[EXTRAS]"` with the caller's DUALARR_EXTRAS: the learner's
 #   `widgets,symbolic` for .ci/lab (plus `vml` with DUALARR_VML=1), everything
-#   (`widgets,symbolic,book,dev,vml,classroom`) for .ci/test and .ci/book (the default).
+#   (`widgets,symbolic,book,dev,vml,classroom,dask`) for .ci/test and .ci/book (the default).
 # - Skips the install when .venv/.dualarr-stamp holds the sha256 of pyproject.toml and
 #   extras that include the wanted ones, so a second run takes well under two seconds.
 #   Delete the stamp (or .venv) to force one.
@@ -48,7 +48,7 @@ _dualarr_setup() {
         return 1
     fi
 
-    local extras="${DUALARR_EXTRAS:-widgets,symbolic,book,dev,vml,classroom}"
+    local extras="${DUALARR_EXTRAS:-widgets,symbolic,book,dev,vml,classroom,dask}"
     if [ "${DUALARR_VML:-0}" = "1" ]; then
         extras="$extras,vml"
     fi

@@ -455,7 +455,7 @@ def value_and_grad(
     each call and its captured arrays become inputs of the program
     (:mod:`dualarr.lang.closure`), which is compiled once per structure.
     ``mode="compiled"`` runs the generated gradient program, ``mode="interpret"`` the
-    concrete reverse pass.  ``backend`` ("numpy", "cupy") runs on that backend; by
+    concrete reverse pass.  ``backend`` ("numpy", "cupy", "dask") runs on that backend; by
     default the arrays' own.  Results come back on the backend of the input arrays."""
     return _value_and_grad(f, argnums, mode, backend, with_value=True, has_aux=has_aux)
 

@@ -140,6 +140,8 @@ OPTIONAL_MODULES = (
     "mkl_umath",
     "IPython",
     "jupytext",
+    "dask",
+    "distributed",
 )
 
 

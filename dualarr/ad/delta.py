@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, get_args
 
+import array_api_compat
 import numpy as np
 
 from ..interp.algebra import IndexFn, PrimalValue, Shaped
@@ -420,13 +421,17 @@ def pruned(d: Delta) -> Delta:
 
 def _statically_out_of_range(index: tuple[Any, ...], shape: Shape) -> bool:
     """Whether some component of a primal index is a known constant outside ``shape``
-    (the concrete path's index values are numbers, the symbolic path's are terms)."""
+    (the concrete path's index values are numbers, the symbolic path's are terms; a
+    lazy array's, Dask's, are not read: that would compute them)."""
     for component, extent in zip(index, shape, strict=False):
         value: int | None = None
         if isinstance(component, TermBase):
             value = static_int_value(component)  # type: ignore[arg-type]
-        elif isinstance(component, int | np.integer) or getattr(component, "shape", None) == ():
-            value = int(component)  # a number, or a rank-0 array of any backend
+        elif isinstance(component, int | np.integer) or (
+            getattr(component, "shape", None) == ()
+            and not array_api_compat.is_lazy_array(component)
+        ):
+            value = int(component)  # a number, or a rank-0 array of an eager backend
         if value is not None and not 0 <= value < extent:
             return True
     return False

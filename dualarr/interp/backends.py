@@ -1,9 +1,10 @@
-"""Choosing the array backend: NumPy (default), CuPy, or any array-API namespace.
+"""Choosing the array backend: NumPy (default), CuPy, Dask, or any array-API namespace.
 
 The backend follows the input arrays (``array_api_compat.array_namespace``) or an
-explicit ``backend="numpy" | "cupy"``.  Per namespace, the one primitive the array API
-lacks: scatter-add is NumPy's ``bincount`` (one value per target) or ``add.at``, CuPy's
-``cupyx.scatter_add``, and :func:`dualarr.interp.arrays.scatter_add_by_selection` elsewhere.
+explicit ``backend="numpy" | "cupy" | "dask"``.  Per namespace, the one primitive the
+array API lacks: scatter-add is NumPy's ``bincount`` (one value per target) or
+``add.at``, CuPy's ``cupyx.scatter_add``, Dask's chunked ``bincount`` (one value per
+target), and :func:`dualarr.interp.arrays.scatter_add_by_selection` elsewhere.
 NumPy's fast paths to the same values are fields of its backend too: a range check on
 the host (:func:`all_in_range`, so in-range indices skip the mask of §5.2), ``take``
 without a second bounds check, and branches on host scalars.
@@ -12,6 +13,7 @@ without a second bounds check, and branches on host scalars.
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +21,7 @@ import array_api_compat
 import numpy as np
 
 from ..lang.errors import DualarrError
+from ..lang.optional import require
 from .arrays import Array, Backend, scatter_add_by_selection
 
 __all__ = [
@@ -26,11 +29,12 @@ __all__ = [
     "all_in_range",
     "backend_of",
     "cupy_backend",
+    "dask_backend",
     "get_backend",
     "numpy_backend",
 ]
 
-BACKENDS = ("numpy", "cupy")
+BACKENDS = ("numpy", "cupy", "dask")
 
 
 def all_in_range(comps: Sequence[Any], extents: Sequence[int]) -> bool:
@@ -80,6 +84,22 @@ def _cupy_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Arra
     return out
 
 
+def _dask_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Array:
+    """One float value per target: ``dask.array.bincount`` (a ``bincount`` per chunk of
+    the targets, ``minlength=size``, then the chunks' sums added: lazy, never a
+    ``size``-by-rows selection); else the generic :func:`scatter_add_by_selection`.
+    The targets are in range here (:func:`dualarr.interp.arrays.scatter` masks the
+    others), as ``bincount`` needs."""
+    dsa: Any = importlib.import_module("dask.array")  # untyped
+    one_per_target = values.ndim == 1 or values.shape[1] == 1
+    if not one_per_target or not xp.isdtype(values.dtype, "real floating"):
+        return scatter_add_by_selection(xp, targets, values, size)
+    targets = dsa.asarray(targets)
+    weights = dsa.asarray(values).reshape(-1).rechunk(targets.chunks)  # bincount's rule
+    summed = dsa.bincount(targets, weights=weights, minlength=size).astype(values.dtype)
+    return summed if values.ndim == 1 else summed.reshape(size, 1)
+
+
 @functools.cache
 def numpy_backend() -> Backend:
     """NumPy (2.x is an array-API namespace itself: no compatibility wrapper to import,
@@ -122,6 +142,23 @@ def cupy_backend() -> Backend:
     return _cupy_backend()
 
 
+@functools.cache
+def _dask_backend() -> Backend:
+    dsa: Any = importlib.import_module("dask.array")
+    return Backend("dask", array_api_compat.array_namespace(dsa.zeros(0)), _dask_scatter_add)
+
+
+def dask_backend() -> Backend:
+    """The Dask backend (``dask.array``): the array-API code of every other namespace,
+    results lazy ``dask.array.Array`` until ``.compute()``, in both modes.  Nothing
+    computes on the way: index ranges are not checked on the host (Dask has no fast
+    path to them), so gathers and scatters always take the masked path of §5.2, and a
+    0-d condition is a lazy ``where``.  Without Dask, a
+    :class:`~dualarr.lang.errors.MissingDependencyError` naming the ``dask`` extra."""
+    require("dask.array", extra="dask", feature="backend 'dask'")
+    return _dask_backend()
+
+
 def backend_of(arrays: Sequence[Any]) -> Backend:
     """The backend of the arrays (Python numbers and NumPy arrays: NumPy)."""
     candidates = [a for a in arrays if hasattr(a, "shape") and not isinstance(a, np.ndarray)]
@@ -133,6 +170,8 @@ def backend_of(arrays: Sequence[Any]) -> Backend:
         return numpy_backend()
     if array_api_compat.is_cupy_namespace(xp):
         return cupy_backend()
+    if array_api_compat.is_dask_namespace(xp):
+        return dask_backend()
     return _generic_backend(xp)
 
 
@@ -143,13 +182,15 @@ def _generic_backend(xp: Any) -> Backend:
 
 
 def get_backend(name: str | None, arrays: Sequence[Any] = ()) -> Backend:
-    """``name`` ("numpy", "cupy") or, for None, the backend of ``arrays``."""
+    """``name`` ("numpy", "cupy", "dask") or, for None, the backend of ``arrays``."""
     if name is None:
         return backend_of(arrays)
     if name == "numpy":
         return numpy_backend()
     if name == "cupy":
         return cupy_backend()
+    if name == "dask":
+        return dask_backend()
     raise DualarrError(
         f"unknown backend {name!r}; available: {', '.join(BACKENDS)} (or None: follow the "
         "input arrays)",

@@ -212,12 +212,16 @@ def fresh_result(value: Any, inputs: list[Any]) -> Any:
 
 
 def is_foreign_array(value: Any) -> bool:
-    """Another backend's array (CuPy, ``array_api_strict``), kept on its device: an
-    array-API object that is not NumPy's.  CuPy's ndarray has no ``__array_namespace__``,
-    so ``array_api_compat`` recognises it."""
+    """Another backend's array (CuPy, ``array_api_strict``, Dask), kept on its device (or
+    lazy): an array-API object that is not NumPy's.  CuPy's and Dask's arrays have no
+    ``__array_namespace__``, so ``array_api_compat`` recognises them."""
     if isinstance(value, np.ndarray):
         return False
-    return hasattr(value, "__array_namespace__") or array_api_compat.is_cupy_array(value)
+    return (
+        hasattr(value, "__array_namespace__")
+        or array_api_compat.is_cupy_array(value)
+        or array_api_compat.is_dask_array(value)
+    )
 
 
 def fresh_results(values: Sequence[Any], inputs: Sequence[Any]) -> list[Any]:

@@ -1,0 +1,229 @@
+"""The Dask backend (``backend="dask"``, or ``dask.array`` inputs): the checks that
+tests/test_backends.py runs under ``array_api_strict`` — the reference evaluator,
+gradients in both modes, vjp/jvp, jacobian, float32 — on chunked Dask arrays (one
+chunk, uneven chunks, chunk boundaries inside gather windows), each result a lazy
+``dask.array.Array`` that nothing computed before ``.compute()``, equal to NumPy's
+after; Dask's chunked scatter-add; and the named error without Dask."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from strategies import GeneratedProgram, programs
+
+import dualarr as da
+from dualarr.interp import arrays
+from dualarr.interp.backends import BACKENDS, backend_of, get_backend
+
+dask = pytest.importorskip("dask")
+dsa = pytest.importorskip("dask.array")
+callbacks: Any = importlib.import_module("dask.callbacks")  # untyped
+
+SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+CHUNKS = st.sampled_from([-1, 1, 2, 3])  # one chunk, or chunks of this length per axis
+
+
+def lazy(a: Any, chunk: int | tuple[int, ...] = -1) -> Any:
+    """``a`` as a Dask array, ``chunk`` long along every axis (-1: one chunk)."""
+    a = np.asarray(a)
+    return dsa.from_array(a, chunks=chunk if a.ndim else ())
+
+
+def host(a: Any) -> np.ndarray:
+    if isinstance(a, tuple):
+        return np.asarray([host(v) for v in a])
+    assert isinstance(a, dsa.Array), type(a)
+    return np.asarray(a.compute())
+
+
+@contextmanager
+def nothing_computed() -> Iterator[None]:
+    """The block builds task graphs only: Dask's scheduler never starts in it."""
+    runs: list[Any] = []
+    with callbacks.Callback(start=runs.append):
+        yield
+    assert not runs, f"{len(runs)} computations before .compute()"
+
+
+def test_dask_is_a_named_backend_followed_by_its_arrays() -> None:
+    assert "dask" in BACKENDS
+    assert get_backend("dask").name == "dask"
+    assert backend_of([lazy(np.ones(3), 2), np.ones(3), 1.0]).name == "dask"
+    assert backend_of([np.ones(3)]).name == "numpy"
+
+
+def test_backend_dask_without_dask_is_a_named_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "dask.array", None)  # importing it raises ImportError
+    with pytest.raises(da.MissingDependencyError, match=r"dualarr\[dask\]") as caught:
+        da.grad(lambda x: da.sum(x * x), backend="dask")(np.ones(3))
+    assert (caught.value.module, caught.value.extra) == ("dask.array", "dask")
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NaN and inf are values here
+@settings(max_examples=40, deadline=None, suppress_health_check=SLOW_OK)
+@given(programs(), CHUNKS)
+def test_reference_evaluator_agrees_on_dask(gp: GeneratedProgram, chunk: int) -> None:
+    program = gp.program()
+    want = program(*gp.arrays)
+    with nothing_computed():
+        got = program(*(lazy(a, chunk) for a in gp.arrays))
+    np.testing.assert_allclose(host(got), want, rtol=1e-12, atol=0, equal_nan=True)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@settings(max_examples=40, deadline=None, suppress_health_check=SLOW_OK)
+@given(
+    programs(float_only=True, output_shapes=st.just(())),
+    st.sampled_from(da.api.MODES),
+    CHUNKS,
+)
+def test_gradients_agree_on_dask(gp: GeneratedProgram, mode: str, chunk: int) -> None:
+    f = gp.function()
+    positions = tuple(k for k, v in enumerate(gp.inputs) if v.dtype.is_float)
+    assume(positions)
+    value, grads = da.value_and_grad(f, argnums=positions, mode=mode)(*gp.arrays)
+    with nothing_computed():
+        got_value, got = da.value_and_grad(f, argnums=positions, mode=mode)(
+            *(lazy(a, chunk) for a in gp.arrays)
+        )
+    np.testing.assert_allclose(host(got_value), value, rtol=1e-9, equal_nan=True)
+    for g, want in zip(got, grads, strict=True):
+        np.testing.assert_allclose(host(g), want, rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@settings(max_examples=25, deadline=None, suppress_health_check=SLOW_OK)
+@given(programs(float_only=True), st.sampled_from(da.api.MODES), CHUNKS, st.integers(0, 2**31))
+def test_vjp_and_jvp_agree_on_dask(gp: GeneratedProgram, mode: str, chunk: int, seed: int) -> None:
+    f = gp.function()
+    rng = np.random.default_rng(seed)
+    value, pullback = da.vjp(f, *gp.arrays, mode=mode)
+    c = rng.normal(size=np.shape(value))
+    want = pullback(c)
+    tangents = [rng.normal(size=a.shape) for a in gp.arrays]
+    _, want_t = da.jvp(f, gp.arrays, tangents)
+    with nothing_computed():
+        got_value, got_pullback = da.vjp(f, *(lazy(a, chunk) for a in gp.arrays), mode=mode)
+        got = got_pullback(lazy(c, chunk))
+        _, got_t = da.jvp(
+            f, [lazy(a, chunk) for a in gp.arrays], [lazy(t, chunk) for t in tangents]
+        )
+    np.testing.assert_allclose(host(got_value), value, rtol=1e-9, equal_nan=True)
+    for g, w in zip(got, want, strict=True):
+        if w is None:
+            assert g is None
+        else:
+            np.testing.assert_allclose(host(g), w, rtol=1e-9, atol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(host(got_t), want_t, rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+# n = 20 in chunks of 20 (one), 7 (uneven: 7, 7, 6) and 3: a reversal and a permutation
+# read across chunk boundaries, windows of a gather straddle them
+N = 20
+PERMUTATION = np.random.default_rng(0).permutation(N)
+CHUNKINGS = [(N,), (7,), (3,), ((5, 1, 9, 5),)]
+
+
+def _reversal(x: Any) -> Any:
+    return da.sum(da.sin(x) * da.gather((N,), x, lambda i: (N - 1 - i,)))
+
+
+def _permutation(x: Any, p: Any) -> Any:
+    return da.sum(da.tanh(x * da.gather((N,), x, lambda i: (p[i],))))
+
+
+def _windows(x: Any) -> Any:  # each output reads x[i], …, x[i + 4], past the end dropped
+    w = da.gather((N, 5), x, lambda i, j: (i + j,))
+    return da.sum(da.exp(-w * w) * da.replicate(N, da.cos(x[:5])))
+
+
+def _scatter_gather(x: Any) -> Any:
+    s = da.scatter((6,), x * x, lambda i: (i % 6,))
+    return da.sum(s * da.gather((6,), x, lambda i: (2 * i + 1,)))
+
+
+PROGRAMS: list[tuple[str, Callable[..., Any], tuple[np.ndarray, ...]]] = [
+    ("reversal", _reversal, (np.linspace(-1.0, 2.0, N),)),
+    ("permutation", _permutation, (np.linspace(-1.0, 2.0, N), PERMUTATION)),
+    ("windows", _windows, (np.linspace(-1.0, 2.0, N),)),
+    ("scatter-gather", _scatter_gather, (np.linspace(-1.0, 2.0, N),)),
+]
+
+
+@pytest.mark.parametrize("mode", da.api.MODES)
+@pytest.mark.parametrize("chunks", CHUNKINGS, ids=str)
+@pytest.mark.parametrize(("name", "f", "args"), PROGRAMS, ids=[p[0] for p in PROGRAMS])
+def test_gradients_across_chunk_boundaries(
+    mode: str, chunks: tuple[Any, ...], name: str, f: Any, args: tuple[np.ndarray, ...]
+) -> None:
+    want_value, want = da.value_and_grad(f, mode=mode)(*args)
+    with nothing_computed():
+        value, got = da.value_and_grad(f, mode=mode)(*(lazy(a, chunks) for a in args))
+    assert isinstance(got, dsa.Array) and isinstance(value, dsa.Array)
+    np.testing.assert_allclose(host(value), want_value, rtol=1e-12, err_msg=name)
+    np.testing.assert_allclose(host(got), want, rtol=1e-12, atol=1e-15, err_msg=name)
+
+
+@pytest.mark.parametrize("mode", da.api.MODES)
+def test_jacobian_on_dask(mode: str) -> None:
+    def f(x: Any) -> Any:
+        return da.exp(x) * da.sum(x) + da.gather((3,), x, lambda i: (2 - i,))
+
+    x = np.linspace(0.0, 1.0, 3)
+    want = da.jacobian(f, mode=mode)(x)
+    with nothing_computed():
+        got = da.jacobian(f, mode=mode)(lazy(x, 2))
+    np.testing.assert_allclose(host(got), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", da.api.MODES)
+@pytest.mark.parametrize(("name", "f", "args"), PROGRAMS, ids=[p[0] for p in PROGRAMS])
+def test_float32_end_to_end_on_dask(
+    mode: str, name: str, f: Any, args: tuple[np.ndarray, ...]
+) -> None:
+    wide = da.grad(f, mode=mode)(*args)
+    narrow_args = [a.astype(np.float32) if a.dtype.kind == "f" else a for a in args]
+    with nothing_computed():
+        narrow = da.grad(f, mode=mode)(*(lazy(a, (7,)) for a in narrow_args))
+    assert narrow.dtype == np.float32, name
+    np.testing.assert_allclose(host(narrow), wide, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("chunks", [(4,), (3,), ((1, 2, 1),)], ids=str)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_scatter_add_adds_collisions_and_drops_out_of_range(
+    chunks: tuple[Any, ...], dtype: type
+) -> None:
+    backend = get_backend("dask")
+    values = lazy(np.asarray([1.0, 2.0, 3.0, 4.0], dtype=dtype), chunks)
+    with nothing_computed():
+        out = arrays.scatter(backend, values, [lazy([1, 1, -1, 7], chunks)], (4,), 1)
+        known = arrays.scatter(backend, values, [lazy([1, 1, 0, 3], chunks)], (4,), 1, True)
+    assert isinstance(out, dsa.Array) and out.dtype == dtype
+    assert "bincount" in " ".join(map(str, dict(out.__dask_graph__()))), "Dask's bincount"
+    np.testing.assert_array_equal(host(out), [0.0, 3.0, 0.0, 0.0])
+    np.testing.assert_array_equal(host(known), [3.0, 3.0, 0.0, 4.0])
+
+
+def test_scatter_add_of_rows_falls_back_to_selection() -> None:
+    backend = get_backend("dask")
+    values = lazy(np.arange(8.0).reshape(4, 2), 3)
+    out = backend.scatter_add(backend.xp, lazy([2, 0, 2, 1], 3), values, 3)
+    np.testing.assert_array_equal(host(out), [[2.0, 3.0], [6.0, 7.0], [4.0, 6.0]])
+
+
+@pytest.mark.parametrize("mode", da.api.MODES)
+def test_backend_dask_explicit_with_numpy_inputs(mode: str) -> None:
+    x = np.linspace(-1.0, 2.0, N)
+    want = da.grad(_reversal, mode=mode)(x)
+    got = da.grad(_reversal, mode=mode, backend="dask")(x)  # computed there, back here
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -227,3 +227,54 @@ def test_backend_dask_explicit_with_numpy_inputs(mode: str) -> None:
     got = da.grad(_reversal, mode=mode, backend="dask")(x)  # computed there, back here
     assert isinstance(got, np.ndarray)
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_jit_pipeline_vmap_and_nested_transformations_stay_lazy() -> None:
+    x = np.linspace(-1.0, 2.0, N)
+    xd = lazy(x, (7,))
+
+    def sines(x: Any) -> Any:
+        return da.sum(da.sin(x))
+
+    with nothing_computed():
+        jitted = da.jit(_reversal)(xd)
+        jitted_grad = da.jit(da.grad(_reversal))(xd)
+        value, (gradient,) = da.pipeline(_reversal, xd)(xd)
+        rows = da.vmap(lambda r: da.sum(r * r))(xd.reshape(4, 5))
+        hessian = da.jacobian(da.grad(sines))(xd[:5])
+    np.testing.assert_allclose(host(jitted), _reversal_numpy(x), rtol=1e-12)
+    np.testing.assert_allclose(host(value), _reversal_numpy(x), rtol=1e-12)
+    np.testing.assert_allclose(host(jitted_grad), da.grad(_reversal)(x), rtol=1e-12)
+    np.testing.assert_allclose(host(gradient), da.grad(_reversal)(x), rtol=1e-12)
+    np.testing.assert_allclose(host(rows), (x.reshape(4, 5) ** 2).sum(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(host(hessian), np.diag(-np.sin(x[:5])), atol=1e-15)
+
+
+def _reversal_numpy(x: np.ndarray) -> float:
+    return float(np.sum(np.sin(x) * x[::-1]))
+
+
+@pytest.mark.filterwarnings("ignore:numpy.core is deprecated:DeprecationWarning")  # Dask's
+def test_jit_backend_dask_with_numpy_inputs_returns_numpy() -> None:
+    x = np.linspace(-1.0, 2.0, N)
+    got = da.jit(_reversal, backend="dask")(x)  # computed there, back here
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_allclose(got, _reversal_numpy(x), rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", da.api.MODES)
+def test_reshapes_dask_cannot_do_in_one_pass(mode: str) -> None:
+    """(1, 2, 3) to (3, 2) over chunks of one: Dask's reshape raises
+    NotImplementedError (it only merges or evenly splits dimensions); the backend goes
+    through the flat array."""
+
+    def f(x: Any) -> Any:
+        cube = da.replicate(1, da.replicate(2, x))  # (1, 2, 3)
+        return da.sum(da.reshape(cube, (3, 2)) * da.reshape(da.iota(6) * 1.0, (3, 2)))
+
+    x = np.asarray([0.5, -1.0, 2.0])
+    want_value, want = da.value_and_grad(f, mode=mode)(x)
+    with nothing_computed():
+        value, got = da.value_and_grad(f, mode=mode)(lazy(x, 1))
+    np.testing.assert_allclose(host(value), want_value, rtol=1e-12)
+    np.testing.assert_allclose(host(got), want, rtol=1e-12)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -145,7 +146,21 @@ def cupy_backend() -> Backend:
 @functools.cache
 def _dask_backend() -> Backend:
     dsa: Any = importlib.import_module("dask.array")
-    return Backend("dask", array_api_compat.array_namespace(dsa.zeros(0)), _dask_scatter_add)
+    compat = array_api_compat.array_namespace(dsa.zeros(0))
+    xp = types.ModuleType(compat.__name__)  # array_api_compat.dask.array, but for reshape
+    xp.__dict__.update(vars(compat))
+
+    def reshape(x: Any, shape: Sequence[int], **kwargs: Any) -> Any:
+        """Dask reshapes only by merging or evenly splitting dimensions ((1, 2, 3) to
+        (3, 2) raises ``NotImplementedError``); any other reshape goes through the
+        flat array (a merge, then a split), still lazy."""
+        try:
+            return compat.reshape(x, shape, **kwargs)
+        except NotImplementedError:
+            return compat.reshape(compat.reshape(x, (-1,), **kwargs), shape, **kwargs)
+
+    xp.reshape = reshape  # type: ignore[attr-defined]
+    return Backend("dask", xp, _dask_scatter_add)
 
 
 def dask_backend() -> Backend:

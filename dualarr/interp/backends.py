@@ -168,7 +168,9 @@ def dask_backend() -> Backend:
     results lazy ``dask.array.Array`` until ``.compute()``, in both modes.  Nothing
     computes on the way: index ranges are not checked on the host (Dask has no fast
     path to them), so gathers and scatters always take the masked path of §5.2, and a
-    0-d condition is a lazy ``where``.  Without Dask, a
+    0-d condition is a lazy ``where``; reshapes Dask cannot do in one pass go through
+    the flat array.  What computes: ``backend="dask"`` with NumPy inputs (the results
+    move back to NumPy), and the user's ``.compute()``.  Without Dask, a
     :class:`~dualarr.lang.errors.MissingDependencyError` naming the ``dask`` extra."""
     require("dask.array", extra="dask", feature="backend 'dask'")
     return _dask_backend()

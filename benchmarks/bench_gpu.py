@@ -3,8 +3,9 @@
 One command on a machine with a CUDA device and the ``gpu`` extra (``pip install -e
 ".[gpu]"``): ``python benchmarks/bench_gpu.py``.  Workloads as in ``bench_gradients.py``
 at their large sizes (W1 ``sum(x*y)``, W2 Fig. 18, W3 the 784-256-10 MLP, W5 the
-transcendental sum, W6 the random gather) and the chain C (k = 100 steps of ``y =
-tanh(y*y[::-1] + 0.5*y[idx])``) at n = 10^3 and 10^6.  Columns, in ms per gradient:
+transcendental sum, W6 the random gather), the chain C (k = 100 steps of ``y =
+tanh(y*y[::-1] + 0.5*y[idx])``) at n = 10^3 and 10^6, and S, the same chain as one loop
+(``da.scan``; ``jax.lax.scan`` for jax).  Columns, in ms per gradient:
 
 - ``numpy jit``: ``da.jit(da.grad(f))`` on NumPy arrays (the host);
 - ``cupy grad``: ``da.grad(f)`` on CuPy arrays (traced on every call);
@@ -74,7 +75,7 @@ def cases() -> list[Case]:
     for case in FULL:
         if case.workload in WORKLOADS:
             largest[case.workload] = case
-    chains = [Case("C", (n, CHAIN_STEPS)) for n in CHAIN_SIZES]
+    chains = [Case(w, (n, CHAIN_STEPS)) for w in ("C", "S") for n in CHAIN_SIZES]
     return [largest[w] for w in WORKLOADS] + chains
 
 
@@ -179,7 +180,7 @@ def main() -> None:
 
 def _jax_time(jax: Any, case: Case, host_args: tuple[np.ndarray, ...], repeat: int,
               number: int) -> float:
-    f = numpy_like_function(case, jax.numpy, jax.scipy.special.logsumexp)
+    f = numpy_like_function(case, jax.numpy, jax.scipy.special.logsumexp, jax.lax.scan)
     gradient = jax.jit(jax.grad(f, argnums=ARGNUMS[case.workload]))
     device_args = tuple(jax.device_put(a) for a in host_args)
     return median_ms(

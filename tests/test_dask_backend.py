@@ -278,3 +278,101 @@ def test_reshapes_dask_cannot_do_in_one_pass(mode: str) -> None:
         value, got = da.value_and_grad(f, mode=mode)(lazy(x, 1))
     np.testing.assert_allclose(host(value), want_value, rtol=1e-12)
     np.testing.assert_allclose(host(got), want, rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------------
+# Fused kernels as one task per chunk; Dask's take over the merged indexed axes
+# ----------------------------------------------------------------------------------
+
+
+def _transcendental(x: Any) -> Any:
+    return da.sum(da.tanh(x) * da.exp(-x * x) + da.log1p(x * x) + 0.5 * x * x * x)
+
+
+def _kernel_tasks(graph: Any) -> list[Any]:
+    return [key for key in dict(graph) if str(key[0] if isinstance(key, tuple) else key)
+            .startswith("dualarr-kernel")]
+
+
+@pytest.mark.parametrize("chunks", [(12,), (4,), ((5, 2, 5),)], ids=str)
+def test_fused_kernels_are_one_task_per_chunk_with_numpys_bits(chunks: tuple[Any, ...]) -> None:
+    x = np.linspace(-2.0, 2.0, 12)
+    with da.config.fusing(True):
+        gradient = da.jit(da.value_and_grad(_transcendental))
+        want_value, want = gradient(x)
+        program = da.pipeline(_transcendental, x)
+        with nothing_computed():
+            value, got = gradient(lazy(x, chunks))
+    kernels = program.python.count("= kernel") + program.python.count("(kernel")
+    assert kernels, "the program has fused kernels"
+    tasks = _kernel_tasks(got.__dask_graph__())
+    pieces = len(lazy(x, chunks).chunks[0])
+    assert tasks and len(tasks) % pieces == 0, (len(tasks), pieces)  # one per chunk each
+    np.testing.assert_array_equal(host(got), want)  # the same NumPy calls: the same bits
+    assert float(value.compute()) == float(want_value)
+
+
+def test_kernel_tasks_survive_pickling_as_a_worker_receives_them() -> None:
+    import pickle
+
+    with da.config.fusing(True):
+        got = da.jit(da.grad(_transcendental))(lazy(np.linspace(-2.0, 2.0, 12), 4))
+    graph = dict(got.__dask_graph__())
+    (key, *_) = _kernel_tasks(graph)
+    task = pickle.loads(pickle.dumps(graph[key]))  # the function and the Kernel it carries
+    assert "kernel_on_blocks" in repr(task)
+
+
+def test_kernels_over_chunks_that_do_not_line_up_are_dasks_operations() -> None:
+    def f(x: Any, y: Any) -> Any:
+        return da.sum(da.tanh(x * y) + x * x * y)
+
+    x, y = np.linspace(-1.0, 1.0, 12), np.linspace(0.5, 2.0, 12)
+    with da.config.fusing(True):
+        want = da.jit(da.grad(f, argnums=(0, 1)))(x, y)
+        with nothing_computed():
+            got = da.jit(da.grad(f, argnums=(0, 1)))(lazy(x, 4), lazy(y, 5))
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(host(g), w)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=SLOW_OK)
+@given(st.data())
+def test_take_over_merged_axes_keeps_chunks_within_the_arrays(data: st.DataObject) -> None:
+    from dualarr.interp.backends import merged_indexed_axes
+
+    shape = tuple(data.draw(st.lists(st.integers(1, 7), min_size=1, max_size=4)))
+    chunks = tuple(data.draw(st.integers(1, n)) for n in shape)
+    count = data.draw(st.integers(1, len(shape)))
+    a = np.arange(float(np.prod(shape))).reshape(shape)
+    source = dsa.from_array(a, chunks=chunks)
+    merged = merged_indexed_axes(source, count)
+    largest = int(np.prod(source.chunksize))
+    one_row = int(np.prod(shape[1:count])) * int(np.prod(source.chunksize[count:]))
+    assert int(np.prod(merged.chunksize)) <= max(largest, one_row)
+    np.testing.assert_array_equal(
+        merged.compute(), a.reshape((int(np.prod(shape[:count])), *shape[count:]))
+    )
+    batch = data.draw(st.sampled_from([(5,), (2, 3)]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    comps = [rng.integers(0, n, batch) for n in shape[:count]]
+    backend = get_backend("dask")
+    with nothing_computed():
+        picked = backend.take(backend.xp, source, [lazy(c, 2) for c in comps])
+    np.testing.assert_array_equal(host(picked), a[tuple(comps)])
+
+
+@pytest.mark.parametrize("mode", da.api.MODES)
+def test_gather_of_two_components_across_chunks(mode: str) -> None:
+    a = np.linspace(-1.0, 1.0, 30).reshape(5, 6)
+
+    def f(m: Any) -> Any:  # a transpose and a shifted diagonal, read by index arrays
+        t = da.gather((6, 5), m, lambda i, j: (j, i))
+        d = da.gather((5,), m, lambda i: (i, (i + 2) % 6))
+        return da.sum(da.sin(t) * 2.0) + da.sum(d * d)
+
+    want_value, want = da.value_and_grad(f, mode=mode)(a)
+    with nothing_computed():
+        value, got = da.value_and_grad(f, mode=mode)(lazy(a, (2, 4)))
+    np.testing.assert_allclose(host(value), want_value, rtol=1e-12)
+    np.testing.assert_allclose(host(got), want, rtol=1e-12)

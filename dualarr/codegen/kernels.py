@@ -35,7 +35,8 @@ and ``cos``, which NumPy's float64 loops call too (the same bits on x86-64 Linux
 ``xp`` is NumPy (or NumPy's own ufunc for a function of :data:`UNFUSED`, or any one
 operation, alone: :func:`numpy_ufunc`, on every core for a large array:
 :mod:`dualarr.codegen.threads`),
-a CuPy kernel on CuPy, :func:`evaluate_kernel` otherwise.  On NumPy a call site writes
+a CuPy kernel on CuPy, one NumPy kernel per chunk on Dask (:func:`dask_kernel`),
+:func:`evaluate_kernel` otherwise.  On NumPy a call site writes
 into its last result once that result is dropped (:class:`dualarr.codegen.buffers.SpareBuffer`).
 """
 
@@ -82,6 +83,7 @@ __all__ = [
     "Literal",
     "combine_like_terms",
     "cupy_source",
+    "dask_kernel",
     "evaluate_kernel",
     "kernel_cost",
     "kernel_spelling",
@@ -753,11 +755,68 @@ class CompiledKernel:
                 else:
                     result = self._numexpr(*arrays, out=out, **self._options)
             return self._spare.keep(result)
-        if "cupy" in getattr(xp, "__name__", "").split("."):  # cupy, array_api_compat.cupy
+        namespace = getattr(xp, "__name__", "").split(".")
+        if "cupy" in namespace:  # cupy, array_api_compat.cupy
             if self._cupy is None:
                 self._cupy = _cupy_kernel(cupy_source(self.kernel), self.kernel.name)
             return self._cupy(*arrays)
+        if "dask" in namespace:  # array_api_compat.dask.array
+            return dask_kernel(self.kernel, xp, arrays)
         return evaluate_kernel(self.kernel.expression, xp, arrays)
+
+    def on_blocks(self, blocks: Sequence[Any]) -> Any:
+        """The kernel on NumPy blocks of its arguments (one chunk each, any shape):
+        NumPy's calls as :meth:`__call__` makes them, into a new array (no buffer kept:
+        a scheduler may run several blocks at once and holds every result)."""
+        if self._registry:
+            return evaluate_kernel(self.kernel.expression, np, blocks)
+        if self._ufunc is not None:
+            ufunc, plan = self._ufunc
+            return ufunc(*(blocks[p] if type(p) is int else p for p in plan))
+        with _NUMEXPR_LOCK:
+            return self._numexpr(*blocks)
 
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.kernel}>"
+
+
+# --------------------------------------------------------------------------------------
+# On Dask: one task per chunk
+# --------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled_for_blocks(kernel: Kernel) -> CompiledKernel:
+    """The kernel compiled once per process (a Dask worker builds its own from the
+    picklable :class:`Kernel` its tasks carry)."""
+    return CompiledKernel(kernel)
+
+
+def kernel_on_blocks(kernel: Kernel, *blocks: Any) -> Any:
+    """One Dask task: ``kernel`` on one chunk of each argument (NumPy arrays)."""
+    return _compiled_for_blocks(kernel).on_blocks(blocks)
+
+
+def dask_kernel(kernel: Kernel, xp: Any, arrays: Sequence[Any]) -> Any:
+    """``kernel`` on Dask arrays: where the chunks line up (every argument of the
+    kernel's shape chunked alike), one ``map_blocks`` task per chunk running the NumPy
+    kernel (numexpr, or NumPy's ufunc) on that chunk, the others broadcast to the same
+    chunks; else one Dask operation per primitive (:func:`evaluate_kernel`), which
+    Dask rechunks as it needs.  The same NumPy calls per element as on NumPy, so the
+    same bits."""
+    dsa: Any = importlib.import_module("dask.array")  # untyped
+    shape = tuple(kernel.shape)
+    full = [a for a in arrays if isinstance(a, dsa.Array) and tuple(a.shape) == shape]
+    if not shape or not full or any(a.chunks != full[0].chunks for a in full):
+        return evaluate_kernel(kernel.expression, xp, arrays)
+    chunks = full[0].chunks
+    operands = [
+        a if isinstance(a, dsa.Array) and tuple(a.shape) == shape
+        else dsa.broadcast_to(dsa.asarray(a), shape, chunks=chunks)
+        for a in arrays
+    ]
+    dtype = kernel.dtype.numpy()
+    return dsa.map_blocks(
+        kernel_on_blocks, kernel, *operands, dtype=dtype,
+        meta=np.empty((0,) * len(shape), dtype=dtype), token=f"dualarr-{kernel.name}",
+    )

@@ -7,13 +7,15 @@ array API lacks: scatter-add is NumPy's ``bincount`` (one value per target) or
 target), and :func:`dualarr.interp.arrays.scatter_add_by_selection` elsewhere.
 NumPy's fast paths to the same values are fields of its backend too: a range check on
 the host (:func:`all_in_range`, so in-range indices skip the mask of §5.2), ``take``
-without a second bounds check, and branches on host scalars.
+without a second bounds check, and branches on host scalars.  Dask's ``take`` is its
+chunked take over the merged indexed axes (:func:`merged_indexed_axes`).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import math
 import types
 from collections.abc import Sequence
 from typing import Any
@@ -23,7 +25,7 @@ import numpy as np
 
 from ..lang.errors import DualarrError
 from ..lang.optional import require
-from .arrays import Array, Backend, scatter_add_by_selection
+from .arrays import Array, Backend, row_major_offset, scatter_add_by_selection
 
 __all__ = [
     "BACKENDS",
@@ -32,6 +34,7 @@ __all__ = [
     "cupy_backend",
     "dask_backend",
     "get_backend",
+    "merged_indexed_axes",
     "numpy_backend",
 ]
 
@@ -101,6 +104,40 @@ def _dask_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Arra
     return summed if values.ndim == 1 else summed.reshape(size, 1)
 
 
+def merged_indexed_axes(array: Any, count: int) -> Any:
+    """A Dask ``array`` with its first ``count`` axes merged into one (row-major), as a
+    gather of ``count`` index components reads it, no chunk larger than ``array``'s:
+    the axes merged into the first are first made one chunk each (a merge needs them
+    whole), and the first is rechunked to as many rows as keep a chunk within the
+    largest of ``array`` (Dask's own merge would keep the first axis's chunks, each
+    then as large as all the merged axes together)."""
+    if count == 1:
+        return array
+    shape = tuple(array.shape)
+    largest = math.prod(max(c, default=1) for c in array.chunks)
+    merged = math.prod(shape[1:count])
+    tail_chunk = math.prod(max(c, default=1) for c in array.chunks[count:])
+    rows = max(1, largest // max(merged * tail_chunk, 1))
+    rechunked = array.rechunk({0: rows, **{axis: -1 for axis in range(1, count)}})
+    return rechunked.reshape((math.prod(shape[:count]), *shape[count:]))
+
+
+def _dask_take(xp: Any, array: Array, comps: Sequence[Array]) -> Array:
+    """``array[comps]`` on Dask (components in range): Dask's chunked ``take`` along the
+    first axis of :func:`merged_indexed_axes` at the components' row-major offsets.
+    Each task meets one chunk of the offsets and one chunk of the array (the chunks of
+    the offsets are the result's), so no task holds the whole array or the whole
+    index; the array is never flattened beyond the indexed axes."""
+    dsa: Any = importlib.import_module("dask.array")  # untyped
+    count = len(comps)
+    indexed, tail = tuple(array.shape[:count]), tuple(array.shape[count:])
+    offsets = comps[0] if count == 1 else row_major_offset(comps, indexed)
+    batch = tuple(offsets.shape)
+    source = merged_indexed_axes(dsa.asarray(array), count)
+    picked = dsa.take(source, xp.reshape(offsets, (-1,)), axis=0)
+    return xp.reshape(picked, batch + tail)
+
+
 @functools.cache
 def numpy_backend() -> Backend:
     """NumPy (2.x is an array-API namespace itself: no compatibility wrapper to import,
@@ -160,7 +197,7 @@ def _dask_backend() -> Backend:
             return compat.reshape(compat.reshape(x, (-1,), **kwargs), shape, **kwargs)
 
     xp.reshape = reshape  # type: ignore[attr-defined]
-    return Backend("dask", xp, _dask_scatter_add)
+    return Backend("dask", xp, _dask_scatter_add, take=_dask_take)
 
 
 def dask_backend() -> Backend:
@@ -168,8 +205,11 @@ def dask_backend() -> Backend:
     results lazy ``dask.array.Array`` until ``.compute()``, in both modes.  Nothing
     computes on the way: index ranges are not checked on the host (Dask has no fast
     path to them), so gathers and scatters always take the masked path of §5.2, and a
-    0-d condition is a lazy ``where``; reshapes Dask cannot do in one pass go through
-    the flat array.  What computes: ``backend="dask"`` with NumPy inputs (the results
+    0-d condition is a lazy ``where``; a gather is Dask's chunked ``take``
+    (:func:`merged_indexed_axes`); a fused kernel of generated code is one
+    ``map_blocks`` task per chunk where its arguments' chunks line up
+    (:func:`dualarr.codegen.kernels.dask_kernel`); reshapes Dask cannot do in one pass
+    go through the flat array.  What computes: ``backend="dask"`` with NumPy inputs (the results
     move back to NumPy), and the user's ``.compute()``.  Without Dask, a
     :class:`~dualarr.lang.errors.MissingDependencyError` naming the ``dask`` extra."""
     require("dask.array", extra="dask", feature="backend 'dask'")

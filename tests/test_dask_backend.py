@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from strategies import GeneratedProgram, programs
 
 import dualarr as da
+import dualarr.numpy as dnp
 from dualarr.interp import arrays
 from dualarr.interp.backends import BACKENDS, backend_of, get_backend
 
@@ -213,11 +214,37 @@ def test_scatter_add_adds_collisions_and_drops_out_of_range(
     np.testing.assert_array_equal(host(known), [3.0, 3.0, 0.0, 4.0])
 
 
-def test_scatter_add_of_rows_falls_back_to_selection() -> None:
+@pytest.mark.parametrize("chunks", [-1, 3, (1, 2)], ids=str)
+def test_scatter_add_of_rows_is_a_bincount_of_their_slots(chunks: Any) -> None:
     backend = get_backend("dask")
-    values = lazy(np.arange(8.0).reshape(4, 2), 3)
-    out = backend.scatter_add(backend.xp, lazy([2, 0, 2, 1], 3), values, 3)
+    values = lazy(np.arange(8.0).reshape(4, 2), chunks)
+    with nothing_computed():
+        out = backend.scatter_add(backend.xp, lazy([2, 0, 2, 1], 3), values, 3)
+    assert "bincount" in " ".join(map(str, dict(out.__dask_graph__())))
     np.testing.assert_array_equal(host(out), [[2.0, 3.0], [6.0, 7.0], [4.0, 6.0]])
+
+
+def test_scatter_add_of_integers_falls_back_to_selection() -> None:
+    backend = get_backend("dask")
+    values = lazy(np.arange(8).reshape(4, 2), 3)
+    out = backend.scatter_add(backend.xp, lazy([2, 0, 2, 1], 3), values, 3)
+    assert "bincount" not in " ".join(map(str, dict(out.__dask_graph__())))
+    np.testing.assert_array_equal(host(out), [[2, 3], [6, 7], [4, 6]])
+
+
+@pytest.mark.parametrize("mode", da.api.MODES)
+def test_gradient_of_a_row_gather_scatters_rows(mode: str) -> None:
+    """An embedding lookup: its gradient adds rows of 3 at repeated targets."""
+    table = np.linspace(-1.0, 1.0, 24).reshape(8, 3)
+    rows = np.asarray([1, 7, 1, 0, 3, 1, 7])
+
+    def f(t: Any, r: Any) -> Any:
+        return da.sum(da.tanh(da.gather((7, 3), t, lambda i, j: (r[i], j))) * 2.0)
+
+    want = da.grad(f, mode=mode)(table, rows)
+    with nothing_computed():
+        got = da.grad(f, mode=mode)(lazy(table, (3, 2)), lazy(rows, 4))
+    np.testing.assert_allclose(host(got), want, rtol=1e-12)
 
 
 @pytest.mark.parametrize("mode", da.api.MODES)
@@ -376,3 +403,51 @@ def test_gather_of_two_components_across_chunks(mode: str) -> None:
         value, got = da.value_and_grad(f, mode=mode)(lazy(a, (2, 4)))
     np.testing.assert_allclose(host(value), want_value, rtol=1e-12)
     np.testing.assert_allclose(host(got), want, rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------------
+# dnp.linalg on Dask: NumPy's functions per chunk of a stack of matrices
+# ----------------------------------------------------------------------------------
+
+_RNG = np.random.default_rng(3)
+_STACK = _RNG.normal(size=(5, 4, 4)) + 4.0 * np.eye(4)
+_SPD = _STACK @ np.swapaxes(_STACK, -1, -2)
+_TALL = _RNG.normal(size=(5, 4, 3))
+_RHS = _RNG.normal(size=(5, 4, 2))
+
+LINALG_PROGRAMS: list[tuple[str, Callable[..., Any], tuple[np.ndarray, ...]]] = [
+    ("solve", lambda a, b: da.sum(dnp.linalg.solve(a, b) ** 2), (_STACK, _RHS)),
+    ("inv", lambda a: da.sum(da.sin(dnp.linalg.inv(a))), (_STACK,)),
+    ("slogdet", lambda a: da.sum(dnp.linalg.slogdet(a).logabsdet), (_STACK,)),
+    ("det", lambda a: da.sum(dnp.linalg.det(a)), (_STACK,)),
+    ("cholesky", lambda a: da.sum(dnp.linalg.cholesky(a) * np.arange(16.0).reshape(4, 4)),
+     (_SPD,)),
+    ("cholesky-upper", lambda a: da.sum(dnp.linalg.cholesky(a, upper=True) ** 3), (_SPD,)),
+    ("eigh", lambda a: da.sum(dnp.linalg.eigh(a).eigenvalues ** 3), (_SPD,)),
+    ("eigh-U", lambda a: da.sum(dnp.linalg.eigh(a, UPLO="U").eigenvalues ** 2), (_STACK,)),
+    ("svd", lambda a: da.sum(dnp.abs(dnp.linalg.svd(a, full_matrices=False).U)), (_TALL,)),
+    ("svdvals", lambda a: da.sum(dnp.linalg.svdvals(a) ** 2), (_TALL,)),
+    ("qr", lambda a: da.sum(dnp.linalg.qr(a).R ** 2), (_TALL,)),
+    ("qr-complete", lambda a: da.sum(dnp.linalg.qr(a[:, :3, :], mode="complete").Q), (_TALL,)),
+]
+
+
+@pytest.mark.parametrize("mode", da.api.MODES)
+@pytest.mark.parametrize("chunks", [-1, 2, (2, 3, 1)], ids=str)
+@pytest.mark.parametrize(("name", "f", "args"), LINALG_PROGRAMS,
+                         ids=[p[0] for p in LINALG_PROGRAMS])
+def test_linear_algebra_on_dask_stacks(
+    mode: str, chunks: Any, name: str, f: Callable[..., Any], args: tuple[np.ndarray, ...]
+) -> None:
+    """Stacks chunked along the batch axis and inside the matrices (made whole per
+    task): the value and gradients equal NumPy's; the lower Cholesky factor, not the
+    upper one Dask's own ``linalg.cholesky`` gives."""
+    argnums = tuple(range(len(args)))
+    want_value, want = da.value_and_grad(f, argnums=argnums, mode=mode)(*args)
+    with nothing_computed():
+        value, got = da.value_and_grad(f, argnums=argnums, mode=mode)(
+            *(lazy(a, chunks) for a in args)
+        )
+    np.testing.assert_allclose(host(value), want_value, rtol=1e-10, err_msg=name)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(host(g), w, rtol=1e-9, atol=1e-12, err_msg=name)

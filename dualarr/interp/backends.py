@@ -3,8 +3,8 @@
 The backend follows the input arrays (``array_api_compat.array_namespace``) or an
 explicit ``backend="numpy" | "cupy" | "dask"``.  Per namespace, the one primitive the
 array API lacks: scatter-add is NumPy's ``bincount`` (one value per target) or
-``add.at``, CuPy's ``cupyx.scatter_add``, Dask's chunked ``bincount`` (one value per
-target), and :func:`dualarr.interp.arrays.scatter_add_by_selection` elsewhere.
+``add.at``, CuPy's ``add.at``, Dask's chunked ``bincount`` (float values), and
+:func:`dualarr.interp.arrays.scatter_add_by_selection` elsewhere.
 NumPy's fast paths to the same values are fields of its backend too: a range check on
 the host (:func:`all_in_range`, so in-range indices skip the mask of §5.2), ``take``
 without a second bounds check, and branches on host scalars.  Dask's ``take`` is its
@@ -23,7 +23,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from ..lang.errors import DualarrError
+from ..lang.errors import DualarrError, UnsupportedError
 from ..lang.optional import require
 from .arrays import Array, Backend, row_major_offset, scatter_add_by_selection
 
@@ -81,27 +81,38 @@ def _numpy_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Arr
 
 
 def _cupy_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Array:
-    import cupyx
+    import cupy
 
     out = xp.zeros((size, *values.shape[1:]), dtype=values.dtype)
-    cupyx.scatter_add(out, targets, values)
+    add_at = getattr(cupy.add, "at", None)  # CuPy 13+; ``cupyx.scatter_add`` before
+    if add_at is None:
+        import cupyx
+
+        cupyx.scatter_add(out, targets, values)
+    else:
+        add_at(out, targets, values)
     return out
 
 
 def _dask_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Array:
-    """One float value per target: ``dask.array.bincount`` (a ``bincount`` per chunk of
-    the targets, ``minlength=size``, then the chunks' sums added: lazy, never a
-    ``size``-by-rows selection); else the generic :func:`scatter_add_by_selection`.
-    The targets are in range here (:func:`dualarr.interp.arrays.scatter` masks the
-    others), as ``bincount`` needs."""
+    """Float values: ``dask.array.bincount`` (a ``bincount`` per chunk of the targets,
+    ``minlength`` the slots, then the chunks' sums added: lazy, never a slots-by-rows
+    selection); rows of ``width`` values go to ``width`` slots per target (target
+    ``t``'s column ``c`` to slot ``t * width + c``).  Other dtypes: the generic
+    :func:`scatter_add_by_selection`.  The targets are in range here
+    (:func:`dualarr.interp.arrays.scatter` masks the others), as ``bincount`` needs."""
     dsa: Any = importlib.import_module("dask.array")  # untyped
-    one_per_target = values.ndim == 1 or values.shape[1] == 1
-    if not one_per_target or not xp.isdtype(values.dtype, "real floating"):
+    if not xp.isdtype(values.dtype, "real floating"):
         return scatter_add_by_selection(xp, targets, values, size)
-    targets = dsa.asarray(targets)
-    weights = dsa.asarray(values).reshape(-1).rechunk(targets.chunks)  # bincount's rule
-    summed = dsa.bincount(targets, weights=weights, minlength=size).astype(values.dtype)
-    return summed if values.ndim == 1 else summed.reshape(size, 1)
+    width = 1 if values.ndim == 1 else values.shape[1]
+    slots = dsa.asarray(targets)
+    if width != 1:
+        columns = dsa.arange(width, dtype=slots.dtype)
+        slots = (slots[:, None] * width + columns[None, :]).reshape(-1)
+    weights = dsa.asarray(values).reshape(-1).rechunk(slots.chunks)  # bincount's rule
+    summed = dsa.bincount(slots, weights=weights, minlength=size * width)
+    summed = summed.astype(values.dtype)
+    return summed if values.ndim == 1 else summed.reshape(size, width)
 
 
 def merged_indexed_axes(array: Any, count: int) -> Any:
@@ -180,6 +191,64 @@ def cupy_backend() -> Backend:
     return _cupy_backend()
 
 
+def _dask_linalg(compat_linalg: Any) -> types.ModuleType:
+    """``linalg`` for Dask: NumPy's own functions on each chunk of a stack of matrices
+    (``dask.array.apply_gufunc``, the matrix axes made one chunk), so stacks of any
+    batch shape, NumPy's results and NumPy's bits per matrix.  Dask's own ``linalg``
+    takes one 2-d matrix only, lacks ``slogdet`` and ``eigh``, and behind the array
+    API's ``cholesky`` returns the upper factor; the linear-algebra constructs
+    (:mod:`dualarr.constructs.linalg_solve`) call only these."""
+    dsa: Any = importlib.import_module("dask.array")  # untyped
+    numpy_linalg: Any = np.linalg  # called with keywords of run-time values
+    linalg = types.ModuleType(compat_linalg.__name__)
+    linalg.__dict__.update(vars(compat_linalg))
+
+    def gufunc(function: Any, signature: str, *arrays: Any, outputs: int = 1,
+               sizes: dict[str, int] | None = None) -> Any:
+        # every operand's core axes are its last two: one chunk each
+        operands = [dsa.asarray(a).rechunk({a.ndim - 2: -1, a.ndim - 1: -1}) for a in arrays]
+        dtype = np.result_type(*(a.dtype for a in operands))
+        return dsa.apply_gufunc(
+            function, signature, *operands,
+            output_dtypes=dtype if outputs == 1 else (dtype,) * outputs,
+            output_sizes=sizes or {},
+        )
+
+    def solve(a: Any, b: Any) -> Any:
+        return gufunc(np.linalg.solve, "(n,n),(n,k)->(n,k)", a, b)
+
+    def inv(a: Any) -> Any:
+        return gufunc(np.linalg.inv, "(n,n)->(n,n)", a)
+
+    def slogdet(a: Any) -> Any:
+        return gufunc(lambda m: tuple(np.linalg.slogdet(m)), "(n,n)->(),()", a, outputs=2)
+
+    def cholesky(a: Any, upper: bool = False) -> Any:
+        return gufunc(functools.partial(np.linalg.cholesky, upper=upper), "(n,n)->(n,n)", a)
+
+    def eigh(a: Any, UPLO: str = "L") -> Any:  # NumPy's keyword
+        return gufunc(lambda m: tuple(numpy_linalg.eigh(m, UPLO=UPLO)),
+                      "(n,n)->(n),(n,n)", a, outputs=2)
+
+    def svd(a: Any, full_matrices: bool = True) -> Any:
+        m, n = a.shape[-2:]
+        signature = "(m,n)->(m,m),(k),(n,n)" if full_matrices else "(m,n)->(m,k),(k),(k,n)"
+        return gufunc(lambda x: tuple(np.linalg.svd(x, full_matrices=full_matrices)),
+                      signature, a, outputs=3, sizes={"k": min(m, n)})
+
+    def qr(a: Any, mode: str = "reduced") -> Any:
+        m, n = a.shape[-2:]
+        signature = {"reduced": "(m,n)->(m,k),(k,n)", "complete": "(m,n)->(m,m),(m,n)"}
+        if mode not in signature:
+            raise UnsupportedError(f"mode {mode!r} of qr on Dask", op="linalg.qr")
+        return gufunc(lambda x: tuple(numpy_linalg.qr(x, mode=mode)), signature[mode], a,
+                      outputs=2, sizes={"k": min(m, n)})
+
+    for function in (solve, inv, slogdet, cholesky, eigh, svd, qr):
+        setattr(linalg, function.__name__, function)
+    return linalg
+
+
 @functools.cache
 def _dask_backend() -> Backend:
     dsa: Any = importlib.import_module("dask.array")
@@ -197,6 +266,7 @@ def _dask_backend() -> Backend:
             return compat.reshape(compat.reshape(x, (-1,), **kwargs), shape, **kwargs)
 
     xp.reshape = reshape  # type: ignore[attr-defined]
+    xp.linalg = _dask_linalg(compat.linalg)  # type: ignore[attr-defined]
     return Backend("dask", xp, _dask_scatter_add, take=_dask_take)
 
 

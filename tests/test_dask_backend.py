@@ -451,3 +451,18 @@ def test_linear_algebra_on_dask_stacks(
     np.testing.assert_allclose(host(value), want_value, rtol=1e-10, err_msg=name)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(host(g), w, rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+def test_a_primitive_computing_with_numpy_on_dask_is_a_named_error() -> None:
+    """An implementation that turns a lazy Dask array into NumPy (computing it) is a
+    PrimitiveResultError naming the primitive; one written with ``xp`` stays lazy."""
+    leaky = da.primitive("dask_leaky_square", lambda xp, x: np.asarray(x) ** 2,
+                         (lambda m, x, y: 2.0 * x,))
+    lazy_square = da.primitive("dask_lazy_square", lambda xp, x: xp.multiply(x, x),
+                               (lambda m, x, y: 2.0 * x,))
+    x = np.linspace(-1.0, 1.0, 6)
+    with pytest.raises(da.PrimitiveResultError, match=r"dask_leaky_square.*NumPy array"):
+        da.value_and_grad(lambda x: da.sum(leaky(x)))(lazy(x, 2))
+    with nothing_computed():
+        got = da.grad(lambda x: da.sum(lazy_square(x) * x))(lazy(x, 2))
+    np.testing.assert_allclose(host(got), 3.0 * x * x, rtol=1e-12)

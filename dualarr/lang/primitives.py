@@ -272,6 +272,28 @@ def _broadcast(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
     return tuple(result)
 
 
+def _library(value: Any) -> str:
+    return type(value).__module__.split(".")[0]
+
+
+def _same_backend(primitive: str, function: Callable[..., Any], args: Sequence[Any],
+                  result: Any) -> None:
+    """A NumPy result for arguments of another array library (Dask, CuPy) is a
+    :class:`~dualarr.lang.errors.PrimitiveResultError`: NumPy has computed a lazy Dask
+    array, or the result has left the device, where ``xp`` would have kept it."""
+    foreign = [a for a in args if hasattr(a, "shape") and _library(a) != "numpy"]
+    if foreign and _library(result) == "numpy" and hasattr(result, "shape"):
+        where = _defined_at(function)
+        kind = type(foreign[0])
+        raise PrimitiveResultError(
+            f"its implementation{f' ({where})' if where else ''} returned a NumPy array "
+            f"for arguments of {kind.__module__}.{kind.__name__}: it computes with the "
+            "namespace it is given (xp.exp(x), not np.exp(x) or np.asarray(x)), so that "
+            "the result stays where its arguments are (on Dask: lazy)",
+            primitive=primitive,
+        )
+
+
 @dataclass(frozen=True)
 class UserImplementation:
     """A user's ``impl(xp, *args)``, checked on every call: an elementwise result has its
@@ -283,6 +305,7 @@ class UserImplementation:
 
     def __call__(self, xp: Any, *args: Array) -> Array:
         result = self.function(xp, *args)
+        _same_backend(self.primitive, self.function, args, result)
         shapes = [tuple(getattr(a, "shape", ())) for a in args]
         expected = _broadcast(shapes)
         if expected is None:  # arguments that do not broadcast: the namespace's own error

@@ -3,7 +3,7 @@
 The backend follows the input arrays (``array_api_compat.array_namespace``) or an
 explicit ``backend="numpy" | "cupy" | "dask"``.  Per namespace, the one primitive the
 array API lacks: scatter-add is NumPy's ``bincount`` (one value per target) or
-``add.at``, CuPy's ``add.at``, Dask's chunked ``bincount`` (float values), and
+``add.at``, CuPy's ``add.at``, a shuffle of ``bincount``s on Dask (float values), and
 :func:`dualarr.interp.arrays.scatter_add_by_selection` elsewhere.
 NumPy's fast paths to the same values are fields of its backend too: a range check on
 the host (:func:`all_in_range`, so in-range indices skip the mask of §5.2), ``take``
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import itertools
 import math
 import types
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ import numpy as np
 from ..lang.errors import DualarrError, UnsupportedError
 from ..lang.optional import require
 from .arrays import Array, Backend, row_major_offset, scatter_add_by_selection
+from .dask_scatter import dask_scatter_add
 
 __all__ = [
     "BACKENDS",
@@ -95,51 +95,13 @@ def _cupy_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Arra
     return out
 
 
-SCATTER_MIN_OUTPUT_CHUNK = 2**20
-"""The fewest slots of an output chunk of Dask's scatter-add (8 MiB of float64), so
-that small chunks of targets do not make (chunks of targets) × (output chunks) pieces."""
-
-
-def _cut_by_output_chunk(slots: np.ndarray, weights: np.ndarray, step: int, count: int) -> Any:
-    """One chunk of the targets and their values, cut into one piece per output chunk
-    (``count`` chunks of ``step`` slots), each piece in the chunk's own order (a stable
-    sort by output chunk: a radix sort of 16-bit chunk numbers, where they fit)."""
-    window = slots // step
-    if count <= 2**16:
-        window = window.astype(np.uint16)
-    order = np.argsort(window, kind="stable")
-    cuts = np.searchsorted(window[order], np.arange(count + 1))
-    sorted_slots, sorted_weights = slots[order], weights[order]
-    return [(sorted_slots[a:b], sorted_weights[a:b]) for a, b in itertools.pairwise(cuts)]
-
-
-def _piece(cut: Any, k: int) -> Any:
-    return cut[k]
-
-
-def _add_into_output_chunk(pieces: list[Any], start: int, length: int, dtype: Any) -> Any:
-    """Output chunk ``[start, start + length)``: one ``bincount`` of every piece of
-    targets in it, in the targets' order (so each slot adds its values in NumPy's order:
-    NumPy's bits)."""
-    slots = np.concatenate([s for s, _ in pieces]) - start
-    weights = np.concatenate([w for _, w in pieces])
-    return np.bincount(slots, weights=weights, minlength=length).astype(dtype, copy=False)
-
-
 def _dask_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Array:
-    """Float values: a shuffle.  Each chunk of the targets is cut by the output chunk
-    its targets fall in (the output chunked as the targets are), and each output chunk
-    is one ``bincount`` of the pieces that fall in it, in the targets' order: O(rows +
-    slots) work, no task holding more than a chunk of targets or of slots, and NumPy's
-    sums bit for bit.  (``dask.array.bincount`` makes, per chunk of targets, a sum over
-    all the slots, and adds those in one task: a gradient larger than a worker's memory
-    cannot run that way.)  Rows of ``width`` values go to ``width`` slots per target
-    (target ``t``'s column ``c`` to slot ``t * width + c``).  Other dtypes: the generic
-    :func:`scatter_add_by_selection`.  The targets are in range here
+    """Float values: :func:`dualarr.interp.dask_scatter.dask_scatter_add`, a shuffle
+    whose tasks hold a few chunks at most; rows of ``width`` values go to ``width``
+    slots per target (target ``t``'s column ``c`` to slot ``t * width + c``).  Other
+    dtypes: the generic :func:`scatter_add_by_selection`.  The targets are in range here
     (:func:`dualarr.interp.arrays.scatter` masks the others)."""
     dsa: Any = importlib.import_module("dask.array")  # untyped
-    highlevelgraph: Any = importlib.import_module("dask.highlevelgraph")
-    tokenize: Any = importlib.import_module("dask.base").tokenize
     if not xp.isdtype(values.dtype, "real floating"):
         return scatter_add_by_selection(xp, targets, values, size)
     width = 1 if values.ndim == 1 else values.shape[1]
@@ -147,27 +109,7 @@ def _dask_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Arra
     if width != 1:
         columns = dsa.arange(width, dtype=slots.dtype)
         slots = (slots[:, None] * width + columns[None, :]).reshape(-1)
-    weights = dsa.asarray(values).reshape(-1).rechunk(slots.chunks)
-    step = max(max(slots.chunks[0], default=1), SCATTER_MIN_OUTPUT_CHUNK)
-    out_chunks = dsa.core.normalize_chunks(step, (size * width,))[0]  # step, …, the rest
-    token = tokenize(slots, weights, out_chunks)
-    cut, piece, name = (f"scatter-{what}-{token}" for what in ("cut", "piece", "bincount"))
-    graph: dict[Any, Any] = {}
-    for j in range(len(slots.chunks[0])):
-        graph[(cut, j)] = (
-            _cut_by_output_chunk, (slots.name, j), (weights.name, j), step, len(out_chunks)
-        )
-        for k in range(len(out_chunks)):
-            graph[(piece, j, k)] = (_piece, (cut, j), k)
-    for k, length in enumerate(out_chunks):
-        pieces = [(piece, j, k) for j in range(len(slots.chunks[0]))]
-        graph[(name, k)] = (
-            _add_into_output_chunk, pieces, k * step, int(length), values.dtype
-        )
-    layers = highlevelgraph.HighLevelGraph.from_collections(
-        name, graph, dependencies=[slots, weights]
-    )
-    summed = dsa.Array(layers, name, (out_chunks,), dtype=values.dtype)
+    summed = dask_scatter_add(slots, dsa.asarray(values).reshape(-1), size * width)
     return summed if values.ndim == 1 else summed.reshape(size, width)
 
 

@@ -24,6 +24,7 @@ RUNS: dict[str, list[str]] = {
     "kernels": ["bench_kernels.py"],
     "overhead": ["bench_overhead.py"],
     "numpy": ["bench_numpy.py"],
+    "dask": ["bench_dask.py", "--runs", "3"],
     "timing-claims": ["bench_timing_claims.py"],
     "gradients-malloc-tuned": ["bench_gradients.py", "--malloc-tuned"],
 }

@@ -100,3 +100,21 @@ def test_bench_numpy_quick() -> None:
     assert [r[0] for r in rows] == ["attention", "conv1d"]
     assert all(float(r[6]) > 0 for r in rows)  # the ratio of da.jit to NumPy by hand
     assert lines[-1] == "# every gradient agreed with the hand-written one (rtol 1e-8)"
+
+
+def test_bench_dask_quick_or_says_why_not() -> None:
+    result = run("bench_dask.py", "--quick", "--repeat", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("# bench_dask.py --quick")
+    if "Dask is not installed" in lines[0]:
+        return
+    head = lines.index(next(s for s in lines if s.startswith("program ")))
+    rows = [s.split() for s in lines[head + 1 : head + 11]]
+    assert [(r[0], r[1]) for r in rows] == [
+        (p, n) for p in ("fig18", "w5", "chain", "softmax", "scatter") for n in ("1e3", "1e4")
+    ]
+    assert all(int(r[4]) >= int(r[5]) >= 1 for r in rows)  # tasks, then after dask.optimize
+    assert all(float(r[10]) > 0 for r in rows)  # threads / numpy, both measured
+    assert sum(s.startswith("# crossover") for s in lines) == 2
+    assert lines[-1].startswith("# every gradient agreed with the one written by hand")

@@ -20,7 +20,7 @@ Programs (n is the number of elements of the differentiated input):
   labels, axis=1))`` written with ``dualarr.numpy``, logits ``z`` of n // 64 rows of 64,
   one-hot ``labels``;
 - ``scatter``: ``sum(tanh(x[idx] * w))`` with random ``idx`` (n of them, in ``[0, n)``):
-  the gradient is a scatter-add (Dask's chunked ``bincount``).
+  the gradient is a scatter-add (on Dask, a shuffle of ``bincount``s).
 
 Chunks are about ``--chunk-mib`` MiB (default 8: 2**20 float64 elements of a vector, 2**14
 rows of 64), so sizes up to 10^6 are one chunk.  What is timed, per gradient, in ms:

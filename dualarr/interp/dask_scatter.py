@@ -95,7 +95,7 @@ def dask_scatter_add(slots: Any, values: Any, size: int) -> Any:
     step = max(max(slots.chunks[0], default=1), SCATTER_MIN_OUTPUT_CHUNK)
     out_chunks = dsa.core.normalize_chunks(step, (size,))[0]  # step, …, the rest
     token = tokenize(slots, values, out_chunks)
-    cut, piece, name = (f"scatter-{what}-{token}" for what in ("cut", "piece", "bincount"))
+    cut, piece, name = (f"scatter-{what}-{token}" for what in ("cut", "piece", "bincounts"))
     graph: dict[Any, Any] = {}
     inputs = range(len(slots.chunks[0]))
     for j in inputs:

@@ -1095,7 +1095,9 @@ def jit(f: Callable[..., Any], *, backend: str | None = None) -> Callable[..., A
         raise DualarrError(f"expected a function, got {type(f).__name__}", op="jit")
     if backend is not None:
         get_backend(backend)
-    compiled: OrderedDict[Hashable, tuple[CompiledProgram, bool]] = OrderedDict()
+    # per entry: the program, and False (one result), True (a flat tuple) or the
+    # structure of a nested result
+    compiled: OrderedDict[Hashable, tuple[CompiledProgram, Any]] = OrderedDict()
 
     def jitted(*args: Any, **kwargs: Any) -> Any:
         if not kwargs and backend is None and current_trace() is None:
@@ -1114,7 +1116,7 @@ def jit(f: Callable[..., Any], *, backend: str | None = None) -> Callable[..., A
                 taken = list(args)  # nor does one result alias another
                 for v, dt, spare in zip(raw, code.output_dtypes, code.spares, strict=True):
                     taken.append(_fresh_numpy(v, dt, taken, spare))
-                return tuple(taken[len(args) :])
+                return _structured(tuple(taken[len(args) :]), several)
         if _traced(args) or current_trace() is not None:
             return f(*args, **kwargs)
         quick = _array_types(args)
@@ -1136,8 +1138,9 @@ def jit(f: Callable[..., Any], *, backend: str | None = None) -> Callable[..., A
         if run_on is not home:
             args = tuple(to_backend(run_on, a) for a in args)
         if entry is None:
+            nested: list[Any] = []  # the result's structure, where it nests
             try:
-                program = trace(_bound(f, kwargs), *args)
+                program = trace(_flat_results(_bound(f, kwargs), nested), *args)
             except TypeError:
                 _check_call(f, args, kwargs, "jit")
                 raise
@@ -1146,7 +1149,7 @@ def jit(f: Callable[..., Any], *, backend: str | None = None) -> Callable[..., A
                 code = compile_program(
                     vectorised.inputs, vectorised.outputs, f"jit_{len(compiled)}"
                 )
-            entry = compiled[key] = (code, vectorised.tuple_output)
+            entry = compiled[key] = (code, nested[0] if nested else vectorised.tuple_output)
             if len(compiled) > CACHE_SIZE:
                 compiled.popitem(last=False)
         code, several = entry
@@ -1160,7 +1163,7 @@ def jit(f: Callable[..., Any], *, backend: str | None = None) -> Callable[..., A
         else:
             values = code(*args, backend=run_on)
         values = _home(home, _unaliased(tuple(values), args))
-        return values if several else values[0]
+        return _structured(values, several) if several else values[0]
 
     def clear_cache() -> None:
         compiled.clear()
@@ -1168,6 +1171,34 @@ def jit(f: Callable[..., Any], *, backend: str | None = None) -> Callable[..., A
     jitted.__name__ = f"jit({_function_name(f)})"
     jitted.clear_cache = clear_cache  # type: ignore[attr-defined]
     return jitted
+
+
+def _flat_results(f: Callable[..., Any], nested: list[Any]) -> Callable[..., Any]:
+    """``f`` with a nested result (``value_and_grad``'s ``(value, (g0, g1))``, a dict)
+    flattened to a tuple of its leaves, the structure appended to ``nested``; a result
+    that is one value or a flat tuple or list as it is."""
+
+    def flat(*args: Any) -> Any:
+        result: Any = f(*args)
+        if isinstance(result, dict) or (
+            isinstance(result, tuple | list)
+            and any(isinstance(item, tuple | list | dict) for item in result)
+        ):
+            whole: Any = result  # a tree of Tensors
+            leaves, tree = optree.tree_flatten(whole, none_is_leaf=True)
+            nested.append(tree)
+            return tuple(leaves)
+        return result
+
+    flat.__name__ = getattr(f, "__name__", "program")
+    return flat
+
+
+def _structured(values: tuple[Any, ...], several: Any) -> Any:
+    """The results of a jitted call in the structure the function returned them."""
+    if several is True:
+        return values
+    return optree.tree_unflatten(several, list(values))
 
 
 def _array_types(args: Sequence[Any]) -> Hashable | None:

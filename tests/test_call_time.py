@@ -225,6 +225,29 @@ def test_jit_of_functions_of_several_outputs_and_keywords() -> None:
         h(x, scale=np.ones(5))
 
 
+@pytest.mark.parametrize("backend", [None, "numpy"])
+def test_jit_of_nested_results_keeps_their_structure(backend: str | None) -> None:
+    """``jit(value_and_grad(f, argnums=(0, 1)))`` gives ``(value, (g0, g1))`` as the
+    function does, on the lean path too (the second call), and dicts keep their keys."""
+    x, w = np.linspace(0.0, 1.0, 4), np.linspace(1.0, 2.0, 4)
+
+    def f(x: Any, w: Any) -> Any:
+        return da.sum(da.sin(x) * w)
+
+    want_value, (want_x, want_w) = da.value_and_grad(f, argnums=(0, 1))(x, w)
+    jitted = da.jit(da.value_and_grad(f, argnums=(0, 1)), backend=backend)
+    for _ in range(2):  # traced, then the cached program
+        value, (gx, gw) = jitted(x, w)
+        assert float(value) == pytest.approx(float(want_value), rel=1e-15)
+        np.testing.assert_allclose(gx, want_x, rtol=1e-15)
+        np.testing.assert_allclose(gw, want_w, rtol=1e-15)
+        assert not np.shares_memory(gx, gw)
+    named = da.jit(lambda a: {"double": a * 2.0, "pair": (a, a + 1.0)}, backend=backend)(x)
+    assert sorted(named) == ["double", "pair"]
+    np.testing.assert_allclose(named["pair"][1], x + 1.0)
+    assert not np.shares_memory(named["pair"][0], x)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_keyword_arguments_pass_through_undifferentiated(mode: str) -> None:
     f = lambda x, s=1.0: da.sum(x * x) * s  # noqa: E731

@@ -116,10 +116,10 @@ def reversal(x: Any) -> Any:
 
 
 def value_and_grad(f: Callable[..., Any], mode: str, argnums: Any = 0) -> Callable[..., Any]:
-    """``da.value_and_grad`` in ``mode``, or (``"jit"``) the jitted function and gradient."""
+    """``da.value_and_grad`` in ``mode``, or (``"jit"``) jitted."""
     if mode != "jit":
         return da.value_and_grad(f, argnums=argnums, mode=mode)
-    return lambda *args: (da.jit(f)(*args), da.jit(da.grad(f, argnums=argnums))(*args))
+    return da.jit(da.value_and_grad(f, argnums=argnums))
 
 
 def on_the_cluster(cluster: Cluster, lazy: list[Any]) -> list[Any]:

@@ -259,8 +259,9 @@ def test_scatter_add_is_a_shuffle_of_bincounts(
         np.testing.assert_array_equal(got, want)
     else:
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-10)
-    step = max(smallest, max(lazy(targets, chunks).chunks[0]) * width)
-    assert len(out.reshape(-1).chunks[0]) == -(-slots * width // step)  # output chunks
+    step = -(-max(smallest, max(lazy(targets, chunks).chunks[0]) * width) // width) * width
+    assert len(out.chunks[0]) == -(-slots * width // step)  # output chunks of whole rows
+    assert all(c == step // width for c in out.chunks[0][:-1])
 
 
 def test_scatter_add_of_integers_falls_back_to_selection() -> None:

@@ -109,7 +109,7 @@ def _dask_scatter_add(xp: Any, targets: Array, values: Array, size: int) -> Arra
     if width != 1:
         columns = dsa.arange(width, dtype=slots.dtype)
         slots = (slots[:, None] * width + columns[None, :]).reshape(-1)
-    summed = dask_scatter_add(slots, dsa.asarray(values).reshape(-1), size * width)
+    summed = dask_scatter_add(slots, dsa.asarray(values).reshape(-1), size * width, width)
     return summed if values.ndim == 1 else summed.reshape(size, width)
 
 

@@ -85,14 +85,17 @@ def _finish(parts: Sequence[Part], start: int, length: int, dtype: Any) -> np.nd
     return part.astype(dtype, copy=False)
 
 
-def dask_scatter_add(slots: Any, values: Any, size: int) -> Any:
+def dask_scatter_add(slots: Any, values: Any, size: int, row: int = 1) -> Any:
     """``out[slots[r]] += values[r]`` into ``size`` slots (Dask arrays of one axis, the
-    slots in range, float values): lazy, chunked as described above."""
+    slots in range, float values): lazy, chunked as described above, each output chunk
+    a whole number of rows of ``row`` slots (so that the output reshapes to rows chunk
+    by chunk)."""
     dsa: Any = importlib.import_module("dask.array")  # untyped
     highlevelgraph: Any = importlib.import_module("dask.highlevelgraph")
     tokenize: Any = importlib.import_module("dask.base").tokenize
     values = values.rechunk(slots.chunks)
     step = max(max(slots.chunks[0], default=1), SCATTER_MIN_OUTPUT_CHUNK)
+    step = -(-step // row) * row
     out_chunks = dsa.core.normalize_chunks(step, (size,))[0]  # step, …, the rest
     token = tokenize(slots, values, out_chunks)
     cut, piece, name = (f"scatter-{what}-{token}" for what in ("cut", "piece", "bincounts"))

@@ -277,7 +277,10 @@ def dask_backend() -> Backend:
     (:func:`merged_indexed_axes`); a fused kernel of generated code is one
     ``map_blocks`` task per chunk where its arguments' chunks line up
     (:func:`dualarr.codegen.kernels.dask_kernel`); reshapes Dask cannot do in one pass
-    go through the flat array.  What computes: ``backend="dask"`` with NumPy inputs (the results
+    go through the flat array.  Arrays the program makes itself (index grids, zeros)
+    take Dask's own chunk size (``dask.config`` ``array.chunk-size``, 128 MiB by
+    default): on workers with little memory, set it near the inputs' chunk size.
+    What computes: ``backend="dask"`` with NumPy inputs (the results
     move back to NumPy), and the user's ``.compute()``.  Without Dask, a
     :class:`~dualarr.lang.errors.MissingDependencyError` naming the ``dask`` extra."""
     require("dask.array", extra="dask", feature="backend 'dask'")
